@@ -1,0 +1,148 @@
+// Control Point commands (spec: "Control Point"). The NC encodes them; the NP
+// decodes and validates them, and a decoding error tells which ANCS error the
+// NP answers (`DecodingError.controlPointErrorCode`).
+
+/// One attribute asked for in Get Notification Attributes.
+///
+/// Title, Subtitle and Message always carry a max length on the wire (0xFFFF
+/// when none is given); other attributes never do, so a `maxLength` given for
+/// them is dropped. Reserved attribute IDs carry none.
+public struct NotificationAttributeRequest: Hashable, Sendable, CustomStringConvertible {
+    public let id: NotificationAttributeID
+    public let maxLength: UInt16?
+
+    public init(_ id: NotificationAttributeID, maxLength: UInt16? = nil) {
+        self.id = id
+        self.maxLength = id.takesMaxLength ? (maxLength ?? 0xFFFF) : nil
+    }
+
+    public var description: String {
+        if let maxLength { return "\(id)(max \(maxLength))" }
+        return id.description
+    }
+}
+
+/// Get Notification Attributes (CommandID 0).
+public struct GetNotificationAttributes: Hashable, Sendable {
+    public var notificationUID: NotificationUID
+    public var attributes: [NotificationAttributeRequest]
+
+    public init(notificationUID: NotificationUID, attributes: [NotificationAttributeRequest]) {
+        self.notificationUID = notificationUID
+        self.attributes = attributes
+    }
+}
+
+/// Get App Attributes (CommandID 1).
+public struct GetAppAttributes: Hashable, Sendable {
+    public var appIdentifier: String
+    public var attributes: [AppAttributeID]
+
+    public init(appIdentifier: String, attributes: [AppAttributeID] = [.displayName]) {
+        self.appIdentifier = appIdentifier
+        self.attributes = attributes
+    }
+}
+
+/// Perform Notification Action (CommandID 2), exactly 6 bytes.
+public struct PerformNotificationAction: Hashable, Sendable {
+    public var notificationUID: NotificationUID
+    public var actionID: ActionID
+
+    public init(notificationUID: NotificationUID, actionID: ActionID) {
+        self.notificationUID = notificationUID
+        self.actionID = actionID
+    }
+}
+
+/// A Control Point command, either direction.
+public enum ControlPointCommand: Hashable, Sendable {
+    case getNotificationAttributes(GetNotificationAttributes)
+    case getAppAttributes(GetAppAttributes)
+    case performNotificationAction(PerformNotificationAction)
+
+    /// The largest command an ATT write can carry.
+    public static let maximumLength = 512
+
+    public var commandID: CommandID {
+        switch self {
+        case .getNotificationAttributes: .getNotificationAttributes
+        case .getAppAttributes: .getAppAttributes
+        case .performNotificationAction: .performNotificationAction
+        }
+    }
+
+    public func encode() throws(EncodingError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        switch self {
+        case .getNotificationAttributes(let command):
+            guard !command.attributes.isEmpty else { throw EncodingError(.noAttributesRequested) }
+            bytes.reserveCapacity(5 + 3 * command.attributes.count)
+            bytes.append(CommandID.getNotificationAttributes.rawValue)
+            appendUInt32LE(command.notificationUID.rawValue, to: &bytes)
+            for attribute in command.attributes {
+                bytes.append(attribute.id.rawValue)
+                if let maxLength = attribute.maxLength { appendUInt16LE(maxLength, to: &bytes) }
+            }
+        case .getAppAttributes(let command):
+            guard !command.attributes.isEmpty else { throw EncodingError(.noAttributesRequested) }
+            let identifier = command.appIdentifier.utf8
+            guard !identifier.contains(0) else { throw EncodingError(.appIdentifierContainsNUL) }
+            bytes.reserveCapacity(2 + identifier.count + command.attributes.count)
+            bytes.append(CommandID.getAppAttributes.rawValue)
+            bytes.append(contentsOf: identifier)
+            bytes.append(0)
+            for attribute in command.attributes { bytes.append(attribute.rawValue) }
+        case .performNotificationAction(let command):
+            bytes.reserveCapacity(6)
+            bytes.append(CommandID.performNotificationAction.rawValue)
+            appendUInt32LE(command.notificationUID.rawValue, to: &bytes)
+            bytes.append(command.actionID.rawValue)
+        }
+        guard bytes.count <= ControlPointCommand.maximumLength else {
+            throw EncodingError(.commandTooLong(length: bytes.count))
+        }
+        return bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(DecodingError) -> ControlPointCommand {
+        guard let first = bytes.first else { throw DecodingError(.emptyCommand, at: 0) }
+        switch CommandID(rawValue: first) {
+        case .getNotificationAttributes:
+            guard bytes.count >= 5 else { throw DecodingError(.truncated(field: "NotificationUID"), at: bytes.count) }
+            let uid = NotificationUID(UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24)
+            var attributes: [NotificationAttributeRequest] = []
+            var index = 5
+            while index < bytes.count {
+                let id = NotificationAttributeID(rawValue: bytes[index])
+                if id.takesMaxLength {
+                    guard index + 2 < bytes.count else { throw DecodingError(.missingMaxLength(id), at: index + 1) }
+                    let maxLength = UInt16(bytes[index + 1]) | UInt16(bytes[index + 2]) << 8
+                    attributes.append(NotificationAttributeRequest(id, maxLength: maxLength))
+                    index += 3
+                } else {
+                    attributes.append(NotificationAttributeRequest(id))
+                    index += 1
+                }
+            }
+            guard !attributes.isEmpty else { throw DecodingError(.noAttributesRequested, at: 5) }
+            return .getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: attributes))
+        case .getAppAttributes:
+            guard let nul = bytes[1...].firstIndex(of: 0) else {
+                throw DecodingError(.missingNULTerminator, at: bytes.count)
+            }
+            let identifier = String(decoding: bytes[1..<nul], as: UTF8.self)
+            let attributes = bytes[(nul + 1)...].map { AppAttributeID(rawValue: $0) }
+            guard !attributes.isEmpty else { throw DecodingError(.noAttributesRequested, at: nul + 1) }
+            return .getAppAttributes(GetAppAttributes(appIdentifier: identifier, attributes: attributes))
+        case .performNotificationAction:
+            guard bytes.count == 6 else {
+                throw DecodingError(.performActionLength(actual: bytes.count), at: min(bytes.count, 6))
+            }
+            let uid = NotificationUID(UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24)
+            return .performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: ActionID(rawValue: bytes[5])))
+        default:
+            throw DecodingError(.unknownCommand(CommandID(rawValue: first)), at: 0)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+// Data Source responses (spec: "Data Source"): encoded by the NP, fragmented
+// to ATT MTU − 3 bytes per GATT notification, reassembled by the NC with
+// `DataSourceReassembler`.
+
+/// One attribute tuple of a Get Notification Attributes response.
+public struct NotificationAttribute: Hashable, Sendable, CustomStringConvertible {
+    public var id: NotificationAttributeID
+    public var value: AttributeValue
+    public init(_ id: NotificationAttributeID, _ value: AttributeValue) {
+        self.id = id
+        self.value = value
+    }
+    public var description: String { "\(id)=\(value.count) bytes" }
+}
+
+/// One attribute tuple of a Get App Attributes response.
+public struct AppAttribute: Hashable, Sendable {
+    public var id: AppAttributeID
+    public var value: AttributeValue
+    public init(_ id: AppAttributeID, _ value: AttributeValue) {
+        self.id = id
+        self.value = value
+    }
+}
+
+/// Get Notification Attributes response (CommandID 0).
+public struct NotificationAttributesResponse: Hashable, Sendable {
+    public var notificationUID: NotificationUID
+    public var attributes: [NotificationAttribute]
+
+    public init(notificationUID: NotificationUID, attributes: [NotificationAttribute]) {
+        self.notificationUID = notificationUID
+        self.attributes = attributes
+    }
+
+    /// The first value for `id`, if the response has it.
+    public subscript(id: NotificationAttributeID) -> AttributeValue? {
+        for attribute in attributes where attribute.id == id { return attribute.value }
+        return nil
+    }
+}
+
+/// Get App Attributes response (CommandID 1).
+public struct AppAttributesResponse: Hashable, Sendable {
+    public var appIdentifier: String
+    public var attributes: [AppAttribute]
+
+    public init(appIdentifier: String, attributes: [AppAttribute]) {
+        self.appIdentifier = appIdentifier
+        self.attributes = attributes
+    }
+
+    public subscript(id: AppAttributeID) -> AttributeValue? {
+        for attribute in attributes where attribute.id == id { return attribute.value }
+        return nil
+    }
+}
+
+/// A complete Data Source response.
+public enum DataSourceResponse: Hashable, Sendable {
+    case notificationAttributes(NotificationAttributesResponse)
+    case appAttributes(AppAttributesResponse)
+
+    /// The ATT MTU range BLE allows; `fragments(mtu:)` clamps to it.
+    public static let mtuRange = 23...517
+
+    /// The whole response as the NP sends it, before fragmentation. A value
+    /// longer than 65 535 bytes (the Length field) is cut to that length.
+    public func encode() -> [UInt8] {
+        var bytes: [UInt8] = []
+        switch self {
+        case .notificationAttributes(let response):
+            var size = 5
+            for attribute in response.attributes { size += 3 + min(attribute.value.count, 0xFFFF) }
+            bytes.reserveCapacity(size)
+            bytes.append(CommandID.getNotificationAttributes.rawValue)
+            appendUInt32LE(response.notificationUID.rawValue, to: &bytes)
+            for attribute in response.attributes { appendTuple(attribute.id.rawValue, attribute.value, to: &bytes) }
+        case .appAttributes(let response):
+            bytes.append(CommandID.getAppAttributes.rawValue)
+            bytes.append(contentsOf: response.appIdentifier.utf8)
+            bytes.append(0)
+            for attribute in response.attributes { appendTuple(attribute.id.rawValue, attribute.value, to: &bytes) }
+        }
+        return bytes
+    }
+
+    /// The GATT notifications that carry the response at this ATT MTU: MTU − 3
+    /// bytes each, the last one shorter.
+    public func fragments(mtu: Int) -> [[UInt8]] {
+        DataSourceResponse.fragment(encode(), mtu: mtu)
+    }
+
+    /// Splits bytes into Data Source notifications for an ATT MTU (clamped to 23…517).
+    public static func fragment(_ bytes: [UInt8], mtu: Int) -> [[UInt8]] {
+        let size = min(max(mtu, mtuRange.lowerBound), mtuRange.upperBound) - 3
+        var fragments: [[UInt8]] = []
+        fragments.reserveCapacity((bytes.count + size - 1) / size)
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + size, bytes.count)
+            fragments.append(Array(bytes[start..<end]))
+            start = end
+        }
+        return fragments
+    }
+}
+
+private func appendTuple(_ id: UInt8, _ value: AttributeValue, to bytes: inout [UInt8]) {
+    value.withBytes { raw in
+        let length = min(raw.count, 0xFFFF)
+        bytes.append(id)
+        appendUInt16LE(UInt16(length), to: &bytes)
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: raw[0..<length]))
+    }
+}

@@ -1,0 +1,388 @@
+// DataSourceReassembler — turns Data Source GATT notifications back into
+// responses (spec: "Data Source", rules).
+//
+// The NP sends each response as a run of notifications with no fragment
+// header; the NC knows where a response ends only from the request it sent.
+// So every request is registered with `expect` before (or as) its Control
+// Point write goes out, and responses are matched to requests in order.
+//
+// Phases, per response:
+//
+//   header(matched: 0)  ── first byte ──►  header(matched: k)  ── last header byte ──►  tupleID
+//   tupleID  ──►  tupleLength  ──►  tupleLength(low)  ──►  value  ──►  tupleID | (complete) header(0)
+//   header mismatch on the CommandID byte, or bytes with nothing outstanding  ──►  discardingFragment
+//   wrong NotificationUID  ──►  collectingUID  ──►  tupleID (failed: framing kept, nothing stored)
+//   wrong AppIdentifier    ──►  skippingAppIdentifier  ──►  tupleID (failed)
+//
+// A response that fails validation ends its request at once with an error,
+// but its framing (the tuples the request asked for) is still followed so
+// the next response starts at the right byte. Only bytes that cannot be
+// framed at all are dropped up to the end of their fragment, because a new
+// response always starts a new notification on a real NP.
+//
+// Cost: each byte is looked at once; values are copied in bulk; a value that
+// lies wholly inside one fragment is materialized straight from it; the only
+// heap allocations are the values themselves and one attribute array per
+// response. Memory is bounded by the largest max length asked (attributes
+// without one are bounded by `Configuration.unlimitedValueLength`).
+
+/// What the reassembler reports while it is fed.
+public enum ReassemblyEvent: Hashable, Sendable {
+    /// A complete, valid response to the request registered under this ID.
+    case response(DataSourceReassembler.RequestID, DataSourceResponse)
+    /// The request's response was invalid or incomplete; it ends here.
+    case failed(DataSourceReassembler.RequestID, DecodingError)
+    /// Bytes no outstanding request explains; dropped up to the end of their fragment.
+    case unsolicited(DecodingError)
+}
+
+public struct DataSourceReassembler: Sendable {
+    /// The caller's name for a request; echoed in events.
+    public typealias RequestID = UInt32
+
+    public struct Configuration: Hashable, Sendable {
+        /// The longest value accepted for an attribute asked without a max
+        /// length (AppIdentifier, Date, MessageSize, labels, DisplayName).
+        public var unlimitedValueLength: Int
+        public init(unlimitedValueLength: Int = 1024) {
+            self.unlimitedValueLength = unlimitedValueLength
+        }
+        public static let `default` = Configuration()
+    }
+
+    struct Pending: Sendable {
+        var id: RequestID
+        var request: DataSourceRequest
+        /// Ended by the caller (timeout, cancellation): if its response still
+        /// comes it is consumed and dropped, so it cannot shift the next one.
+        var abandoned: Bool
+    }
+
+    enum Phase: Sendable, Equatable {
+        case header(matched: Int)
+        case collectingUID(received: Int)
+        case skippingAppIdentifier
+        case tupleID
+        case tupleLength(id: UInt8, low: UInt8?)
+        case value(id: UInt8, length: Int, received: Int)
+        case discardingFragment
+    }
+
+    public let configuration: Configuration
+    var queue: [Pending] = []
+    /// The request whose tuples are being received (header complete).
+    var current: Pending?
+    var phase: Phase = .header(matched: 0)
+    /// Set once the current response has failed: keep framing, store nothing.
+    var failed = false
+    var tupleIndex = 0
+    /// Bytes of the current response seen so far.
+    var offset = 0
+    /// NotificationUID bytes as received, for the error message of a wrong one.
+    var receivedUID: UInt32 = 0
+    /// A value that spans fragments, collected here (capacity reused).
+    var scratch: [UInt8] = []
+    var notificationAttributes: [NotificationAttribute] = []
+    var appAttributes: [AppAttribute] = []
+
+    public init(configuration: Configuration = .default) {
+        self.configuration = configuration
+    }
+
+    /// Requests registered and not yet answered (the one streaming included).
+    public var outstandingCount: Int { queue.count + (current == nil ? 0 : 1) }
+
+    /// True between the first and the last byte of a response.
+    public var isInsideResponse: Bool {
+        switch phase {
+        case .header(let matched): return matched > 0
+        case .discardingFragment: return false
+        default: return true
+        }
+    }
+
+    /// Registers the request the next unclaimed response answers.
+    public mutating func expect(_ request: DataSourceRequest, id: RequestID) {
+        queue.append(Pending(id: id, request: request, abandoned: false))
+    }
+
+    /// Ends a request on the caller's side. With `responseMayFollow` (a
+    /// timeout, a cancellation after the write went out) its response is
+    /// still consumed if it comes; without (the write failed: no response
+    /// follows, spec "Errors") it is forgotten. Returns false for an unknown ID.
+    @discardableResult
+    public mutating func cancel(_ id: RequestID, responseMayFollow: Bool) -> Bool {
+        if current?.id == id {
+            current!.abandoned = true
+            return true
+        }
+        guard let index = queue.firstIndex(where: { $0.id == id }) else { return false }
+        if responseMayFollow {
+            queue[index].abandoned = true
+        } else {
+            if index == 0, case .header(let matched) = phase, matched > 0 {
+                // Bytes already matched against it belong to nothing now.
+                phase = .discardingFragment
+            }
+            queue.remove(at: index)
+        }
+        return true
+    }
+
+    /// Ends everything (link loss, session end, or the caller giving up):
+    /// each live request fails with `incomplete`, and the state is reset.
+    public mutating func finish(_ handler: (ReassemblyEvent) -> Void) {
+        if let current, !current.abandoned, !failed {
+            handler(.failed(current.id, DecodingError(.incomplete(expectedTuples: current.request.tupleCount, receivedTuples: tupleIndex), at: offset)))
+        }
+        for (index, pending) in queue.enumerated() where !pending.abandoned {
+            let received = index == 0 && current == nil ? offset : 0
+            handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: 0), at: received)))
+        }
+        queue.removeAll()
+        resetResponse()
+    }
+
+    public mutating func feed(_ fragment: [UInt8], _ handler: (ReassemblyEvent) -> Void) {
+        fragment.withUnsafeBytes { feed($0, handler) }
+    }
+
+    /// Feeds one Data Source notification. Complete responses and failures
+    /// are passed to `handler` as they are found, each request exactly once.
+    public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
+        if phase == .discardingFragment { phase = .header(matched: 0) }
+        var index = 0
+        let count = fragment.count
+        while index < count {
+            switch phase {
+            case .discardingFragment:
+                return
+
+            case .header(let matched):
+                let byte = fragment[index]
+                index += 1
+                if matched == 0 {
+                    offset = 0
+                    receivedUID = 0
+                }
+                if matched >= 1 && matched <= 4 { receivedUID |= UInt32(byte) << (8 * UInt32(matched - 1)) }
+                offset += 1
+                matchHeader(byte: byte, at: matched, handler)
+
+            case .collectingUID(let received):
+                receivedUID |= UInt32(fragment[index]) << (8 * UInt32(received))
+                index += 1
+                offset += 1
+                if received + 1 == 4 {
+                    reportUIDMismatch(handler)
+                } else {
+                    phase = .collectingUID(received: received + 1)
+                }
+
+            case .skippingAppIdentifier:
+                let byte = fragment[index]
+                index += 1
+                offset += 1
+                if byte == 0 { startTuples(handler) }
+
+            case .tupleID:
+                let byte = fragment[index]
+                index += 1
+                let expected = current!.request.tuples[tupleIndex]
+                if byte != expected.id {
+                    fail(.unexpectedAttribute(expected: expected.id, actual: byte), at: offset, handler)
+                }
+                offset += 1
+                phase = .tupleLength(id: byte, low: nil)
+
+            case .tupleLength(let id, let low):
+                let byte = fragment[index]
+                index += 1
+                offset += 1
+                guard let low else {
+                    phase = .tupleLength(id: id, low: byte)
+                    continue
+                }
+                let length = Int(low) | Int(byte) << 8
+                let limit = current!.request.tuples[tupleIndex].maxLength ?? configuration.unlimitedValueLength
+                if length > limit {
+                    fail(.valueTooLong(attribute: id, length: length, maxLength: limit), at: offset - 2, handler)
+                }
+                if length == 0 {
+                    store(id: id, AttributeValue.empty)
+                    finishTuple(handler)
+                } else {
+                    phase = .value(id: id, length: length, received: 0)
+                }
+
+            case .value(let id, let length, let received):
+                let take = min(count - index, length - received)
+                if !failed && current?.abandoned == false {
+                    if received == 0 && take == length {
+                        // The whole value is in this fragment: no copy.
+                        let slice = UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)])
+                        store(id: id, AttributeValue(bytes: slice.assumingMemoryBound(to: UInt8.self)))
+                    } else {
+                        scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]))
+                        if received + take == length {
+                            let value = scratch.withUnsafeBufferPointer { AttributeValue(bytes: $0) }
+                            scratch.removeAll(keepingCapacity: true)
+                            store(id: id, value)
+                        }
+                    }
+                }
+                index += take
+                offset += take
+                if received + take == length {
+                    finishTuple(handler)
+                } else {
+                    phase = .value(id: id, length: length, received: received + take)
+                }
+            }
+        }
+    }
+
+    // MARK: - Header
+
+    private mutating func matchHeader(byte: UInt8, at matched: Int, _ handler: (ReassemblyEvent) -> Void) {
+        guard var head = queue.first else {
+            handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
+            phase = .discardingFragment
+            return
+        }
+        if head.request.header[matched] != byte {
+            // An abandoned request may never be answered: let the next
+            // request claim these bytes if its header starts the same way.
+            let previousHeader = head.request.header
+            while head.abandoned {
+                queue.removeFirst()
+                guard let next = queue.first else {
+                    handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
+                    phase = .discardingFragment
+                    return
+                }
+                head = next
+                let header = head.request.header
+                if header.count > matched && header[..<matched].elementsEqual(previousHeader[..<matched]) && header[matched] == byte {
+                    break
+                }
+            }
+            let header = head.request.header
+            if header.count <= matched || !header[..<matched].elementsEqual(previousHeader[..<matched]) || header[matched] != byte {
+                mismatch(head, byte: byte, prefix: previousHeader, matched: matched, handler)
+                return
+            }
+        }
+        if matched + 1 == head.request.header.count {
+            current = queue.removeFirst()
+            startTuples(handler)
+        } else {
+            phase = .header(matched: matched + 1)
+        }
+    }
+
+    /// The live request at the head of the queue does not match the header bytes received.
+    private mutating func mismatch(_ head: Pending, byte: UInt8, prefix: [UInt8], matched: Int, _ handler: (ReassemblyEvent) -> Void) {
+        let header = head.request.header
+        var position = 0
+        while position < matched && position < header.count && header[position] == prefix[position] { position += 1 }
+        current = queue.removeFirst()
+        failed = false
+        if position == 0 {
+            let actual = matched == 0 ? byte : prefix[0]
+            fail(.wrongCommandID(expected: head.request.commandID, actual: CommandID(rawValue: actual)), at: 0, handler)
+            resetResponse()
+            phase = .discardingFragment
+            return
+        }
+        switch head.request.subject {
+        case .notification:
+            if matched == 4 {
+                reportUIDMismatch(handler)
+            } else {
+                phase = .collectingUID(received: matched)
+            }
+        case .app(let identifier):
+            fail(.wrongAppIdentifier(expected: identifier), at: position, handler)
+            if byte == 0 { startTuples(handler) } else { phase = .skippingAppIdentifier }
+        }
+    }
+
+    private mutating func reportUIDMismatch(_ handler: (ReassemblyEvent) -> Void) {
+        if case .notification(let expected) = current!.request.subject {
+            fail(.wrongNotificationUID(expected: expected, actual: NotificationUID(receivedUID)), at: 1, handler)
+        }
+        startTuples(handler)
+    }
+
+    // MARK: - Tuples
+
+    private mutating func startTuples(_ handler: (ReassemblyEvent) -> Void) {
+        tupleIndex = 0
+        let tupleCount = current!.request.tupleCount
+        switch current!.request.subject {
+        case .notification:
+            notificationAttributes.removeAll(keepingCapacity: true)
+            notificationAttributes.reserveCapacity(tupleCount)
+        case .app:
+            appAttributes.removeAll(keepingCapacity: true)
+            appAttributes.reserveCapacity(tupleCount)
+        }
+        if tupleCount == 0 { completeResponse(handler) } else { phase = .tupleID }
+    }
+
+    private mutating func store(id: UInt8, _ value: AttributeValue) {
+        guard !failed, current?.abandoned == false else { return }
+        switch current!.request.subject {
+        case .notification: notificationAttributes.append(NotificationAttribute(NotificationAttributeID(rawValue: id), value))
+        case .app: appAttributes.append(AppAttribute(AppAttributeID(rawValue: id), value))
+        }
+    }
+
+    private mutating func finishTuple(_ handler: (ReassemblyEvent) -> Void) {
+        tupleIndex += 1
+        if tupleIndex == current!.request.tupleCount {
+            completeResponse(handler)
+        } else {
+            phase = .tupleID
+        }
+    }
+
+    private mutating func completeResponse(_ handler: (ReassemblyEvent) -> Void) {
+        let finished = current!
+        if !failed && !finished.abandoned {
+            switch finished.request.subject {
+            case .notification(let uid):
+                let response = NotificationAttributesResponse(notificationUID: uid, attributes: notificationAttributes)
+                notificationAttributes = []
+                handler(.response(finished.id, .notificationAttributes(response)))
+            case .app(let identifier):
+                let response = AppAttributesResponse(appIdentifier: identifier, attributes: appAttributes)
+                appAttributes = []
+                handler(.response(finished.id, .appAttributes(response)))
+            }
+        }
+        resetResponse()
+    }
+
+    /// Fails the current request once; the rest of its response is framed and dropped.
+    private mutating func fail(_ reason: DecodingError.Reason, at offset: Int, _ handler: (ReassemblyEvent) -> Void) {
+        guard !failed, let current else { return }
+        failed = true
+        scratch.removeAll(keepingCapacity: true)
+        if !current.abandoned {
+            handler(.failed(current.id, DecodingError(reason, at: offset)))
+        }
+    }
+
+    private mutating func resetResponse() {
+        current = nil
+        failed = false
+        tupleIndex = 0
+        offset = 0
+        phase = .header(matched: 0)
+        scratch.removeAll(keepingCapacity: true)
+        notificationAttributes.removeAll(keepingCapacity: true)
+        appAttributes.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,61 @@
+/// What a Data Source response must look like: the header it starts with and
+/// the attribute tuples it carries, in order, each with its max length
+/// (spec: "the NC must remember which attributes it asked for, in which order").
+public struct DataSourceRequest: Hashable, Sendable {
+    public enum Subject: Hashable, Sendable {
+        case notification(NotificationUID)
+        case app(String)
+    }
+
+    struct ExpectedTuple: Hashable, Sendable {
+        var id: UInt8
+        /// The max length asked, or nil when the attribute carries none.
+        var maxLength: Int?
+    }
+
+    public let subject: Subject
+    public let commandID: CommandID
+    /// CommandID and NotificationUID, or CommandID, AppIdentifier and NUL.
+    let header: [UInt8]
+    let tuples: [ExpectedTuple]
+
+    public init(_ command: GetNotificationAttributes) {
+        subject = .notification(command.notificationUID)
+        commandID = .getNotificationAttributes
+        var header: [UInt8] = [CommandID.getNotificationAttributes.rawValue]
+        appendUInt32LE(command.notificationUID.rawValue, to: &header)
+        self.header = header
+        tuples = command.attributes.map { ExpectedTuple(id: $0.id.rawValue, maxLength: $0.maxLength.map { Int($0) }) }
+    }
+
+    public init(_ command: GetAppAttributes) {
+        subject = .app(command.appIdentifier)
+        commandID = .getAppAttributes
+        var header: [UInt8] = [CommandID.getAppAttributes.rawValue]
+        header.append(contentsOf: command.appIdentifier.utf8)
+        header.append(0)
+        self.header = header
+        tuples = command.attributes.map { ExpectedTuple(id: $0.rawValue, maxLength: nil) }
+    }
+
+    /// The request a command's response answers; nil for Perform Notification
+    /// Action, which has no Data Source response.
+    public init?(_ command: ControlPointCommand) {
+        switch command {
+        case .getNotificationAttributes(let command): self.init(command)
+        case .getAppAttributes(let command): self.init(command)
+        case .performNotificationAction: return nil
+        }
+    }
+
+    /// Number of attribute tuples the response carries.
+    public var tupleCount: Int { tuples.count }
+
+    /// The largest number of value bytes the reassembler may hold for this
+    /// request: its largest max length, `unlimited` for attributes without one.
+    public func valueBound(unlimited: Int) -> Int {
+        var bound = 0
+        for tuple in tuples { bound = max(bound, tuple.maxLength ?? unlimited) }
+        return bound
+    }
+}
