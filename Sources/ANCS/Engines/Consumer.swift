@@ -1,0 +1,516 @@
+// Consumer — the Notification Consumer (NC) as a sans-I/O state machine: what
+// every accessory runs. It never calls a transport; each input returns the
+// actions its caller performs, in order (DESIGN: "Sans-I/O engines").
+//
+// Session phases:
+//
+//   idle ──linkUp (ANCS published)──► subscribingDataSource
+//   subscribingDataSource ──DS subscription result (any)──► subscribingNotificationSource
+//        (a failed DS subscription leaves a session without fetches)
+//   subscribingNotificationSource ──NS subscribed──► active
+//   subscribingNotificationSource ──NS subscription failed──► idle   (sessionEnded)
+//   any ──linkDown | stop | ANCS unpublished──► idle                  (sessionEnded if one began)
+//   idle ──ANCS published (link up)──► subscribingDataSource
+//
+// Data Source before Notification Source (spec: "Sessions"): GATT
+// notifications may start the moment Notification Source is subscribed, so
+// the session begins (and events are processed) as that subscription goes out.
+//
+// Requests: each application request gets a ConsumerRequestID and ends
+// exactly once with `.completed`. Identical commands in flight are coalesced
+// into one entry with several waiters. Entries move
+//
+//   queued ──write issued──► writing ──write OK──► awaitingResponse ──response──► done
+//                              └── write failed ──► done (no Data Source follows, spec "Errors")
+//
+// with at most one Control Point write in flight (ATT) and at most
+// `pipeliningDepth` commands whose response is still due. A waiter times out
+// on its own deadline; an entry left without waiters is abandoned, and the
+// reassembler still consumes its response if it comes.
+
+public struct Consumer: Sendable {
+    enum Phase: Hashable, Sendable {
+        case idle
+        case subscribingDataSource
+        case subscribingNotificationSource
+        case active
+    }
+
+    struct Waiter: Hashable, Sendable {
+        /// nil for the engine's own (eager) fetches.
+        var id: ConsumerRequestID?
+        var deadline: Timestamp
+    }
+
+    enum EntryState: Hashable, Sendable {
+        case queued
+        case writing(WriteToken)
+        case awaitingResponse
+    }
+
+    struct Entry: Sendable {
+        var key: UInt32
+        var command: ControlPointCommand
+        var bytes: [UInt8]
+        var waiters: [Waiter]
+        var state: EntryState
+        var expectsResponse: Bool { command.commandID != .performNotificationAction }
+    }
+
+    public let configuration: ConsumerConfiguration
+    var phase: Phase = .idle
+    var published = true
+    /// The ATT MTU of the link, while it is up.
+    public private(set) var mtu: Int?
+    /// Whether this session can fetch (Data Source subscribed).
+    public private(set) var dataSourceAvailable = false
+
+    /// The session's model: every live notification by UID.
+    public private(set) var notifications: [NotificationUID: ConsumerNotification] = [:]
+    var arrivalOrder: [NotificationUID: UInt64] = [:]
+    var arrivals: UInt64 = 0
+    /// App attributes per AppIdentifier, for this session only.
+    public private(set) var appAttributes: [String: AppAttributesResponse] = [:]
+
+    var entries: [Entry] = []
+    var writeInFlight: WriteToken?
+    var reassembler: DataSourceReassembler
+    var nextRequest: UInt32 = 0
+    var nextEntryKey: UInt32 = 0
+    var nextToken: UInt32 = 0
+
+    public init(configuration: ConsumerConfiguration = .default) {
+        self.configuration = configuration
+        reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: configuration.unlimitedValueLength))
+    }
+
+    /// True from the moment Notification Source is being subscribed until the session ends.
+    public var isInSession: Bool { phase == .subscribingNotificationSource || phase == .active }
+
+    /// Requests not yet ended (waiting to be written, being written, or awaiting a response).
+    public var pendingRequestCount: Int {
+        var count = 0
+        for entry in entries { count += entry.waiters.reduce(0) { $0 + ($1.id == nil ? 0 : 1) } }
+        return count
+    }
+
+    /// The earliest deadline of a pending request: call `tick` then.
+    public var nextDeadline: Timestamp? {
+        var earliest: Timestamp?
+        for entry in entries {
+            for waiter in entry.waiters where earliest == nil || waiter.deadline < earliest! {
+                earliest = waiter.deadline
+            }
+        }
+        return earliest
+    }
+
+    /// The cached display name of an app, if fetched in this session.
+    public func displayName(of appIdentifier: String) -> AttributeValue? {
+        appAttributes[appIdentifier]?[.displayName]
+    }
+
+    // MARK: - Link and session inputs
+
+    /// The link is up (connected, encrypted, ANCS discovered) with this ATT MTU.
+    public mutating func linkUp(mtu: Int, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        if phase != .idle { endSession(.linkDown, into: &actions) }
+        self.mtu = mtu
+        if published { startSubscribing(into: &actions) }
+        return actions
+    }
+
+    public mutating func mtuChanged(_ mtu: Int) {
+        if self.mtu != nil { self.mtu = mtu }
+    }
+
+    public mutating func linkDown(at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        endSession(.linkDown, into: &actions)
+        mtu = nil
+        return actions
+    }
+
+    /// The application ends the session: unsubscribe, forget everything.
+    public mutating func stop(at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        if phase != .idle {
+            actions.append(.unsubscribe(.notificationSource))
+            if dataSourceAvailable { actions.append(.unsubscribe(.dataSource)) }
+        }
+        endSession(.unsubscribed, into: &actions)
+        return actions
+    }
+
+    /// Service Changed told that ANCS was unpublished (false) or published
+    /// again (true, after the transport re-discovered it).
+    public mutating func serviceChanged(published: Bool, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        self.published = published
+        if !published {
+            endSession(.serviceUnpublished, into: &actions)
+        } else if mtu != nil && phase == .idle {
+            startSubscribing(into: &actions)
+        }
+        return actions
+    }
+
+    /// The result of a `.subscribe` action.
+    public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        switch (phase, characteristic) {
+        case (.subscribingDataSource, .dataSource):
+            dataSourceAvailable = result == .success
+            if !dataSourceAvailable { actions.append(.emit(.dataSourceUnavailable(result))) }
+            phase = .subscribingNotificationSource
+            actions.append(.emit(.sessionStarted))
+            actions.append(.subscribe(.notificationSource))
+        case (.subscribingNotificationSource, .notificationSource):
+            if result == .success {
+                phase = .active
+                pump(into: &actions)
+            } else {
+                endSession(.subscriptionFailed(result), into: &actions)
+            }
+        default:
+            break  // a late answer from an earlier session
+        }
+        return actions
+    }
+
+    // MARK: - Notification Source
+
+    public mutating func received(notificationSource bytes: [UInt8], at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        guard isInSession else { return actions }
+        let event: NotificationSourceEvent
+        do {
+            event = try NotificationSourceEvent.decode(bytes)
+        } catch {
+            actions.append(.emit(.protocolError(error)))
+            return actions
+        }
+        let uid = event.notificationUID
+        switch event.eventID {
+        case .added:
+            let notification = ConsumerNotification(
+                uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
+                categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
+            insert(notification)
+            actions.append(.emit(.added(notification)))
+            fetchEagerly(uid, at: now, into: &actions)
+        case .modified:
+            var notification = notifications[uid] ?? ConsumerNotification(
+                uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
+                categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
+            let known = notifications[uid] != nil
+            notification.eventFlags = event.eventFlags
+            notification.categoryID = event.categoryID
+            notification.categoryCount = event.categoryCount
+            if known { notifications[uid] = notification } else { insert(notification) }
+            actions.append(.emit(.modified(notification)))
+            fetchEagerly(uid, at: now, into: &actions)
+        case .removed:
+            let notification = notifications.removeValue(forKey: uid) ?? ConsumerNotification(
+                uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
+                categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
+            arrivalOrder.removeValue(forKey: uid)
+            var removed = notification
+            removed.categoryCount = event.categoryCount
+            actions.append(.emit(.removed(removed)))
+        default:
+            actions.append(.emit(.unknownEvent(event)))
+        }
+        return actions
+    }
+
+    // MARK: - Data Source and Control Point results
+
+    public mutating func received(dataSource bytes: [UInt8], at now: Timestamp) -> [ConsumerAction] {
+        bytes.withUnsafeBytes { received(dataSource: $0, at: now) }
+    }
+
+    public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        guard isInSession else { return actions }
+        var events: [ReassemblyEvent] = []
+        reassembler.feed(bytes) { events.append($0) }
+        for event in events {
+            switch event {
+            case .response(let key, let response):
+                guard let index = entries.firstIndex(where: { $0.key == key }) else { continue }
+                let entry = entries.remove(at: index)
+                apply(response, at: now, into: &actions)
+                let result: ConsumerResponse
+                switch response {
+                case .notificationAttributes(let value): result = .notificationAttributes(value)
+                case .appAttributes(let value): result = .appAttributes(value)
+                }
+                finish(entry, .success(result), into: &actions)
+            case .failed(let key, let error):
+                guard let index = entries.firstIndex(where: { $0.key == key }) else { continue }
+                finish(entries.remove(at: index), .failure(.invalidResponse(error)), into: &actions)
+            case .unsolicited(let error):
+                actions.append(.emit(.protocolError(error)))
+            }
+        }
+        pump(into: &actions)
+        return actions
+    }
+
+    /// The answer to a `.writeControlPoint` action.
+    public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        if writeInFlight == token { writeInFlight = nil }
+        if let index = entries.firstIndex(where: { $0.state == .writing(token) }) {
+            let entry = entries[index]
+            if result != .success {
+                entries.remove(at: index)
+                reassembler.cancel(entry.key, responseMayFollow: false)
+                finish(entry, .failure(ConsumerError(result)), into: &actions)
+            } else if entry.expectsResponse {
+                entries[index].state = .awaitingResponse
+            } else {
+                entries.remove(at: index)
+                finish(entry, .success(.actionPerformed), into: &actions)
+            }
+        }
+        pump(into: &actions)
+        return actions
+    }
+
+    // MARK: - Application requests
+
+    /// Fetch attributes of a notification (spec: Get Notification Attributes).
+    public mutating func fetchAttributes(_ attributes: [NotificationAttributeRequest], for uid: NotificationUID, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+        submit(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: attributes)), at: now)
+    }
+
+    /// Fetch attributes of an app (spec: Get App Attributes); answered from
+    /// the session's cache when the app was already fetched.
+    public mutating func fetchAppAttributes(_ appIdentifier: String, _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+        submit(.getAppAttributes(GetAppAttributes(appIdentifier: appIdentifier, attributes: attributes)), at: now)
+    }
+
+    /// Perform the positive or negative action of a notification whose flags announce it.
+    public mutating func performAction(_ action: ActionID, on uid: NotificationUID, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+        submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), at: now)
+    }
+
+    /// Ends a request with `cancelled`; its response, if it comes, is still consumed.
+    public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        for index in entries.indices {
+            if let waiter = entries[index].waiters.firstIndex(where: { $0.id == id }) {
+                entries[index].waiters.remove(at: waiter)
+                actions.append(.emit(.completed(id, .failure(.cancelled))))
+                if entries[index].waiters.isEmpty { abandon(at: index) }
+                break
+            }
+        }
+        pump(into: &actions)
+        return actions
+    }
+
+    /// Fails every request whose deadline has passed.
+    public mutating func tick(_ now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        var index = 0
+        while index < entries.count {
+            var waiters = entries[index].waiters
+            waiters.removeAll { waiter in
+                guard waiter.deadline <= now else { return false }
+                if let id = waiter.id { actions.append(.emit(.completed(id, .failure(.timedOut)))) }
+                return true
+            }
+            entries[index].waiters = waiters
+            if waiters.isEmpty { abandon(at: index) } else { index += 1 }
+        }
+        pump(into: &actions)
+        return actions
+    }
+
+    // MARK: - Internals
+
+    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+        nextRequest &+= 1
+        let id = ConsumerRequestID(rawValue: nextRequest)
+        var actions: [ConsumerAction] = []
+        func fail(_ error: ConsumerError) -> (ConsumerRequestID, [ConsumerAction]) {
+            actions.append(.emit(.completed(id, .failure(error))))
+            return (id, actions)
+        }
+        guard isInSession else { return fail(.notConnected) }
+        switch command {
+        case .getNotificationAttributes:
+            guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
+        case .getAppAttributes(let request):
+            guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
+            if let cached = appAttributes[request.appIdentifier],
+               request.attributes.allSatisfy({ id in cached.attributes.contains { $0.id == id } }) {
+                let answer = AppAttributesResponse(
+                    appIdentifier: request.appIdentifier,
+                    attributes: request.attributes.map { id in AppAttribute(id, cached[id] ?? .empty) })
+                actions.append(.emit(.completed(id, .success(.appAttributes(answer)))))
+                return (id, actions)
+            }
+        case .performNotificationAction(let request):
+            let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
+            guard let notification = notifications[request.notificationUID], !flag.isEmpty,
+                  notification.eventFlags.contains(flag)
+            else { return fail(.actionNotAvailable) }
+        }
+        let waiter = Waiter(id: id, deadline: now + configuration.requestTimeout)
+        if let index = entries.firstIndex(where: { $0.command == command }) {
+            entries[index].waiters.append(waiter)
+            return (id, actions)
+        }
+        guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }
+        do {
+            try enqueue(command, waiter: waiter)
+        } catch {
+            return fail(.encoding(error))
+        }
+        pump(into: &actions)
+        return (id, actions)
+    }
+
+    private mutating func enqueue(_ command: ControlPointCommand, waiter: Waiter) throws(EncodingError) {
+        let bytes = try command.encode()
+        nextEntryKey &+= 1
+        entries.append(Entry(key: nextEntryKey, command: command, bytes: bytes, waiters: [waiter], state: .queued))
+    }
+
+    /// Issues the next write if the link allows one (one in flight, pipelining depth).
+    private mutating func pump(into actions: inout [ConsumerAction]) {
+        guard phase == .active, writeInFlight == nil,
+              let index = entries.firstIndex(where: { $0.state == .queued })
+        else { return }
+        if entries[index].expectsResponse {
+            var outstanding = 0
+            for entry in entries where entry.state != .queued && entry.expectsResponse { outstanding += 1 }
+            if outstanding >= configuration.pipeliningDepth { return }
+        }
+        nextToken &+= 1
+        let token = WriteToken(rawValue: nextToken)
+        let entry = entries[index]
+        if let request = DataSourceRequest(entry.command) {
+            reassembler.expect(request, id: entry.key)
+        }
+        entries[index].state = .writing(token)
+        writeInFlight = token
+        actions.append(.writeControlPoint(entry.bytes, token))
+    }
+
+    private mutating func abandon(at index: Int) {
+        let entry = entries.remove(at: index)
+        switch entry.state {
+        case .queued:
+            break
+        case .writing(let token):
+            // The write may still complete; stop waiting for it.
+            if writeInFlight == token { writeInFlight = nil }
+            reassembler.cancel(entry.key, responseMayFollow: true)
+        case .awaitingResponse:
+            reassembler.cancel(entry.key, responseMayFollow: true)
+        }
+    }
+
+    private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
+        for waiter in entry.waiters {
+            if let id = waiter.id { actions.append(.emit(.completed(id, result))) }
+        }
+    }
+
+    private mutating func apply(_ response: DataSourceResponse, at now: Timestamp, into actions: inout [ConsumerAction]) {
+        switch response {
+        case .notificationAttributes(let value):
+            if notifications[value.notificationUID] != nil {
+                notifications[value.notificationUID]!.merge(value.attributes)
+            }
+            actions.append(.emit(.attributes(value)))
+            if configuration.eagerAppNames, !configuration.eagerAttributes.isEmpty,
+               let identifier = value[.appIdentifier]?.string, !identifier.isEmpty {
+                fetchAppNameEagerly(identifier, at: now)
+            }
+        case .appAttributes(let value):
+            if appAttributes[value.appIdentifier] == nil && appAttributes.count >= configuration.maximumCachedApps {
+                appAttributes.removeValue(forKey: appAttributes.keys.first!)
+            }
+            var merged = appAttributes[value.appIdentifier] ?? AppAttributesResponse(appIdentifier: value.appIdentifier, attributes: [])
+            for attribute in value.attributes {
+                if let index = merged.attributes.firstIndex(where: { $0.id == attribute.id }) {
+                    merged.attributes[index] = attribute
+                } else {
+                    merged.attributes.append(attribute)
+                }
+            }
+            appAttributes[value.appIdentifier] = merged
+            actions.append(.emit(.appAttributes(value)))
+        }
+    }
+
+    private mutating func fetchEagerly(_ uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) {
+        guard !configuration.eagerAttributes.isEmpty, dataSourceAvailable else { return }
+        let command = ControlPointCommand.getNotificationAttributes(
+            GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
+        guard !entries.contains(where: { $0.command == command }), entries.count < configuration.maximumRequests else { return }
+        try? enqueue(command, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
+        pump(into: &actions)
+    }
+
+    private mutating func fetchAppNameEagerly(_ identifier: String, at now: Timestamp) {
+        guard appAttributes[identifier] == nil, dataSourceAvailable else { return }
+        let alreadyAsked = entries.contains { entry in
+            if case .getAppAttributes(let request) = entry.command { return request.appIdentifier == identifier }
+            return false
+        }
+        guard !alreadyAsked, entries.count < configuration.maximumRequests else { return }
+        let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifier: identifier, attributes: [.displayName]))
+        // Placed ahead of queued attribute fetches: the name is needed to show them.
+        do {
+            try enqueue(command, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
+        } catch {
+            return
+        }
+        if let firstQueued = entries.firstIndex(where: { $0.state == .queued }), firstQueued < entries.count - 1 {
+            let entry = entries.removeLast()
+            entries.insert(entry, at: firstQueued)
+        }
+    }
+
+    private mutating func insert(_ notification: ConsumerNotification) {
+        if notifications[notification.uid] == nil && notifications.count >= configuration.maximumNotifications {
+            // Oldest first: a bounded model under an NP that never removes.
+            if let oldest = arrivalOrder.min(by: { $0.value < $1.value })?.key {
+                notifications.removeValue(forKey: oldest)
+                arrivalOrder.removeValue(forKey: oldest)
+            }
+        }
+        arrivals &+= 1
+        notifications[notification.uid] = notification
+        arrivalOrder[notification.uid] = arrivals
+    }
+
+    private mutating func startSubscribing(into actions: inout [ConsumerAction]) {
+        phase = .subscribingDataSource
+        actions.append(.subscribe(.dataSource))
+    }
+
+    /// Nothing survives a session (spec: "Sessions").
+    private mutating func endSession(_ reason: SessionEndReason, into actions: inout [ConsumerAction]) {
+        let hadSession = isInSession
+        let ended = entries
+        entries.removeAll()
+        for entry in ended { finish(entry, .failure(.sessionEnded), into: &actions) }
+        reassembler = DataSourceReassembler(configuration: reassembler.configuration)
+        writeInFlight = nil
+        notifications.removeAll()
+        arrivalOrder.removeAll()
+        appAttributes.removeAll()
+        dataSourceAvailable = false
+        phase = .idle
+        if hadSession { actions.append(.emit(.sessionEnded(reason))) }
+    }
+}

@@ -1,0 +1,237 @@
+// The vocabulary of the Consumer engine: what it is asked, what it answers,
+// and the session model it keeps.
+
+/// Names one application request to a `Consumer`; echoed when it ends.
+public struct ConsumerRequestID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+/// Names one Control Point write handed to the transport; its result comes back with it.
+public struct WriteToken: RawRepresentable, Hashable, Sendable {
+    public var rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+}
+
+/// What the Consumer engine asks its caller to do, in order.
+public enum ConsumerAction: Hashable, Sendable {
+    /// Write the characteristic's CCCD to enable notifications; answer with `subscriptionCompleted`.
+    case subscribe(ANCSCharacteristic)
+    /// Write the CCCD to disable notifications (no answer needed).
+    case unsubscribe(ANCSCharacteristic)
+    /// Write with response to the Control Point; answer with `writeCompleted(token, ...)`.
+    case writeControlPoint([UInt8], WriteToken)
+    /// Tell the application.
+    case emit(ConsumerEvent)
+}
+
+/// Why a session ended (spec: "Sessions": nothing survives a session).
+public enum SessionEndReason: Hashable, Sendable {
+    case linkDown
+    case unsubscribed
+    case serviceUnpublished
+    /// Subscribing to Notification Source failed with this result.
+    case subscriptionFailed(ATTResult)
+}
+
+/// Everything the application hears from the Consumer engine.
+public enum ConsumerEvent: Hashable, Sendable {
+    /// Notification Source subscription is going out: a new session's model starts empty.
+    case sessionStarted
+    /// An iOS notification was added (PreExisting ones at session start included).
+    case added(ConsumerNotification)
+    case modified(ConsumerNotification)
+    /// Removed; the notification as it was last known.
+    case removed(ConsumerNotification)
+    /// An event with a reserved EventID, passed through unchanged.
+    case unknownEvent(NotificationSourceEvent)
+    /// Attributes arrived for a notification (requested or fetched eagerly); the model holds them.
+    case attributes(NotificationAttributesResponse)
+    /// App attributes arrived; cached for the rest of the session.
+    case appAttributes(AppAttributesResponse)
+    /// An application request ended: exactly once per request.
+    case completed(ConsumerRequestID, ConsumerResult)
+    /// The session ended; every identifier and fetched value is gone.
+    case sessionEnded(SessionEndReason)
+    /// Bytes from the NP that were dropped (a malformed event, an unsolicited response).
+    case protocolError(DecodingError)
+    /// Subscribing to Data Source failed: fetches are unavailable in this session.
+    case dataSourceUnavailable(ATTResult)
+}
+
+/// How an application request ended.
+public enum ConsumerResult: Hashable, Sendable {
+    case success(ConsumerResponse)
+    case failure(ConsumerError)
+
+    public var error: ConsumerError? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+public enum ConsumerResponse: Hashable, Sendable {
+    case notificationAttributes(NotificationAttributesResponse)
+    case appAttributes(AppAttributesResponse)
+    /// The NP accepted a Perform Notification Action.
+    case actionPerformed
+}
+
+/// Why an application request failed.
+public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// 0xA0: the NP did not recognize the command.
+    case unknownCommand
+    /// 0xA1: the NP found the command malformed.
+    case invalidCommand
+    /// 0xA2: the NotificationUID or AppIdentifier names nothing on the NP.
+    case invalidParameter
+    /// 0xA3: the NP did not perform the action.
+    case actionFailed
+    /// Another ATT error answered the write (0x05 Insufficient Authentication, say).
+    case att(UInt8)
+    /// The transport failed the write without an ATT answer.
+    case transportFailure
+    /// The response did not match the request, or was malformed.
+    case invalidResponse(DecodingError)
+    case timedOut
+    case cancelled
+    /// The session ended before the request did.
+    case sessionEnded
+    /// No session: the link is down or Notification Source is not subscribed.
+    case notConnected
+    /// The NP offers no Data Source (or subscribing to it failed): nothing can be fetched.
+    case dataSourceUnavailable
+    /// The notification's flags do not announce this action; the link was not touched.
+    case actionNotAvailable
+    /// The command cannot be encoded (an AppIdentifier with NUL, too long for one write).
+    case encoding(EncodingError)
+    /// More requests are outstanding than the configuration allows.
+    case tooManyRequests
+
+    init(_ result: ATTResult) {
+        switch result {
+        case .success: self = .transportFailure  // not reached: success is not an error
+        case .transportFailure: self = .transportFailure
+        case .attError(let code):
+            switch code {
+            case .unknownCommand: self = .unknownCommand
+            case .invalidCommand: self = .invalidCommand
+            case .invalidParameter: self = .invalidParameter
+            case .actionFailed: self = .actionFailed
+            default: self = .att(code.rawValue)
+            }
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unknownCommand: "unknown command (ANCS 0xA0)"
+        case .invalidCommand: "invalid command (ANCS 0xA1)"
+        case .invalidParameter: "invalid parameter (ANCS 0xA2)"
+        case .actionFailed: "action failed (ANCS 0xA3)"
+        case .att(let code): "ATT error 0x\(hexByte(code))"
+        case .transportFailure: "transport failure"
+        case .invalidResponse(let error): "invalid response: \(error)"
+        case .timedOut: "timed out"
+        case .cancelled: "cancelled"
+        case .sessionEnded: "session ended"
+        case .notConnected: "not connected"
+        case .dataSourceUnavailable: "Data Source unavailable"
+        case .actionNotAvailable: "the notification offers no such action"
+        case .encoding(let error): "\(error)"
+        case .tooManyRequests: "too many requests outstanding"
+        }
+    }
+}
+
+/// One live iOS notification as the consumer knows it in this session.
+public struct ConsumerNotification: Hashable, Sendable {
+    public var uid: NotificationUID
+    public var eventFlags: EventFlags
+    public var categoryID: CategoryID
+    public var categoryCount: UInt8
+    /// Announced with PreExisting: it existed before the session started.
+    public var isPreExisting: Bool
+    /// Attributes fetched so far, one per id, latest value.
+    public var attributes: [NotificationAttribute]
+
+    public init(uid: NotificationUID, eventFlags: EventFlags, categoryID: CategoryID, categoryCount: UInt8, isPreExisting: Bool, attributes: [NotificationAttribute] = []) {
+        self.uid = uid
+        self.eventFlags = eventFlags
+        self.categoryID = categoryID
+        self.categoryCount = categoryCount
+        self.isPreExisting = isPreExisting
+        self.attributes = attributes
+    }
+
+    public subscript(id: NotificationAttributeID) -> AttributeValue? {
+        for attribute in attributes where attribute.id == id { return attribute.value }
+        return nil
+    }
+
+    public var appIdentifier: String? { self[.appIdentifier]?.string }
+
+    mutating func merge(_ fetched: [NotificationAttribute]) {
+        for attribute in fetched {
+            if let index = attributes.firstIndex(where: { $0.id == attribute.id }) {
+                attributes[index] = attribute
+            } else {
+                attributes.append(attribute)
+            }
+        }
+    }
+}
+
+/// How the consumer behaves; every field has a sensible default.
+public struct ConsumerConfiguration: Hashable, Sendable {
+    /// A request not ended by then fails with `timedOut`.
+    public var requestTimeout: Duration
+    /// Requests whose Control Point write went out and whose response has not
+    /// yet fully arrived. 1 waits for each response before the next write.
+    public var pipeliningDepth: Int
+    /// Attributes fetched for every Added notification without being asked;
+    /// empty means lazy (the spec's recommendation).
+    public var eagerAttributes: [NotificationAttributeRequest]
+    /// With eager attributes: also fetch the app's display name when its
+    /// AppIdentifier is first seen in the session.
+    public var eagerAppNames: Bool
+    /// Live notifications kept in the model; beyond it the oldest is dropped.
+    public var maximumNotifications: Int
+    /// App attribute responses cached per session.
+    public var maximumCachedApps: Int
+    /// Requests waiting or outstanding at once; beyond it new ones fail.
+    public var maximumRequests: Int
+    /// Longest value accepted for an attribute asked without a max length.
+    public var unlimitedValueLength: Int
+
+    public init(
+        requestTimeout: Duration = .seconds(10),
+        pipeliningDepth: Int = 2,
+        eagerAttributes: [NotificationAttributeRequest] = [],
+        eagerAppNames: Bool = true,
+        maximumNotifications: Int = 512,
+        maximumCachedApps: Int = 128,
+        maximumRequests: Int = 64,
+        unlimitedValueLength: Int = 1024
+    ) {
+        self.requestTimeout = requestTimeout
+        self.pipeliningDepth = max(1, pipeliningDepth)
+        self.eagerAttributes = eagerAttributes
+        self.eagerAppNames = eagerAppNames
+        self.maximumNotifications = max(1, maximumNotifications)
+        self.maximumCachedApps = max(1, maximumCachedApps)
+        self.maximumRequests = max(1, maximumRequests)
+        self.unlimitedValueLength = unlimitedValueLength
+    }
+
+    public static let `default` = ConsumerConfiguration()
+
+    /// What a display that shows everything wants for each notification.
+    public static let displayAttributes: [NotificationAttributeRequest] = [
+        NotificationAttributeRequest(.appIdentifier),
+        NotificationAttributeRequest(.title, maxLength: 64),
+        NotificationAttributeRequest(.message, maxLength: 256),
+        NotificationAttributeRequest(.date),
+    ]
+}
