@@ -6,8 +6,8 @@ struct ANCSCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ancs",
         abstract: "Apple Notification Center Service: consumer, provider and decoder.",
-        subcommands: [DecodeCommand.self],
-        defaultSubcommand: nil
+        subcommands: [DemoCommand.self, DecodeCommand.self],
+        defaultSubcommand: DemoCommand.self
     )
 
     /// Every failure is one line on stderr starting with `error:`, and a non-zero exit.

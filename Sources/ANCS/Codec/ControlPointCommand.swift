@@ -116,7 +116,7 @@ public enum ControlPointCommand: Hashable, Sendable {
             while index < bytes.count {
                 let id = NotificationAttributeID(rawValue: bytes[index])
                 if id.takesMaxLength {
-                    guard index + 2 < bytes.count else { throw DecodingError(.missingMaxLength(id), at: index + 1) }
+                    guard index + 2 < bytes.count else { throw DecodingError(.missingMaxLength(id), at: bytes.count) }
                     let maxLength = UInt16(bytes[index + 1]) | UInt16(bytes[index + 2]) << 8
                     attributes.append(NotificationAttributeRequest(id, maxLength: maxLength))
                     index += 3

@@ -1,0 +1,147 @@
+import ANCS
+
+/// The Notification Provider as an actor: a `Provider` engine (the iPhone's
+/// notification center) served to consumers through a `GATTServerTransport`.
+///
+/// The application changes the notification center with `add`, `modify`
+/// and `remove`; consumers' connections, subscriptions and Control Point
+/// writes come from the transport. What the engine answers is performed in
+/// order by one worker: a write's response goes out before the Data Source
+/// or Notification Source notifications it causes, and notifications keep
+/// the order the engine produced them in.
+public actor ProviderServer {
+    /// Everything the engine tells the application, in order. Finishes when
+    /// `run()` returns. One reader.
+    public nonisolated let events: AsyncStream<ProviderEvent>
+    private let eventSink: AsyncStream<ProviderEvent>.Continuation
+
+    private let transport: any GATTServerTransport
+    private var engine: Provider
+
+    private let outputs: AsyncStream<Output>
+    private let outputSink: AsyncStream<Output>.Continuation
+    private var started = false
+
+    enum Output: Sendable {
+        case notify(ConnectionID, ANCSCharacteristic, [UInt8])
+        case reply(ATTResponder, ATTResult)
+    }
+
+    public init(transport: any GATTServerTransport, configuration: ProviderConfiguration = .default) {
+        self.transport = transport
+        engine = Provider(configuration: configuration)
+        (events, eventSink) = AsyncStream.makeStream()
+        (outputs, outputSink) = AsyncStream.makeStream()
+    }
+
+    // MARK: - Snapshots
+
+    /// The active iOS notifications and the known apps.
+    public var notificationCenter: ProviderNotificationCenter { engine.notificationCenter }
+    /// The connected consumers, in the order they connected.
+    public var connections: [ConnectionID] { engine.connections }
+
+    public func isSubscribed(_ connection: ConnectionID, to characteristic: ANCSCharacteristic) -> Bool {
+        engine.isSubscribed(connection, to: characteristic)
+    }
+
+    // MARK: - Running
+
+    /// Serves the transport's events until its stream finishes (then what
+    /// is queued is still sent) or the calling task is cancelled; then
+    /// `events` finishes. Runs once; later calls return at once.
+    public func run() async {
+        guard !started else { return }
+        started = true
+        let transport = self.transport
+        let outputs = self.outputs
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in transport.events {
+                    await self.handle(event)
+                }
+                await self.transportEnded()
+            }
+            group.addTask {
+                for await output in outputs {
+                    switch output {
+                    case .notify(let connection, let characteristic, let value):
+                        await transport.notify(connection, characteristic, value)
+                    case .reply(let responder, let result):
+                        responder(result)
+                    }
+                }
+            }
+            await group.waitForAll()
+        }
+        outputSink.finish()
+        eventSink.finish()
+    }
+
+    // MARK: - The notification center
+
+    /// Registers an app's DisplayName, answered to Get App Attributes.
+    public func registerApp(identifier: String, displayName: String) {
+        engine.registerApp(identifier: identifier, displayName: displayName)
+    }
+
+    /// Adds an iOS notification and announces it to every consumer in a session.
+    @discardableResult
+    public func add(_ notification: ProviderNotification) throws(ProviderError) -> NotificationUID {
+        let (uid, actions) = try engine.add(notification)
+        apply(actions, replyingWith: nil)
+        return uid
+    }
+
+    /// Replaces a notification's content and announces it (Modified).
+    public func modify(_ uid: NotificationUID, to notification: ProviderNotification) throws(ProviderError) {
+        apply(try engine.modify(uid, to: notification), replyingWith: nil)
+    }
+
+    /// Removes a notification and announces it (Removed).
+    public func remove(_ uid: NotificationUID) throws(ProviderError) {
+        apply(try engine.remove(uid), replyingWith: nil)
+    }
+
+    // MARK: - Engine I/O
+
+    private func handle(_ event: GATTServerEvent) {
+        switch event {
+        case .connected(let connection, let mtu):
+            apply(engine.connect(connection, mtu: mtu), replyingWith: nil)
+        case .disconnected(let connection):
+            apply(engine.disconnect(connection), replyingWith: nil)
+        case .mtuChanged(let connection, let mtu):
+            engine.updateMTU(connection, mtu)
+        case .subscriptionChanged(let connection, let characteristic, let enabled):
+            apply(engine.setSubscription(connection, characteristic, enabled: enabled), replyingWith: nil)
+        case .controlPointWrite(let connection, let bytes, let reply):
+            let actions = engine.controlPointWritten(connection, bytes)
+            let answered = actions.contains { if case .respond = $0 { true } else { false } }
+            apply(actions, replyingWith: reply)
+            // The engine answers every write; should it not, the consumer
+            // still gets an answer rather than an ATT timeout.
+            if !answered { outputSink.yield(.reply(reply, .attError(Provider.unlikelyError))) }
+        }
+    }
+
+    private func transportEnded() {
+        outputSink.finish()
+    }
+
+    /// Performs the engine's actions in order. `.respond` answers the write
+    /// being handled (the engine answers a write only in the actions that
+    /// write returns).
+    private func apply(_ actions: [ProviderAction], replyingWith reply: ATTResponder?) {
+        for action in actions {
+            switch action {
+            case .notify(let connection, let characteristic, let value):
+                outputSink.yield(.notify(connection, characteristic, value))
+            case .respond(_, let result):
+                if let reply { outputSink.yield(.reply(reply, result)) }
+            case .emit(let event):
+                eventSink.yield(event)
+            }
+        }
+    }
+}
