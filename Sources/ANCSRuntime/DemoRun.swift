@@ -26,6 +26,10 @@ public final class DemoRun {
         public var latency: Duration
         /// Data Source bytes of the responses that made it ready.
         public var responseBytes: Int
+        /// The same for the fewest round trips possible (its attributes, and
+        /// the app's name when the app is new in the session).
+        public var lowerBoundEvents: Int
+        public var lowerBoundBytes: Int
     }
 
     public struct Summary: Hashable, Sendable {
@@ -73,6 +77,7 @@ public final class DemoRun {
     var waiting: [NotificationUID: (events: Int, bytes: Int, at: Timestamp)] = [:]
     var shownUIDs: Set<NotificationUID> = []
     var appNamesFetched: Set<String> = []
+    var appsShown: Set<String> = []
     var titles: [NotificationUID: String] = [:]
     var actionRequests: [ConsumerRequestID: String] = [:]
     public private(set) var isFinished = false
@@ -102,18 +107,28 @@ public final class DemoRun {
             uidsByKey[key] = host.add(providerNotification(notification), at: link.now)
             summary.notifications += 1
         }
-        for round in 0..<repetitions {
-            let offset = scenario.duration * round
-            for (time, step) in scenario.timeline {
-                let suffix = round == 0 ? "" : "#\(round)"
-                link.schedule(at: Timestamp(offset + time)) { [unowned self] link in self.perform(step, suffix: suffix, link) }
+        scheduleRound(0)
+        link.connect()
+    }
+
+    /// Rounds are scheduled one at a time, so a run of any length keeps a short queue.
+    func scheduleRound(_ round: Int) {
+        let offset = scenario.duration * round
+        let suffix = round == 0 ? "" : "#\(round)"
+        for (time, step) in scenario.timeline {
+            link.schedule(at: Timestamp(offset + time)) { [unowned self] link in self.perform(step, suffix: suffix, link) }
+        }
+        link.schedule(at: Timestamp(offset + scenario.duration)) { [unowned self] link in
+            if round + 1 < self.repetitions {
+                // Between rounds the person clears the phone's Notification Center.
+                for uid in self.host.provider.notificationCenter.uids { self.host.remove(uid, at: link.now) }
+                self.uidsByKey.removeAll()
+                self.scheduleRound(round + 1)
+            } else {
+                self.isFinished = true
+                self.summary.simulated = link.now.sinceOrigin
             }
         }
-        link.schedule(at: Timestamp(scenario.duration * repetitions)) { [unowned self] link in
-            self.isFinished = true
-            self.summary.simulated = link.now.sinceOrigin
-        }
-        link.connect()
     }
 
     public func run(until time: Timestamp) {
@@ -243,9 +258,17 @@ public final class DemoRun {
             for attribute in notification.attributes where DemoRun.displayAttributes.contains(where: { $0.id == attribute.id }) {
                 responseBytes += 3 + attribute.value.count
             }
+            let command = try! ControlPointCommand.getNotificationAttributes(
+                GetNotificationAttributes(notificationUID: notification.uid, attributes: DemoRun.displayAttributes)).encode()
+            var bound = link.minimumRoundTrip(commandLength: command.count, responseLength: responseBytes + 5)
+            if appsShown.insert(identifier).inserted, let name = link.consumer.displayName(of: identifier) {
+                let app = link.minimumRoundTrip(commandLength: identifier.utf8.count + 3, responseLength: identifier.utf8.count + 5 + name.count)
+                bound = (bound.events + app.events, bound.bytesOnAir + app.bytesOnAir)
+            }
             summary.readiness.append(Readiness(
                 uid: notification.uid, connectionEvents: link.counters.connectionEvents - start.events,
-                bytesOnAir: link.counters.bytesOnAir - start.bytes, latency: link.now - start.at, responseBytes: responseBytes + 5))
+                bytesOnAir: link.counters.bytesOnAir - start.bytes, latency: link.now - start.at, responseBytes: responseBytes + 5,
+                lowerBoundEvents: bound.events, lowerBoundBytes: bound.bytesOnAir))
         }
         emit(.ready(notification))
     }

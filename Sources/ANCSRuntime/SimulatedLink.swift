@@ -220,6 +220,27 @@ public final class SimulatedLink {
         }
     }
 
+    /// The fewest connection events and bytes on air one Control Point round
+    /// trip can take on this link: the write in one event, then the write
+    /// response and ⌈response / (MTU − 3)⌉ notifications packed
+    /// `packetsPerEvent` to an event.
+    public func minimumRoundTrip(commandLength: Int, responseLength: Int) -> (events: Int, bytesOnAir: Int) {
+        let write = PDU.writeControlPoint(Array(repeating: 0, count: commandLength), WriteToken(rawValue: 0))
+        var replies: [PDU] = [.writeResponse(.success)]
+        var left = responseLength
+        while left > 0 {
+            let size = min(left, configuration.mtu - 3)
+            replies.append(.notification(.dataSource, Array(repeating: 0, count: size)))
+            left -= size
+        }
+        func air(_ pdu: PDU) -> Int { pdu.attLength + 4 + 6 * packets(for: pdu) }
+        let writePackets = packets(for: write)
+        let replyPackets = replies.reduce(0) { $0 + packets(for: $1) }
+        let per = configuration.packetsPerEvent
+        let events = (writePackets + per - 1) / per + (replyPackets + per - 1) / per
+        return (events, air(write) + replies.reduce(0) { $0 + air($1) })
+    }
+
     // MARK: - Fault hooks
 
     /// Drops the link once this many more ATT bytes have been delivered (either way).

@@ -18,7 +18,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(name: .customLong("repeat"), help: "Play the scenario this many times over.") var rounds: Int = 1
     @Option(help: "Fetch attributes: eager (for every new notification, as a display does) or lazy (none unless asked).")
     var policy: FetchPolicy = .eager
-    @Option(help: "Pipelining depth: Control Point commands whose response may be outstanding at once.") var depth: Int = 2
+    @Option(help: "Pipelining depth: Control Point commands whose response may be outstanding at once.") var depth: Int = 1
 
     enum FetchPolicy: String, ExpressibleByArgument, CaseIterable { case eager, lazy }
 

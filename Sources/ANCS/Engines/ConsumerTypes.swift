@@ -207,7 +207,7 @@ public struct ConsumerConfiguration: Hashable, Sendable {
 
     public init(
         requestTimeout: Duration = .seconds(10),
-        pipeliningDepth: Int = 2,
+        pipeliningDepth: Int = 1,
         eagerAttributes: [NotificationAttributeRequest] = [],
         eagerAppNames: Bool = true,
         maximumNotifications: Int = 512,

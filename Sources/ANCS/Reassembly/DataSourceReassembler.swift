@@ -136,7 +136,7 @@ public struct DataSourceReassembler: Sendable {
             handler(.failed(current.id, DecodingError(.incomplete(expectedTuples: current.request.tupleCount, receivedTuples: tupleIndex), at: offset)))
         }
         for (index, pending) in queue.enumerated() where !pending.abandoned {
-            let received = index == 0 && current == nil ? offset : 0
+            let received = index == 0 && current == nil && isInsideResponse ? offset : 0
             handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: 0), at: received)))
         }
         queue.removeAll()

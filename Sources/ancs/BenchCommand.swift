@@ -1,0 +1,89 @@
+import ANCS
+import ANCSRuntime
+import ArgumentParser
+import Foundation
+
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Air time over the simulated link and memory over a long run, as tables.",
+        discussion: """
+            Air time: the demo scenario played --rounds times (12 apps) at each ATT MTU, connection \
+            interval, pipelining depth and fetch policy; connection events and bytes on air from each \
+            Added event to "ready to show" (app name, title, message, date), against the fewest the \
+            link allows. Memory: resident set size while the demo runs --notifications notifications. \
+            CPU figures come from the benchmark package (scripts/bench.sh).
+            """
+    )
+
+    @Option(help: "Rounds of the demo scenario per air-time row.") var rounds: Int = 10
+    @Option(help: "Notifications in the memory run.") var notifications: Int = 100_000
+    @Flag(help: "Only the air-time table.") var airTimeOnly = false
+    @Flag(help: "Only the memory table.") var memoryOnly = false
+
+    func run() throws {
+        if !memoryOnly { airTime() }
+        if !airTimeOnly { try memory() }
+    }
+
+    func airTime() {
+        printLine("## Air time: Added → ready to show (demo scenario × \(rounds), 12 apps)")
+        printLine("")
+        printLine("| MTU | interval | depth | policy | notifications | events/notif. | bound | ratio | bytes/notif. | bound | ratio | app-name fetches | repeated |")
+        printLine("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for mtu in [23, 185, 247] {
+            for interval in [15, 30] {
+                for depth in [1, 2, 4] {
+                    for policy in ["eager", "lazy"] {
+                        var consumer = ConsumerConfiguration(pipeliningDepth: depth)
+                        if policy == "eager" { consumer.eagerAttributes = DemoRun.displayAttributes }
+                        let run = DemoRun(link: .init(mtu: mtu, connectionInterval: .milliseconds(interval)), consumer: consumer, repetitions: rounds)
+                        run.start()
+                        run.runToEnd()
+                        let r = run.summary.readiness
+                        let n = Double(max(r.count, 1))
+                        let events = Double(r.reduce(0) { $0 + $1.connectionEvents }) / n
+                        let boundEvents = Double(r.reduce(0) { $0 + $1.lowerBoundEvents }) / n
+                        let bytes = Double(r.reduce(0) { $0 + $1.bytesOnAir }) / n
+                        let boundBytes = Double(r.reduce(0) { $0 + $1.lowerBoundBytes }) / n
+                        printLine("| \(mtu) | \(interval) ms | \(depth) | \(policy) | \(r.count) | \(f2(events)) | \(f2(boundEvents)) | \(f3(events / boundEvents)) | \(f1(bytes)) | \(f1(boundBytes)) | \(f3(bytes / boundBytes)) | \(run.summary.appNameFetches) | \(run.summary.repeatedAppNameFetches) |")
+                    }
+                }
+            }
+        }
+        printLine("")
+    }
+
+    func memory() throws {
+        printLine("## Memory: `ancs demo --fast` with \(notifications) notifications")
+        printLine("")
+        printLine("| notifications | resident (MiB) | consumer model | provider center |")
+        printLine("|---:|---:|---:|---:|")
+        let perRound = 10
+        let run = DemoRun(link: .init(mtu: 185, connectionInterval: .milliseconds(30)), repetitions: (notifications + perRound - 1) / perRound + 1)
+        run.recordsReadiness = false
+        run.host.recordsEvents = false
+        run.start()
+        var checkpoints = [1_000, 10_000, 100_000, 1_000_000].filter { $0 <= notifications }
+        while !run.isFinished, let next = checkpoints.first {
+            run.run(until: run.link.now + .seconds(15))
+            if run.summary.notifications >= next {
+                checkpoints.removeFirst()
+                printLine("| \(run.summary.notifications) | \(f1(residentMiB())) | \(run.link.consumer.notifications.count) | \(run.host.provider.notificationCenter.count) |")
+            }
+        }
+        printLine("")
+    }
+
+    func residentMiB() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { return .nan }
+        return kib / 1024
+    }
+
+    func f1(_ x: Double) -> String { String(format: "%.1f", x) }
+    func f2(_ x: Double) -> String { String(format: "%.2f", x) }
+    func f3(_ x: Double) -> String { String(format: "%.3f", x) }
+}
