@@ -3,31 +3,50 @@
 # prints its code and data size. Fails if the core uses anything Embedded
 # Swift forbids (Foundation, untyped throws, existentials, reflection).
 #
-#   scripts/check-embedded.sh            whole core, both targets
-#
-# Sizes are of the relocatable object (text/data/bss as llvm-size reports).
+# Three builds per target:
+#   core      every file of Sources/ANCS, as a relocatable object (all public API)
+#   consumer  what an accessory links: the Consumer engine reached from
+#             scripts/embedded/consumer-entry.swift, dead code stripped
+#   provider  the same for the Provider engine (provider-entry.swift)
+# The linked builds leave libc (malloc, free, memcpy, memmove, memset)
+# unresolved: their size depends on the firmware's C library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=".build/embedded"
 mkdir -p "$out"
 
-swiftc_bin=$(command -v swiftc)
 size_bin=$(command -v llvm-size || ls /usr/bin/llvm-size-* 2>/dev/null | head -n 1 || true)
 if [ -z "$size_bin" ]; then
   echo "error: llvm-size not found (Debian package: llvm)" >&2
   exit 1
 fi
+lld_bin=$(command -v ld.lld || true)
 
-all_sources=$(find Sources/ANCS -name '*.swift' | sort)
+mapfile -t core < <(find Sources/ANCS -name '*.swift' | sort)
+mapfile -t consumer_sources < <(printf '%s\n' "${core[@]}" | grep -v '/Provider')
+mapfile -t provider_sources < <(printf '%s\n' "${core[@]}" | grep -v '/Consumer')
 
-build() { # name target sources...
-  local name=$1 target=$2; shift 2
-  "$swiftc_bin" -target "$target" -enable-experimental-feature Embedded -wmo \
-    -parse-as-library -Osize -module-name ANCS -c "$@" -o "$out/$name-$target.o"
+compile() { # output target sources...
+  local output=$1 target=$2; shift 2
+  swiftc -target "$target" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
+    -Xfrontend -function-sections -Xcc -fdata-sections \
+    -module-name ANCS -c "$@" -o "$output"
+}
+
+row() { # name target file
+  "$size_bin" "$3" | awk -v n="$1" -v t="$2" 'NR==2 { printf "%-10s %-26s %8s %8s %8s\n", n, t, $1, $2, $3 }'
 }
 
 printf '%-10s %-26s %8s %8s %8s\n' build target text data bss
 for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
-  build core "$target" $all_sources
-  "$size_bin" "$out/core-$target.o" | awk -v t="$target" 'NR==2 { printf "%-10s %-26s %8s %8s %8s\n", "core", t, $1, $2, $3 }'
+  compile "$out/core-$target.o" "$target" "${core[@]}"
+  row core "$target" "$out/core-$target.o"
+  if [ -n "$lld_bin" ]; then
+    compile "$out/consumer-$target.o" "$target" "${consumer_sources[@]}" scripts/embedded/consumer-entry.swift
+    "$lld_bin" --gc-sections --entry=ancs_consumer_input --unresolved-symbols=ignore-all -o "$out/consumer-$target.elf" "$out/consumer-$target.o"
+    row consumer "$target" "$out/consumer-$target.elf"
+    compile "$out/provider-$target.o" "$target" "${provider_sources[@]}" scripts/embedded/provider-entry.swift
+    "$lld_bin" --gc-sections --entry=ancs_provider_input --unresolved-symbols=ignore-all -o "$out/provider-$target.elf" "$out/provider-$target.o"
+    row provider "$target" "$out/provider-$target.elf"
+  fi
 done
