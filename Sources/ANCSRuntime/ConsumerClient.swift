@@ -93,6 +93,8 @@ public actor ConsumerClient {
     public var isInSession: Bool { engine.isInSession }
     /// Requests not yet ended.
     public var pendingRequestCount: Int { engine.pendingRequestCount }
+    /// An app's DisplayName, if fetched in this session.
+    public func displayName(of appIdentifier: String) -> AttributeValue? { engine.displayName(of: appIdentifier) }
 
     // MARK: - Running
 
@@ -133,7 +135,9 @@ public actor ConsumerClient {
 
     /// Ends the session the way an NC leaves: unsubscribes from Notification
     /// Source and Data Source, fails pending requests with `.sessionEnded`.
-    /// `run()` returns once the unsubscriptions have been written.
+    /// `run()` returns once the unsubscriptions have been written (after any
+    /// ATT request already in progress: cancel the task running `run()` to
+    /// leave at once).
     public func stop() {
         guard phase == .running else { return }
         generation &+= 1
@@ -313,10 +317,18 @@ public actor ConsumerClient {
         timer?.cancel()
         timer = nil
         timerDeadline = nil
-        let stranded = requests
-        requests.removeAll()
-        for case (_, .awaiting(let continuation)) in stranded {
-            continuation.resume(returning: .failure(.sessionEnded))
+        // The engine has ended every request it knew; nothing may be left
+        // waiting even if it had not.
+        for (id, slot) in requests {
+            switch slot {
+            case .awaiting(let continuation):
+                requests[id] = nil
+                continuation.resume(returning: .failure(.sessionEnded))
+            case .submitted:
+                requests[id] = .ended(.failure(.sessionEnded))
+            case .ended:
+                break
+            }
         }
         eventSink.finish()
     }

@@ -51,9 +51,9 @@ public enum GATTClientEvent: Hashable, Sendable {
 /// Rules for an implementation:
 /// - `events` is iterated by one task, once; notifications stay in arrival
 ///   order relative to each other and to `linkUp`/`linkDown`.
-/// - Operations are issued one at a time (ATT allows one request in flight)
-///   and each returns exactly once: on link loss, and when the calling task
-///   is cancelled, with `.transportFailure`.
+/// - The runtime issues operations one at a time (ATT allows one request in
+///   flight). Each returns exactly once; on link loss, and when the calling
+///   task is cancelled, with `.transportFailure`.
 public protocol GATTClientTransport: Sendable {
     var events: AsyncStream<GATTClientEvent> { get }
     /// Enables notifications (writes the CCCD); BlueZ `StartNotify`.

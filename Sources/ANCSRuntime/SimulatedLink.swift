@@ -20,6 +20,8 @@ import ANCS
 // - Bytes on air count each LL packet as its payload plus 2 (LL header) and
 //   4 (MIC of an encrypted link); events count those with any data.
 //
+// - ATT's transaction timeout: a request unanswered for 30 s drops the link.
+//
 // Fault hooks: drop the link after N ATT bytes, answer the next Control
 // Point write with an ATT error, never answer the next one, delay server
 // replies, unpublish/republish ANCS.
@@ -117,10 +119,14 @@ public final class SimulatedLink {
     public var onConsumerEvent: ((ConsumerEvent, SimulatedLink) -> Void)?
 
     var connectedAt: Timestamp = .zero
+    var lastEventTime: Timestamp?
     var toProvider: [Outgoing] = []
     var toConsumer: [Outgoing] = []
     /// The client's outstanding ATT request, if any (CCCD or Control Point).
     var outstandingRequest: PDU?
+    var outstandingSince: Timestamp?
+    /// ATT: a request not answered within 30 s ends the transaction and the link.
+    public static let attTransactionTimeout: Duration = .seconds(30)
     var waitingRequests: [PDU] = []
     var scheduled: [(time: Timestamp, order: Int, body: (SimulatedLink) -> Void)] = []
     var scheduleOrder = 0
@@ -145,6 +151,7 @@ public final class SimulatedLink {
     public func connect() {
         guard !isConnected else { return }
         isConnected = true
+        lastEventTime = nil
         connectedAt = nextEventTime(atOrAfter: now)
         handleServerOutputs(server(.connected(mtu: configuration.mtu), now))
         perform(consumer.linkUp(mtu: configuration.mtu, at: now))
@@ -158,6 +165,7 @@ public final class SimulatedLink {
         toConsumer.removeAll()
         waitingRequests.removeAll()
         outstandingRequest = nil
+        outstandingSince = nil
         handleServerOutputs(server(.disconnected, now))
         perform(consumer.linkDown(at: now))
     }
@@ -199,7 +207,9 @@ public final class SimulatedLink {
             var next: Timestamp?
             if hasTraffic {
                 let earliest = (toProvider + toConsumer).map(\.notBefore).min()!
-                next = nextEventTime(atOrAfter: max(earliest, now))
+                // One event per interval: the next one after the last that ran.
+                let after = lastEventTime.map { max($0 + .nanoseconds(1), earliest) } ?? earliest
+                next = nextEventTime(atOrAfter: max(after, now))
             }
             if let first = scheduled.min(by: { ($0.time, $0.order) < ($1.time, $1.order) }), next == nil || first.time < next! {
                 next = first.time
@@ -207,14 +217,22 @@ public final class SimulatedLink {
             if let deadline = consumer.nextDeadline, next == nil || deadline < next! {
                 next = max(deadline, now)
             }
+            if isConnected, let since = outstandingSince, next == nil || since + Self.attTransactionTimeout < next! {
+                next = max(since + Self.attTransactionTimeout, now)
+            }
             guard let time = next, time <= end else {
                 if !stopWhenIdle { now = max(now, end) }
                 return
             }
             now = time
+            if isConnected, let since = outstandingSince, since + Self.attTransactionTimeout <= now {
+                disconnect()
+                continue
+            }
             runScheduled()
             if consumer.nextDeadline.map({ $0 <= now }) == true { perform(consumer.tick(now)) }
-            if hasTraffic && isConnected && (now - connectedAt).isMultiple(of: configuration.connectionInterval) {
+            if hasTraffic && isConnected && (now - connectedAt).isMultiple(of: configuration.connectionInterval) && lastEventTime != now {
+                lastEventTime = now
                 connectionEvent()
             }
         }
@@ -374,6 +392,7 @@ public final class SimulatedLink {
         case .writeResponse(let result):
             let request = outstandingRequest
             outstandingRequest = nil
+            outstandingSince = nil
             switch request {
             case .writeCCCD(let characteristic, let enable)?:
                 if enable { perform(consumer.subscriptionCompleted(characteristic, result, at: now)) }
@@ -443,6 +462,7 @@ public final class SimulatedLink {
         guard outstandingRequest == nil, !waitingRequests.isEmpty, isConnected else { return }
         let pdu = waitingRequests.removeFirst()
         outstandingRequest = pdu
+        outstandingSince = now
         toProvider.append(Outgoing(pdu: pdu, packetsLeft: packets(for: pdu), notBefore: now + .nanoseconds(1)))
     }
 }

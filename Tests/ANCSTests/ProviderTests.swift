@@ -1,0 +1,875 @@
+import Testing
+@testable import ANCS
+
+// The Provider engine (NP), driven through its inputs only; its outputs are
+// checked on the wire level: Notification Source events decoded, Data Source
+// fragments reassembled with the consumer side's DataSourceReassembler.
+
+private let phone = ConnectionID(1)
+private let watch = ConnectionID(2)
+private let car = ConnectionID(3)
+
+private let mail = ProviderNotification(
+    appIdentifier: "com.apple.mobilemail",
+    categoryID: .email,
+    flags: [.negativeAction],
+    title: "Alice",
+    subtitle: "Lunch",
+    message: "See you at noon?",
+    date: ANCSDate(year: 2014, month: 3, day: 22, hour: 15, minute: 42, second: 0),
+    negativeActionLabel: "Clear")
+
+private let call = ProviderNotification(
+    appIdentifier: "com.apple.mobilephone",
+    categoryID: .incomingCall,
+    flags: [.important, .positiveAction, .negativeAction],
+    title: "Bob",
+    date: ANCSDate(year: 2014, month: 3, day: 22, hour: 15, minute: 43, second: 10),
+    positiveActionLabel: "Answer",
+    negativeActionLabel: "Decline")
+
+/// The Provider engine (NP), one suite per part of the spec.
+@Suite("Provider")
+struct ProviderTests {}
+
+// MARK: - Helpers
+
+/// A provider with consumers connected and subscribed as given.
+private func makeProvider(
+    _ consumers: [(ConnectionID, mtu: Int, notificationSource: Bool, dataSource: Bool)] = [(phone, 185, true, true)],
+    configuration: ProviderConfiguration = .default
+) -> Provider {
+    var provider = Provider(configuration: configuration)
+    for consumer in consumers {
+        _ = provider.connect(consumer.0, mtu: consumer.mtu)
+        _ = provider.setSubscription(consumer.0, .dataSource, enabled: consumer.dataSource)
+        _ = provider.setSubscription(consumer.0, .notificationSource, enabled: consumer.notificationSource)
+    }
+    return provider
+}
+
+private func add(_ notification: ProviderNotification, to provider: inout Provider) throws -> NotificationUID {
+    try provider.add(notification).uid
+}
+
+/// The Notification Source events sent to one consumer, decoded.
+private func sourceEvents(_ actions: [ProviderAction], to connection: ConnectionID) throws -> [NotificationSourceEvent] {
+    var events: [NotificationSourceEvent] = []
+    for case .notify(let target, .notificationSource, let bytes) in actions where target == connection {
+        events.append(try NotificationSourceEvent.decode(bytes))
+    }
+    return events
+}
+
+/// The Data Source notifications sent to one consumer.
+private func dataSourceFragments(_ actions: [ProviderAction], to connection: ConnectionID) -> [[UInt8]] {
+    var fragments: [[UInt8]] = []
+    for case .notify(let target, .dataSource, let bytes) in actions where target == connection {
+        fragments.append(bytes)
+    }
+    return fragments
+}
+
+private func dataSourceCount(_ actions: [ProviderAction]) -> Int {
+    actions.filter { if case .notify(_, .dataSource, _) = $0 { true } else { false } }.count
+}
+
+/// The write responses in the actions.
+private func responses(_ actions: [ProviderAction]) -> [ATTResult] {
+    var results: [ATTResult] = []
+    for case .respond(_, let result) in actions { results.append(result) }
+    return results
+}
+
+private func emitted(_ actions: [ProviderAction]) -> [ProviderEvent] {
+    var events: [ProviderEvent] = []
+    for case .emit(let event) in actions { events.append(event) }
+    return events
+}
+
+/// Writes a command to the Control Point.
+private func write(_ command: ControlPointCommand, from connection: ConnectionID, to provider: inout Provider) throws -> [ProviderAction] {
+    provider.controlPointWritten(connection, try command.encode())
+}
+
+/// Feeds a consumer's Data Source fragments to a reassembler expecting the command's response.
+private func reassemble(_ fragments: [[UInt8]], answering command: ControlPointCommand) -> [ReassemblyEvent] {
+    var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: 0xFFFF))
+    reassembler.expect(DataSourceRequest(command)!, id: 7)
+    var events: [ReassemblyEvent] = []
+    for fragment in fragments { reassembler.feed(fragment) { events.append($0) } }
+    return events
+}
+
+private func notificationAttributes(_ fragments: [[UInt8]], answering command: GetNotificationAttributes) -> NotificationAttributesResponse? {
+    let events = reassemble(fragments, answering: .getNotificationAttributes(command))
+    guard events.count == 1, case .response(7, .notificationAttributes(let response)) = events[0] else { return nil }
+    return response
+}
+
+private func appAttributes(_ fragments: [[UInt8]], answering command: GetAppAttributes) -> AppAttributesResponse? {
+    let events = reassemble(fragments, answering: .getAppAttributes(command))
+    guard events.count == 1, case .response(7, .appAttributes(let response)) = events[0] else { return nil }
+    return response
+}
+
+private func rejection(_ actions: [ProviderAction]) -> ProviderRejection? {
+    for case .emit(.commandRejected(_, let rejection)) in actions { return rejection }
+    return nil
+}
+
+// MARK: - Sessions and Notification Source
+
+extension ProviderTests {
+    @Suite("Provider: sessions and Notification Source")
+    struct Sessions {
+        @Test("At the start of a session the NP announces every existing iOS notification (Added + PreExisting)")
+        func preExistingAnnouncementOnSubscribe() throws {
+            var provider = makeProvider([])
+            let first = try add(mail, to: &provider)
+            let second = try add(mail, to: &provider)
+            let third = try add(call, to: &provider)
+            _ = provider.connect(phone, mtu: 185)
+
+            let actions = provider.setSubscription(phone, .notificationSource, enabled: true)
+            let announced = try sourceEvents(actions, to: phone)
+
+            #expect(announced.map(\.notificationUID) == [first, second, third])
+            for event in announced {
+                #expect(event.eventID == .added)
+                #expect(event.eventFlags.contains(.preExisting))
+            }
+            #expect(announced[0].categoryID == .email && announced[0].categoryCount == 2)
+            #expect(announced[2].categoryID == .incomingCall && announced[2].categoryCount == 1)
+            #expect(announced[2].eventFlags == [.important, .positiveAction, .negativeAction, .preExisting])
+            #expect(emitted(actions) == [.sessionStarted(phone, preExisting: 3)])
+        }
+
+        @Test("Notifications added during a session carry no PreExisting flag")
+        func addedDuringSessionIsNotPreExisting() throws {
+            var provider = makeProvider()
+            // A PreExisting flag given by the application is the provider's to set, not the app's.
+            var flagged = mail
+            flagged.flags.insert(.preExisting)
+            let (uid, actions) = try provider.add(flagged)
+            let events = try sourceEvents(actions, to: phone)
+            #expect(events == [NotificationSourceEvent(eventID: .added, eventFlags: [.negativeAction], categoryID: .email, categoryCount: 1, notificationUID: uid)])
+        }
+
+        @Test("A session ends when the NC unsubscribes; subscribing again starts a new one with PreExisting announcements")
+        func resubscribeStartsANewSession() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            // Writing the value a CCCD already has starts nothing.
+            #expect(provider.setSubscription(phone, .notificationSource, enabled: true).isEmpty)
+
+            let ended = provider.setSubscription(phone, .notificationSource, enabled: false)
+            #expect(emitted(ended) == [.sessionEnded(phone)])
+            #expect(try provider.modify(uid, to: mail).isEmpty)
+
+            let restarted = provider.setSubscription(phone, .notificationSource, enabled: true)
+            let events = try sourceEvents(restarted, to: phone)
+            #expect(events.count == 1)
+            #expect(events.first?.eventFlags.contains(.preExisting) == true)
+        }
+
+        @Test("An empty Notification Center starts a session with no announcements")
+        func emptyCenterSession() {
+            var provider = makeProvider([])
+            _ = provider.connect(phone, mtu: 23)
+            let actions = provider.setSubscription(phone, .notificationSource, enabled: true)
+            #expect(actions == [.emit(.sessionStarted(phone, preExisting: 0))])
+        }
+
+        @Test("CategoryCount: two unread mails + one new one → 3, on Added, Modified and Removed")
+        func categoryCountOnAddedModifiedRemoved() throws {
+            var provider = makeProvider()
+            let first = try provider.add(mail)
+            let second = try provider.add(mail)
+            let third = try provider.add(mail)
+            #expect(try sourceEvents(first.actions, to: phone).map(\.categoryCount) == [1])
+            #expect(try sourceEvents(second.actions, to: phone).map(\.categoryCount) == [2])
+            #expect(try sourceEvents(third.actions, to: phone).map(\.categoryCount) == [3])
+
+            // Another category counts on its own.
+            let other = try provider.add(call)
+            #expect(try sourceEvents(other.actions, to: phone).map(\.categoryCount) == [1])
+
+            // Modified includes the notification being announced.
+            var changed = mail
+            changed.message = "Make it one o'clock"
+            let modified = try sourceEvents(try provider.modify(second.uid, to: changed), to: phone)
+            #expect(modified == [NotificationSourceEvent(eventID: .modified, eventFlags: [.negativeAction], categoryID: .email, categoryCount: 3, notificationUID: second.uid)])
+
+            // Removed counts what is left after the removal.
+            let removed = try sourceEvents(try provider.remove(first.uid), to: phone)
+            #expect(removed == [NotificationSourceEvent(eventID: .removed, eventFlags: [.negativeAction], categoryID: .email, categoryCount: 2, notificationUID: first.uid)])
+            let last = try sourceEvents(try provider.remove(other.uid), to: phone)
+            #expect(last.map(\.categoryCount) == [0])
+            #expect(provider.notificationCenter.categoryCount(.email) == 2)
+            #expect(provider.notificationCenter.categoryCount(.incomingCall) == 0)
+        }
+
+        @Test("Modified into another category moves the notification between CategoryCounts")
+        func modifiedIntoAnotherCategory() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            _ = try add(mail, to: &provider)
+            var social = mail
+            social.categoryID = .social
+            let events = try sourceEvents(try provider.modify(uid, to: social), to: phone)
+            #expect(events.map(\.categoryID) == [.social])
+            #expect(events.map(\.categoryCount) == [1])
+            #expect(provider.notificationCenter.categoryCount(.email) == 1)
+        }
+
+        @Test("CategoryCount saturates at 255, the largest the byte can say")
+        func categoryCountSaturates() throws {
+            var provider = makeProvider([])
+            for _ in 0..<300 { _ = try provider.add(mail) }
+            _ = provider.connect(phone, mtu: 23)
+            let events = try sourceEvents(provider.setSubscription(phone, .notificationSource, enabled: true), to: phone)
+            #expect(events.count == 300)
+            #expect(events.allSatisfy { $0.categoryCount == 255 })
+            #expect(provider.notificationCenter.categoryCount(.email) == 300)
+        }
+
+        @Test("Reserved CategoryIDs and reserved EventFlags bits are sent as given")
+        func reservedValuesPassThrough() throws {
+            var provider = makeProvider()
+            let odd = ProviderNotification(appIdentifier: "com.example.future", categoryID: CategoryID(rawValue: 200), flags: EventFlags(rawValue: 0xE1))
+            let (uid, actions) = try provider.add(odd)
+            #expect(try sourceEvents(actions, to: phone) == [NotificationSourceEvent(eventID: .added, eventFlags: EventFlags(rawValue: 0xE1), categoryID: CategoryID(rawValue: 200), categoryCount: 1, notificationUID: uid)])
+        }
+
+        @Test("NotificationUIDs are unique in a session and never reused, even after removal")
+        func uidsNeverReused() throws {
+            var provider = makeProvider()
+            var seen: Set<NotificationUID> = []
+            for round in 0..<50 {
+                let uid = try add(round.isMultiple(of: 2) ? mail : call, to: &provider)
+                #expect(seen.insert(uid).inserted)
+                if round.isMultiple(of: 3) { _ = try provider.remove(uid) }
+            }
+            // Removing everything does not bring old UIDs back.
+            for uid in provider.notificationCenter.uids { _ = try provider.remove(uid) }
+            let next = try add(mail, to: &provider)
+            #expect(!seen.contains(next))
+            #expect(next.rawValue == 50)
+        }
+
+        @Test("When every NotificationUID has been given out, add fails rather than reuse one")
+        func uidsExhausted() throws {
+            var provider = makeProvider(configuration: ProviderConfiguration(firstNotificationUID: UInt32.max - 1))
+            let first = try add(mail, to: &provider)
+            let second = try add(mail, to: &provider)
+            #expect([first, second] == [NotificationUID(UInt32.max - 1), NotificationUID(UInt32.max)])
+            _ = try provider.remove(first)
+            #expect(throws: ProviderError.notificationUIDsExhausted) { try provider.add(mail) }
+            #expect(provider.notificationCenter.uids == [second])
+        }
+
+        @Test("Modifying or removing a NotificationUID that names nothing is refused")
+        func unknownUIDLocally() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            _ = try provider.remove(uid)
+            #expect(throws: ProviderError.unknownNotification(uid)) { try provider.remove(uid) }
+            #expect(throws: ProviderError.unknownNotification(uid)) { try provider.modify(uid, to: mail) }
+        }
+
+        @Test("Disconnecting ends the session; a new connection starts with nothing subscribed")
+        func disconnectEndsSession() throws {
+            var provider = makeProvider()
+            #expect(emitted(provider.disconnect(phone)) == [.sessionEnded(phone)])
+            #expect(provider.connections.isEmpty)
+            #expect(provider.disconnect(phone).isEmpty)
+            #expect(try provider.add(mail).actions.isEmpty)
+
+            _ = provider.connect(phone, mtu: 50)
+            #expect(!provider.isSubscribed(phone, to: .notificationSource))
+            #expect(!provider.isSubscribed(phone, to: .dataSource))
+            // Connecting again on a live connection ends its session too.
+            _ = provider.setSubscription(phone, .notificationSource, enabled: true)
+            #expect(emitted(provider.connect(phone, mtu: 23)) == [.sessionEnded(phone)])
+            #expect(provider.connections == [phone])
+        }
+    }
+}
+
+// MARK: - Control Point and Data Source
+
+extension ProviderTests {
+    @Suite("Provider: Control Point and Data Source")
+    struct ControlPoint {
+        @Test("Get Notification Attributes: one tuple per requested attribute, in the order requested")
+        func getNotificationAttributes() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            let command = GetNotificationAttributes(notificationUID: uid, attributes: [
+                .init(.message, maxLength: 100), .init(.appIdentifier), .init(.title, maxLength: 0xFFFF),
+                .init(.date), .init(.messageSize), .init(.negativeActionLabel), .init(.title, maxLength: 3),
+            ])
+            let actions = try write(.getNotificationAttributes(command), from: phone, to: &provider)
+
+            #expect(responses(actions) == [.success])
+            let response = try #require(notificationAttributes(dataSourceFragments(actions, to: phone), answering: command))
+            #expect(response.attributes == [
+                NotificationAttribute(.message, "See you at noon?"),
+                NotificationAttribute(.appIdentifier, "com.apple.mobilemail"),
+                NotificationAttribute(.title, "Alice"),
+                NotificationAttribute(.date, "20140322T154200"),
+                NotificationAttribute(.messageSize, "16"),
+                NotificationAttribute(.negativeActionLabel, "Clear"),
+                NotificationAttribute(.title, "Ali"),
+            ])
+            #expect(emitted(actions) == [.notificationAttributesSent(phone, command)])
+        }
+
+        @Test("An empty or missing attribute has Length 0: never set, and reserved AttributeIDs")
+        func missingAttributesHaveLengthZero() throws {
+            var provider = makeProvider()
+            let bare = ProviderNotification(appIdentifier: "com.example.bare")
+            let uid = try add(bare, to: &provider)
+            // Reserved NotificationAttributeIDs 8 and 200 carry no max length.
+            let bytes: [UInt8] = [0x00] + uidBytes(uid) + [0x01, 0x10, 0x00, 0x02, 0x10, 0x00, 0x03, 0x10, 0x00, 0x04, 0x05, 0x06, 0x07, 0x08, 0xC8]
+            let actions = provider.controlPointWritten(phone, bytes)
+            let command = try #require({ if case .getNotificationAttributes(let c) = try ControlPointCommand.decode(bytes) { c } else { nil } }())
+            let response = try #require(notificationAttributes(dataSourceFragments(actions, to: phone), answering: command))
+            #expect(response.attributes.map(\.id.rawValue) == [1, 2, 3, 4, 5, 6, 7, 8, 200])
+            #expect(response.attributes.allSatisfy { $0.value.isEmpty })
+        }
+
+        @Test("MessageSize is the full message length in bytes, independent of the MaxLen asked for Message")
+        func messageSizeIsFullLength() throws {
+            var provider = makeProvider()
+            var long = mail
+            long.message = String(repeating: "é", count: 600)  // 1200 bytes
+            let uid = try add(long, to: &provider)
+            let command = GetNotificationAttributes(notificationUID: uid, attributes: [.init(.message, maxLength: 10), .init(.messageSize)])
+            let actions = try write(.getNotificationAttributes(command), from: phone, to: &provider)
+            let response = try #require(notificationAttributes(dataSourceFragments(actions, to: phone), answering: command))
+            #expect(response[.message]?.count == 10)
+            #expect(response[.messageSize] == "1200")
+            #expect(response[.messageSize]?.messageSize == 1200)
+        }
+
+        @Test("A value never exceeds the MaxLen asked: truncated bytewise, cutting a multi-byte UTF-8 sequence")
+        func bytewiseTruncation() throws {
+            var provider = makeProvider()
+            var text = mail
+            text.title = "Héllo"          // 48 C3 A9 6C 6C 6F
+            text.subtitle = "👍 ok"       // F0 9F 91 8D 20 6F 6B
+            text.message = "日本語"        // E6 97 A5 E6 9C AC E8 AA 9E
+            let uid = try add(text, to: &provider)
+            let command = GetNotificationAttributes(notificationUID: uid, attributes: [
+                .init(.title, maxLength: 2), .init(.subtitle, maxLength: 3), .init(.message, maxLength: 4),
+                .init(.title, maxLength: 0), .init(.message, maxLength: 9),
+            ])
+            let actions = try write(.getNotificationAttributes(command), from: phone, to: &provider)
+            let response = try #require(notificationAttributes(dataSourceFragments(actions, to: phone), answering: command))
+            #expect(response.attributes.map(\.value.bytes) == [
+                [0x48, 0xC3],
+                [0xF0, 0x9F, 0x91],
+                [0xE6, 0x97, 0xA5, 0xE6],
+                [],
+                [0xE6, 0x97, 0xA5, 0xE6, 0x9C, 0xAC, 0xE8, 0xAA, 0x9E],
+            ])
+            // The consumer decodes leniently: the cut sequence is dropped.
+            #expect(response.attributes[0].value.string == "H")
+            #expect(response.attributes[2].value.string == "日")
+        }
+
+        @Test("A response larger than ATT MTU − 3 is split into several GATT notifications", arguments: [23, 185, 517])
+        func fragmentation(mtu: Int) throws {
+            var provider = makeProvider([(phone, mtu, true, true)])
+            var long = mail
+            long.message = String(repeating: "0123456789", count: 150)  // 1500 bytes
+            let uid = try add(long, to: &provider)
+            let command = GetNotificationAttributes(notificationUID: uid, attributes: [
+                .init(.appIdentifier), .init(.title, maxLength: 0xFFFF), .init(.message, maxLength: 0xFFFF), .init(.date),
+            ])
+            let actions = try write(.getNotificationAttributes(command), from: phone, to: &provider)
+            let fragments = dataSourceFragments(actions, to: phone)
+
+            let expected = DataSourceResponse.notificationAttributes(NotificationAttributesResponse(notificationUID: uid, attributes: [
+                NotificationAttribute(.appIdentifier, "com.apple.mobilemail"), NotificationAttribute(.title, "Alice"),
+                NotificationAttribute(.message, AttributeValue(long.message!)), NotificationAttribute(.date, "20140322T154200"),
+            ]))
+            let total = expected.encode().count
+            #expect(fragments.count == (total + mtu - 4) / (mtu - 3))
+            #expect(fragments.dropLast().allSatisfy { $0.count == mtu - 3 })
+            #expect(fragments.last!.count <= mtu - 3)
+            #expect(Array(fragments.joined()) == expected.encode())
+            let response = try #require(notificationAttributes(fragments, answering: command))
+            #expect(DataSourceResponse.notificationAttributes(response) == expected)
+        }
+
+        @Test("An MTU exchange changes the fragment size of later responses")
+        func mtuUpdate() throws {
+            var provider = makeProvider([(phone, 23, true, true)])
+            var long = mail
+            long.message = String(repeating: "x", count: 400)
+            let uid = try add(long, to: &provider)
+            let command = ControlPointCommand.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: [.init(.message)]))
+            #expect(dataSourceFragments(try write(command, from: phone, to: &provider), to: phone).first?.count == 20)
+            provider.updateMTU(phone, 247)
+            #expect(provider.mtu(of: phone) == 247)
+            #expect(dataSourceFragments(try write(command, from: phone, to: &provider), to: phone).first?.count == 244)
+            // Out-of-range MTUs are clamped to what BLE allows.
+            provider.updateMTU(phone, 5000)
+            #expect(provider.mtu(of: phone) == 517)
+            provider.updateMTU(phone, 0)
+            #expect(provider.mtu(of: phone) == 23)
+        }
+
+        @Test("The write response comes before the Data Source notifications")
+        func writeResponseBeforeDataSource() throws {
+            var provider = makeProvider([(phone, 23, true, true)])
+            let uid = try add(mail, to: &provider)
+            let actions = try write(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: [.init(.title), .init(.subtitle), .init(.message), .init(.date)])), from: phone, to: &provider)
+            guard case .respond(phone, .success) = actions.first else {
+                Issue.record("first action is \(String(describing: actions.first))")
+                return
+            }
+            #expect(dataSourceCount(actions) == actions.count - 2)
+            guard case .emit = actions.last else {
+                Issue.record("the event does not come last")
+                return
+            }
+        }
+
+        @Test("The NP answers commands in the order it received them")
+        func commandsAnsweredInOrder() throws {
+            var provider = makeProvider([(phone, 23, true, true)])
+            let first = try add(mail, to: &provider)
+            let second = try add(call, to: &provider)
+            provider.registerApp(identifier: "com.apple.mobilephone", displayName: "Phone")
+            let commands: [ControlPointCommand] = [
+                .getNotificationAttributes(GetNotificationAttributes(notificationUID: second, attributes: [.init(.title), .init(.positiveActionLabel)])),
+                .getAppAttributes(GetAppAttributes(appIdentifier: "com.apple.mobilephone")),
+                .getNotificationAttributes(GetNotificationAttributes(notificationUID: first, attributes: [.init(.message, maxLength: 5)])),
+            ]
+            var reassembler = DataSourceReassembler()
+            var stream: [[UInt8]] = []
+            for (index, command) in commands.enumerated() {
+                reassembler.expect(DataSourceRequest(command)!, id: UInt32(index))
+                stream += dataSourceFragments(try write(command, from: phone, to: &provider), to: phone)
+            }
+            var answered: [ReassemblyEvent] = []
+            for fragment in stream { reassembler.feed(fragment) { answered.append($0) } }
+            #expect(answered == [
+                .response(0, .notificationAttributes(NotificationAttributesResponse(notificationUID: second, attributes: [NotificationAttribute(.title, "Bob"), NotificationAttribute(.positiveActionLabel, "Answer")]))),
+                .response(1, .appAttributes(AppAttributesResponse(appIdentifier: "com.apple.mobilephone", attributes: [AppAttribute(.displayName, "Phone")]))),
+                .response(2, .notificationAttributes(NotificationAttributesResponse(notificationUID: first, attributes: [NotificationAttribute(.message, "See y")]))),
+            ])
+        }
+
+        @Test("Get App Attributes: DisplayName from the registry; reserved AppAttributeIDs have Length 0")
+        func getAppAttributes() throws {
+            var provider = makeProvider()
+            provider.registerApp(identifier: "com.apple.mobilemail", displayName: "Mail")
+            let command = GetAppAttributes(appIdentifier: "com.apple.mobilemail", attributes: [.displayName, AppAttributeID(rawValue: 9), .displayName])
+            let actions = try write(.getAppAttributes(command), from: phone, to: &provider)
+            #expect(responses(actions) == [.success])
+            let response = try #require(appAttributes(dataSourceFragments(actions, to: phone), answering: command))
+            #expect(response.attributes == [AppAttribute(.displayName, "Mail"), AppAttribute(AppAttributeID(rawValue: 9), ""), AppAttribute(.displayName, "Mail")])
+            #expect(emitted(actions) == [.appAttributesSent(phone, command)])
+
+            // A later registration replaces the name.
+            provider.registerApp(identifier: "com.apple.mobilemail", displayName: "Post")
+            let renamed = try write(.getAppAttributes(GetAppAttributes(appIdentifier: "com.apple.mobilemail")), from: phone, to: &provider)
+            #expect(appAttributes(dataSourceFragments(renamed, to: phone), answering: GetAppAttributes(appIdentifier: "com.apple.mobilemail"))?[.displayName] == "Post")
+        }
+
+        @Test("An app known only from its notifications answers DisplayName with Length 0, even after they are removed")
+        func appWithoutRegisteredName() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            let command = GetAppAttributes(appIdentifier: "com.apple.mobilemail")
+            let response = appAttributes(dataSourceFragments(try write(.getAppAttributes(command), from: phone, to: &provider), to: phone), answering: command)
+            #expect(response?.attributes == [AppAttribute(.displayName, "")])
+            #expect(provider.notificationCenter.displayName(ofApp: "com.apple.mobilemail") == "")
+
+            _ = try provider.remove(uid)
+            #expect(responses(try write(.getAppAttributes(command), from: phone, to: &provider)) == [.success])
+        }
+
+        // MARK: Errors
+
+        @Test("0xA0 Unknown command: CommandID not recognized")
+        func unknownCommand() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            for commandID: UInt8 in [3, 0x7F, 0xFF] {
+                let actions = provider.controlPointWritten(phone, [commandID] + uidBytes(uid) + [0x00])
+                #expect(responses(actions) == [.attError(.unknownCommand)])
+                #expect(rejection(actions)?.code == .unknownCommand)
+                #expect(dataSourceCount(actions) == 0)
+            }
+        }
+
+        @Test("0xA1 Invalid command: command malformed")
+        func invalidCommand() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            let malformed: [[UInt8]] = [
+                [],                                         // empty write
+                [0x00, 0x01, 0x00],                          // NotificationUID cut short
+                [0x00] + uidBytes(uid),                      // no attribute asked
+                [0x00] + uidBytes(uid) + [0x01, 0xFF],       // Title without its 2-byte max length
+                [0x01] + Array("com.apple.mobilemail".utf8), // AppIdentifier without NUL
+                [0x01] + Array("com.apple.mobilemail".utf8) + [0x00],  // no app attribute asked
+                [0x02] + uidBytes(uid),                      // Perform Notification Action is 6 bytes
+                [0x02] + uidBytes(uid) + [0x01, 0x00],
+                [0x00] + uidBytes(uid) + Array(repeating: 0x00, count: 508),  // longer than an ATT write
+            ]
+            for bytes in malformed {
+                let actions = provider.controlPointWritten(phone, bytes)
+                #expect(responses(actions) == [.attError(.invalidCommand)], "\(bytes.prefix(8))")
+                #expect(actions.count == 2)
+                #expect(dataSourceCount(actions) == 0)
+            }
+            #expect(provider.notificationCenter.count == 1)
+        }
+
+        @Test("0xA2 Invalid parameter: a NotificationUID or AppIdentifier that names nothing on the NP")
+        func invalidParameter() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            let removed = try add(mail, to: &provider)
+            _ = try provider.remove(removed)
+
+            let cases: [(ControlPointCommand, ProviderRejection)] = [
+                (.getNotificationAttributes(GetNotificationAttributes(notificationUID: NotificationUID(999), attributes: [.init(.title)])), .unknownNotification(NotificationUID(999))),
+                (.getNotificationAttributes(GetNotificationAttributes(notificationUID: removed, attributes: [.init(.title)])), .unknownNotification(removed)),
+                (.getAppAttributes(GetAppAttributes(appIdentifier: "com.example.nobody")), .unknownApp("com.example.nobody")),
+                (.performNotificationAction(PerformNotificationAction(notificationUID: removed, actionID: .negative)), .unknownNotification(removed)),
+                (.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: ActionID(rawValue: 2))), .unknownAction(uid, ActionID(rawValue: 2))),
+            ]
+            for (command, expected) in cases {
+                let actions = try write(command, from: phone, to: &provider)
+                #expect(actions == [.respond(phone, .attError(.invalidParameter)), .emit(.commandRejected(phone, expected))])
+            }
+            #expect(provider.notificationCenter.uids == [uid])
+        }
+
+        @Test("0xA3 Action failed: the notification's flags do not announce the action")
+        func actionNotAnnounced() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)  // NegativeAction only
+            let actions = try write(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: .positive)), from: phone, to: &provider)
+            #expect(actions == [.respond(phone, .attError(.actionFailed)), .emit(.commandRejected(phone, .actionNotAnnounced(uid, .positive)))])
+            #expect(provider.notificationCenter[uid] == mail)
+        }
+
+        @Test("0xA3 Action failed: an action configured to fail is not performed")
+        func configuredFailure() throws {
+            var provider = makeProvider()
+            var stubborn = call
+            stubborn.negativeActionEffect = .fail
+            let uid = try add(stubborn, to: &provider)
+            let actions = try write(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: .negative)), from: phone, to: &provider)
+            #expect(actions == [.respond(phone, .attError(.actionFailed)), .emit(.commandRejected(phone, .actionFailed(uid, .negative)))])
+            #expect(provider.notificationCenter.uids == [uid])
+        }
+
+        @Test("When the write fails, no Data Source notification is produced for that command")
+        func noDataSourceAfterFailedWrite() throws {
+            var provider = makeProvider([(phone, 23, true, true)])
+            _ = try add(mail, to: &provider)
+            let hostile: [[UInt8]] = [
+                [0x09], [0x00, 0x00], [0x00, 0x63, 0x00, 0x00, 0x00, 0x01, 0xFF, 0xFF],
+                [0x01] + Array("x".utf8) + [0x00, 0x00], [0x02, 0x00, 0x00, 0x00, 0x00, 0x00],
+            ]
+            for bytes in hostile {
+                let actions = provider.controlPointWritten(phone, bytes)
+                guard case .respond(phone, .attError) = actions.first else {
+                    Issue.record("\(bytes) was not refused")
+                    continue
+                }
+                #expect(actions.allSatisfy { if case .notify = $0 { false } else { true } })
+            }
+        }
+
+        @Test("A Get … Attributes command from a consumer not subscribed to Data Source fails with ATT 0xFD")
+        func dataSourceNotSubscribed() throws {
+            var provider = makeProvider([(phone, 185, true, false)])
+            let uid = try add(mail, to: &provider)
+            let actions = try write(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: [.init(.title)])), from: phone, to: &provider)
+            #expect(actions == [.respond(phone, .attError(Provider.cccdImproperlyConfigured)), .emit(.commandRejected(phone, .dataSourceNotSubscribed))])
+            // Actions produce no Data Source traffic, so they need no subscription.
+            let performed = try write(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: .negative)), from: phone, to: &provider)
+            #expect(responses(performed) == [.success])
+        }
+
+        @Test("A Control Point write from a connection the provider does not know is answered with an ATT error")
+        func writeFromUnknownConnection() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            let bytes = try ControlPointCommand.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: [.init(.title)])).encode()
+            let actions = provider.controlPointWritten(car, bytes)
+            #expect(actions == [.respond(car, .attError(Provider.unlikelyError)), .emit(.commandRejected(car, .unknownConnection))])
+            #expect(provider.setSubscription(car, .notificationSource, enabled: true).isEmpty)
+            #expect(provider.connections == [phone])
+        }
+
+        @Test("Any bytes written to the Control Point are answered exactly once, response first, without trapping")
+        func hostileWrites() throws {
+            var provider = makeProvider([(phone, 23, true, true)])
+            var long = call
+            long.message = String(repeating: "ü", count: 200)
+            _ = try add(long, to: &provider)
+            _ = try add(mail, to: &provider)
+            provider.registerApp(identifier: "a", displayName: "App A")
+            var generator = HostileWriteGenerator(seed: 0xA2C5)
+            for _ in 0..<3000 {
+                var bytes: [UInt8] = []
+                let length = Int(generator.next() % 40)
+                for index in 0..<length {
+                    var byte = UInt8(truncatingIfNeeded: generator.next())
+                    // Bias toward commands that decode and name live notifications.
+                    if index == 0 { byte %= 4 } else if index < 5, generator.next() % 2 == 0 { byte = index == 1 ? byte % 3 : 0 }
+                    bytes.append(byte)
+                }
+                let actions = provider.controlPointWritten(phone, bytes)
+                #expect(responses(actions).count == 1)
+                guard case .respond(phone, let result) = actions.first else {
+                    Issue.record("\(bytes): the write response is not first")
+                    continue
+                }
+                if result != .success { #expect(actions.count == 2) }
+            }
+        }
+
+        @Test("A response is bounded: values are cut so it fits maximumResponseLength, with every tuple present")
+        func responseBudget() throws {
+            var provider = makeProvider(configuration: ProviderConfiguration(maximumResponseLength: 1000))
+            var long = mail
+            long.message = String(repeating: "m", count: 800)
+            let uid = try add(long, to: &provider)
+            // A hostile consumer asks the message many times over.
+            let command = GetNotificationAttributes(notificationUID: uid, attributes: Array(repeating: .init(.message, maxLength: 0xFFFF), count: 100) + [.init(.appIdentifier)])
+            let actions = try write(.getNotificationAttributes(command), from: phone, to: &provider)
+            let fragments = dataSourceFragments(actions, to: phone)
+            #expect(fragments.reduce(0) { $0 + $1.count } <= 1000)
+            let response = try #require(notificationAttributes(fragments, answering: command))
+            #expect(response.attributes.count == 101)
+            #expect(response.attributes.reduce(0) { $0 + $1.value.count } == 1000 - 5 - 3 * 101)
+            #expect(response.attributes[0].value.count == 692)
+            #expect(response.attributes[1].value.count == 0)
+        }
+    }
+}
+
+// MARK: - Notification actions
+
+extension ProviderTests {
+    @Suite("Provider: notification actions")
+    struct Actions {
+        private func perform(_ action: ActionID, on uid: NotificationUID, from connection: ConnectionID = phone, _ provider: inout Provider) throws -> [ProviderAction] {
+            try write(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), from: connection, to: &provider)
+        }
+
+        @Test("A negative action on a message clears it: Removed follows the write response")
+        func messageNegativeRemoves() throws {
+            var provider = makeProvider()
+            let uid = try add(mail, to: &provider)
+            _ = try add(mail, to: &provider)
+            let actions = try perform(.negative, on: uid, &provider)
+            #expect(actions == [
+                .respond(phone, .success),
+                .notify(phone, .notificationSource, NotificationSourceEvent(eventID: .removed, eventFlags: [.negativeAction], categoryID: .email, categoryCount: 1, notificationUID: uid).encode()),
+                .emit(.actionPerformed(ProviderPerformedAction(connection: phone, notificationUID: uid, actionID: .negative, effect: .remove))),
+            ])
+            #expect(provider.notificationCenter[uid] == nil)
+        }
+
+        @Test("A positive action on a message leaves it to the application")
+        func messagePositiveKeeps() throws {
+            var provider = makeProvider()
+            var reply = mail
+            reply.flags = [.positiveAction, .negativeAction]
+            reply.positiveActionLabel = "Reply"
+            let uid = try add(reply, to: &provider)
+            let actions = try perform(.positive, on: uid, &provider)
+            #expect(actions == [.respond(phone, .success), .emit(.actionPerformed(ProviderPerformedAction(connection: phone, notificationUID: uid, actionID: .positive, effect: .keep)))])
+            #expect(provider.notificationCenter[uid] == reply)
+        }
+
+        @Test("A positive action on an incoming call answers it: the call is removed")
+        func callPositiveRemoves() throws {
+            var provider = makeProvider()
+            let uid = try add(call, to: &provider)
+            let actions = try perform(.positive, on: uid, &provider)
+            #expect(responses(actions) == [.success])
+            let events = try sourceEvents(actions, to: phone)
+            #expect(events == [NotificationSourceEvent(eventID: .removed, eventFlags: call.flags, categoryID: .incomingCall, categoryCount: 0, notificationUID: uid)])
+            #expect(provider.notificationCenter.count == 0)
+        }
+
+        @Test("A negative action on an incoming call declines it: the call is removed and a missed call added")
+        func callNegativeAddsMissedCall() throws {
+            var provider = makeProvider()
+            _ = try add(ProviderNotification(appIdentifier: "com.apple.mobilephone", categoryID: .missedCall, title: "Carol"), to: &provider)
+            let uid = try add(call, to: &provider)
+            let actions = try perform(.negative, on: uid, &provider)
+
+            guard case .respond(phone, .success) = actions.first else {
+                Issue.record("the write response is not first")
+                return
+            }
+            let events = try sourceEvents(actions, to: phone)
+            #expect(events.count == 2)
+            #expect(events[0] == NotificationSourceEvent(eventID: .removed, eventFlags: call.flags, categoryID: .incomingCall, categoryCount: 0, notificationUID: uid))
+            #expect(events[1].eventID == .added)
+            #expect(events[1].categoryID == .missedCall)
+            #expect(events[1].categoryCount == 2)
+            #expect(events[1].notificationUID > uid)
+            #expect(events[1].eventFlags == [.negativeAction])
+
+            let missed = try #require(provider.notificationCenter[events[1].notificationUID])
+            #expect(missed.appIdentifier == call.appIdentifier)
+            #expect(missed.title == call.title)
+            #expect(missed.date == call.date)
+            #expect(emitted(actions).last == .actionPerformed(ProviderPerformedAction(connection: phone, notificationUID: uid, actionID: .negative, effect: .removeAndAddMissedCall, missedCallUID: events[1].notificationUID)))
+            #expect(dataSourceCount(actions) == 0)
+
+            // The missed call can be cleared in turn.
+            let cleared = try perform(.negative, on: events[1].notificationUID, &provider)
+            #expect(try sourceEvents(cleared, to: phone).map(\.eventID) == [.removed])
+        }
+
+        @Test("The effect of an action is configurable per notification")
+        func configuredEffects() throws {
+            var provider = makeProvider()
+            var persistent = call
+            persistent.positiveActionEffect = .keep
+            persistent.negativeActionEffect = .remove
+            let kept = try add(persistent, to: &provider)
+            #expect(try sourceEvents(try perform(.positive, on: kept, &provider), to: phone).isEmpty)
+            #expect(try sourceEvents(try perform(.negative, on: kept, &provider), to: phone).map(\.eventID) == [.removed])
+            #expect(provider.notificationCenter.categoryCount(.missedCall) == 0)
+
+            var declinable = mail
+            declinable.negativeActionEffect = .removeAndAddMissedCall
+            let uid = try add(declinable, to: &provider)
+            let events = try sourceEvents(try perform(.negative, on: uid, &provider), to: phone)
+            #expect(events.map(\.eventID) == [.removed, .added])
+            #expect(events.map(\.categoryID) == [.email, .missedCall])
+        }
+
+        @Test("Perform Notification Action produces no Data Source traffic")
+        func noDataSourceAfterAction() throws {
+            var provider = makeProvider([(phone, 23, true, true), (watch, 185, true, true)])
+            let uid = try add(call, to: &provider)
+            let actions = try perform(.negative, on: uid, &provider)
+            #expect(dataSourceCount(actions) == 0)
+            #expect(try sourceEvents(actions, to: watch).count == 2)
+        }
+
+        @Test("Automatic effects resolve as iOS does")
+        func automaticEffects() {
+            #expect(ProviderActionEffect.automatic.resolved(for: .positive, in: .incomingCall) == .remove)
+            #expect(ProviderActionEffect.automatic.resolved(for: .negative, in: .incomingCall) == .removeAndAddMissedCall)
+            #expect(ProviderActionEffect.automatic.resolved(for: .negative, in: .missedCall) == .remove)
+            #expect(ProviderActionEffect.automatic.resolved(for: .negative, in: CategoryID(rawValue: 99)) == .remove)
+            #expect(ProviderActionEffect.automatic.resolved(for: .positive, in: .social) == .keep)
+            #expect(ProviderActionEffect.fail.resolved(for: .positive, in: .incomingCall) == .fail)
+        }
+
+        @Test("If no NotificationUID is left for the missed call, the call is still declined")
+        func missedCallWithoutUIDs() throws {
+            var provider = makeProvider(configuration: ProviderConfiguration(firstNotificationUID: UInt32.max))
+            let uid = try add(call, to: &provider)
+            let actions = try perform(.negative, on: uid, &provider)
+            #expect(try sourceEvents(actions, to: phone).map(\.eventID) == [.removed])
+            #expect(emitted(actions) == [.actionPerformed(ProviderPerformedAction(connection: phone, notificationUID: uid, actionID: .negative, effect: .removeAndAddMissedCall))])
+        }
+    }
+}
+
+// MARK: - Several consumers
+
+extension ProviderTests {
+    @Suite("Provider: several consumers")
+    struct SeveralConsumers {
+        @Test("Several consumers at once, each with its own ATT MTU and its own subscriptions")
+        func severalConsumers() throws {
+            // phone: both; watch: Notification Source only; car: Data Source only.
+            var provider = makeProvider([(phone, 23, true, true), (watch, 185, true, false), (car, 517, false, true)])
+            var long = mail
+            long.message = String(repeating: "abcdefgh", count: 100)
+            let (uid, added) = try provider.add(long)
+
+            // Notification Source events go only to consumers in a session, in connection order.
+            #expect(added.map { action -> ConnectionID? in if case .notify(let id, .notificationSource, _) = action { id } else { nil } } == [phone, watch])
+
+            let command = GetNotificationAttributes(notificationUID: uid, attributes: [.init(.title), .init(.message)])
+            let bytes = try ControlPointCommand.getNotificationAttributes(command).encode()
+            var expectedResponse: NotificationAttributesResponse?
+            for (connection, mtu) in [(phone, 23), (car, 517)] {
+                let actions = provider.controlPointWritten(connection, bytes)
+                // Data Source notifications go only to the consumer that asked.
+                #expect(actions.allSatisfy { action in
+                    switch action {
+                    case .notify(let id, _, _), .respond(let id, _): id == connection
+                    case .emit: true
+                    }
+                })
+                let fragments = dataSourceFragments(actions, to: connection)
+                #expect(fragments.dropLast().allSatisfy { $0.count == mtu - 3 })
+                let response = try #require(notificationAttributes(fragments, answering: command))
+                #expect(response[.message]?.count == 800)
+                if let expectedResponse { #expect(response == expectedResponse) }
+                expectedResponse = response
+            }
+
+            // The watch did not subscribe to Data Source.
+            #expect(responses(provider.controlPointWritten(watch, bytes)) == [.attError(Provider.cccdImproperlyConfigured)])
+
+            // The car, outside any session, can still act; the effect reaches the consumers in a session.
+            let performed = provider.controlPointWritten(car, [0x02] + uidBytes(uid) + [0x01])
+            #expect(performed.first == .respond(car, .success))
+            #expect(try sourceEvents(performed, to: phone).map(\.eventID) == [.removed])
+            #expect(try sourceEvents(performed, to: watch).map(\.eventID) == [.removed])
+            #expect(try sourceEvents(performed, to: car).isEmpty)
+        }
+
+        @Test("A consumer that subscribes later gets the PreExisting announcements; the others hear nothing")
+        func lateSubscriber() throws {
+            var provider = makeProvider([(phone, 185, true, true)])
+            _ = try add(mail, to: &provider)
+            _ = try add(call, to: &provider)
+            _ = provider.connect(watch, mtu: 23)
+            let actions = provider.setSubscription(watch, .notificationSource, enabled: true)
+            #expect(try sourceEvents(actions, to: phone).isEmpty)
+            let announced = try sourceEvents(actions, to: watch)
+            #expect(announced.count == 2)
+            #expect(announced.allSatisfy { $0.eventFlags.contains(.preExisting) })
+            #expect(provider.isSubscribed(watch, to: .notificationSource))
+            #expect(!provider.isSubscribed(watch, to: .dataSource))
+            #expect(!provider.isSubscribed(watch, to: .controlPoint))
+        }
+    }
+}
+
+// MARK: - Utilities
+
+private func uidBytes(_ uid: NotificationUID) -> [UInt8] {
+    let raw = uid.rawValue
+    return [UInt8(truncatingIfNeeded: raw), UInt8(truncatingIfNeeded: raw >> 8), UInt8(truncatingIfNeeded: raw >> 16), UInt8(truncatingIfNeeded: raw >> 24)]
+}
+
+/// A small deterministic generator, so a failing hostile write can be replayed.
+private struct HostileWriteGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
