@@ -69,8 +69,27 @@ public struct Consumer: Sendable {
     public private(set) var notifications: [NotificationUID: ConsumerNotification] = [:]
     var arrivalOrder: [NotificationUID: UInt64] = [:]
     var arrivals: UInt64 = 0
-    /// App attributes per AppIdentifier, for this session only.
-    public private(set) var appAttributes: [String: AppAttributesResponse] = [:]
+    /// App attributes per AppIdentifier, for this session only, oldest first.
+    /// AppIdentifiers are matched by their bytes, as the NP does: no Unicode
+    /// normalization (which would also pull its tables into firmware).
+    var appCache: [AppAttributesResponse] = []
+
+    /// App attributes per AppIdentifier fetched in this session.
+    public var appAttributes: [String: AppAttributesResponse] {
+        var result: [String: AppAttributesResponse] = [:]
+        for app in appCache { result[app.appIdentifier] = app }
+        return result
+    }
+
+    /// The cached app attributes of an AppIdentifier, if fetched in this session.
+    public func cachedApp(_ appIdentifier: String) -> AppAttributesResponse? {
+        guard let index = cacheIndex(appIdentifier) else { return nil }
+        return appCache[index]
+    }
+
+    func cacheIndex(_ appIdentifier: String) -> Int? {
+        appCache.firstIndex { $0.appIdentifier.utf8.elementsEqual(appIdentifier.utf8) }
+    }
 
     var entries: [Entry] = []
     var writeInFlight: WriteToken?
@@ -107,7 +126,7 @@ public struct Consumer: Sendable {
 
     /// The cached display name of an app, if fetched in this session.
     public func displayName(of appIdentifier: String) -> AttributeValue? {
-        appAttributes[appIdentifier]?[.displayName]
+        cachedApp(appIdentifier)?[.displayName]
     }
 
     // MARK: - Link and session inputs
@@ -347,7 +366,7 @@ public struct Consumer: Sendable {
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
         case .getAppAttributes(let request):
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
-            if let cached = appAttributes[request.appIdentifier],
+            if let cached = cachedApp(request.appIdentifier),
                request.attributes.allSatisfy({ id in cached.attributes.contains { $0.id == id } }) {
                 let answer = AppAttributesResponse(
                     appIdentifier: request.appIdentifier,
@@ -362,22 +381,24 @@ public struct Consumer: Sendable {
             else { return fail(.actionNotAvailable) }
         }
         let waiter = Waiter(id: id, deadline: now + configuration.requestTimeout)
-        if let index = entries.firstIndex(where: { $0.command == command }) {
+        let bytes: [UInt8]
+        do {
+            bytes = try command.encode()
+        } catch {
+            return fail(.encoding(error))
+        }
+        // Identical commands in flight are coalesced (compared as bytes).
+        if let index = entries.firstIndex(where: { $0.bytes == bytes }) {
             entries[index].waiters.append(waiter)
             return (id, actions)
         }
         guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }
-        do {
-            try enqueue(command, waiter: waiter)
-        } catch {
-            return fail(.encoding(error))
-        }
+        enqueue(command, bytes: bytes, waiter: waiter)
         pump(into: &actions)
         return (id, actions)
     }
 
-    private mutating func enqueue(_ command: ControlPointCommand, waiter: Waiter) throws(EncodingError) {
-        let bytes = try command.encode()
+    private mutating func enqueue(_ command: ControlPointCommand, bytes: [UInt8], waiter: Waiter) {
         nextEntryKey &+= 1
         entries.append(Entry(key: nextEntryKey, command: command, bytes: bytes, waiters: [waiter], state: .queued))
     }
@@ -435,10 +456,9 @@ public struct Consumer: Sendable {
                 fetchAppNameEagerly(identifier, at: now)
             }
         case .appAttributes(let value):
-            if appAttributes[value.appIdentifier] == nil && appAttributes.count >= configuration.maximumCachedApps {
-                appAttributes.removeValue(forKey: appAttributes.keys.first!)
-            }
-            var merged = appAttributes[value.appIdentifier] ?? AppAttributesResponse(appIdentifier: value.appIdentifier, attributes: [])
+            let cached = cacheIndex(value.appIdentifier)
+            var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifier: value.appIdentifier, attributes: [])
+            if appCache.count >= configuration.maximumCachedApps { appCache.removeFirst() }
             for attribute in value.attributes {
                 if let index = merged.attributes.firstIndex(where: { $0.id == attribute.id }) {
                     merged.attributes[index] = attribute
@@ -446,7 +466,7 @@ public struct Consumer: Sendable {
                     merged.attributes.append(attribute)
                 }
             }
-            appAttributes[value.appIdentifier] = merged
+            appCache.append(merged)
             actions.append(.emit(.appAttributes(value)))
         }
     }
@@ -455,25 +475,23 @@ public struct Consumer: Sendable {
         guard !configuration.eagerAttributes.isEmpty, dataSourceAvailable else { return }
         let command = ControlPointCommand.getNotificationAttributes(
             GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
-        guard !entries.contains(where: { $0.command == command }), entries.count < configuration.maximumRequests else { return }
-        try? enqueue(command, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
+        guard let bytes = try? command.encode(), !entries.contains(where: { $0.bytes == bytes }),
+              entries.count < configuration.maximumRequests else { return }
+        enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
         pump(into: &actions)
     }
 
     private mutating func fetchAppNameEagerly(_ identifier: String, at now: Timestamp) {
-        guard appAttributes[identifier] == nil, dataSourceAvailable else { return }
+        guard cacheIndex(identifier) == nil, dataSourceAvailable else { return }
         let alreadyAsked = entries.contains { entry in
-            if case .getAppAttributes(let request) = entry.command { return request.appIdentifier == identifier }
+            if case .getAppAttributes(let request) = entry.command { return request.appIdentifier.utf8.elementsEqual(identifier.utf8) }
             return false
         }
         guard !alreadyAsked, entries.count < configuration.maximumRequests else { return }
         let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifier: identifier, attributes: [.displayName]))
         // Placed ahead of queued attribute fetches: the name is needed to show them.
-        do {
-            try enqueue(command, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
-        } catch {
-            return
-        }
+        guard let bytes = try? command.encode() else { return }
+        enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
         if let firstQueued = entries.firstIndex(where: { $0.state == .queued }), firstQueued < entries.count - 1 {
             let entry = entries.removeLast()
             entries.insert(entry, at: firstQueued)
@@ -508,7 +526,7 @@ public struct Consumer: Sendable {
         writeInFlight = nil
         notifications.removeAll()
         arrivalOrder.removeAll()
-        appAttributes.removeAll()
+        appCache.removeAll()
         dataSourceAvailable = false
         phase = .idle
         if hadSession { actions.append(.emit(.sessionEnded(reason))) }
