@@ -26,7 +26,9 @@
 // with at most one Control Point write in flight (ATT) and at most
 // `pipeliningDepth` commands whose response is still due. A waiter times out
 // on its own deadline; an entry left without waiters is abandoned, and the
-// reassembler still consumes its response if it comes.
+// reassembler still consumes its response if it comes. An abandoned write
+// keeps the link busy until its result comes (ATT allows one write at a
+// time), or until a request timeout after it was issued if it never does.
 
 public struct Consumer: Sendable {
     enum Phase: Hashable, Sendable {
@@ -93,6 +95,14 @@ public struct Consumer: Sendable {
 
     var entries: [Entry] = []
     var writeInFlight: WriteToken?
+    /// When the write in flight was issued, plus the request timeout.
+    var writeDeadline = Timestamp.zero
+    /// No request waits on the write in flight any more (cancelled, timed out,
+    /// session ended): its result is still awaited, but only until `writeDeadline`.
+    var writeAbandoned = false
+    /// The reassembler's key of the abandoned write's response: forgotten if
+    /// the write fails, since no response follows (spec: "Errors").
+    var abandonedResponseKey: UInt32?
     var reassembler: DataSourceReassembler
     var nextRequest: UInt32 = 0
     var nextEntryKey: UInt32 = 0
@@ -121,6 +131,9 @@ public struct Consumer: Sendable {
                 earliest = waiter.deadline
             }
         }
+        if writeInFlight != nil, writeAbandoned, earliest == nil || writeDeadline < earliest! {
+            earliest = writeDeadline
+        }
         return earliest
     }
 
@@ -135,6 +148,7 @@ public struct Consumer: Sendable {
     public mutating func linkUp(mtu: Int, at now: Timestamp) -> [ConsumerAction] {
         var actions: [ConsumerAction] = []
         if phase != .idle { endSession(.linkDown, into: &actions) }
+        writeInFlight = nil  // a new link has no write in flight
         self.mtu = mtu
         if published { startSubscribing(into: &actions) }
         return actions
@@ -181,14 +195,15 @@ public struct Consumer: Sendable {
         switch (phase, characteristic) {
         case (.subscribingDataSource, .dataSource):
             dataSourceAvailable = result == .success
-            if !dataSourceAvailable { actions.append(.emit(.dataSourceUnavailable(result))) }
             phase = .subscribingNotificationSource
             actions.append(.emit(.sessionStarted))
+            // After sessionStarted: it tells about this session.
+            if !dataSourceAvailable { actions.append(.emit(.dataSourceUnavailable(result))) }
             actions.append(.subscribe(.notificationSource))
         case (.subscribingNotificationSource, .notificationSource):
             if result == .success {
                 phase = .active
-                pump(into: &actions)
+                pump(at: now, into: &actions)
             } else {
                 endSession(.subscriptionFailed(result), into: &actions)
             }
@@ -274,14 +289,21 @@ public struct Consumer: Sendable {
                 actions.append(.emit(.protocolError(error)))
             }
         }
-        pump(into: &actions)
+        pump(at: now, into: &actions)
         return actions
     }
 
     /// The answer to a `.writeControlPoint` action.
     public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
         var actions: [ConsumerAction] = []
-        if writeInFlight == token { writeInFlight = nil }
+        if writeInFlight == token {
+            writeInFlight = nil
+            if writeAbandoned, result != .success, let key = abandonedResponseKey {
+                reassembler.cancel(key, responseMayFollow: false)
+            }
+            writeAbandoned = false
+            abandonedResponseKey = nil
+        }
         if let index = entries.firstIndex(where: { $0.state == .writing(token) }) {
             let entry = entries[index]
             if result != .success {
@@ -295,7 +317,7 @@ public struct Consumer: Sendable {
                 finish(entry, .success(.actionPerformed), into: &actions)
             }
         }
-        pump(into: &actions)
+        pump(at: now, into: &actions)
         return actions
     }
 
@@ -328,7 +350,7 @@ public struct Consumer: Sendable {
                 break
             }
         }
-        pump(into: &actions)
+        pump(at: now, into: &actions)
         return actions
     }
 
@@ -346,7 +368,13 @@ public struct Consumer: Sendable {
             entries[index].waiters = waiters
             if waiters.isEmpty { abandon(at: index) } else { index += 1 }
         }
-        pump(into: &actions)
+        if writeInFlight != nil, writeAbandoned, writeDeadline <= now {
+            // Its result never came: stop waiting, so later requests proceed.
+            writeInFlight = nil
+            writeAbandoned = false
+            abandonedResponseKey = nil
+        }
+        pump(at: now, into: &actions)
         return actions
     }
 
@@ -394,7 +422,7 @@ public struct Consumer: Sendable {
         }
         guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }
         enqueue(command, bytes: bytes, waiter: waiter)
-        pump(into: &actions)
+        pump(at: now, into: &actions)
         return (id, actions)
     }
 
@@ -404,7 +432,7 @@ public struct Consumer: Sendable {
     }
 
     /// Issues the next write if the link allows one (one in flight, pipelining depth).
-    private mutating func pump(into actions: inout [ConsumerAction]) {
+    private mutating func pump(at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard phase == .active, writeInFlight == nil,
               let index = entries.firstIndex(where: { $0.state == .queued })
         else { return }
@@ -421,6 +449,9 @@ public struct Consumer: Sendable {
         }
         entries[index].state = .writing(token)
         writeInFlight = token
+        writeDeadline = now + configuration.requestTimeout
+        writeAbandoned = false
+        abandonedResponseKey = nil
         actions.append(.writeControlPoint(entry.bytes, token))
     }
 
@@ -430,8 +461,11 @@ public struct Consumer: Sendable {
         case .queued:
             break
         case .writing(let token):
-            // The write may still complete; stop waiting for it.
-            if writeInFlight == token { writeInFlight = nil }
+            // The write still occupies the link until its result comes.
+            if writeInFlight == token {
+                writeAbandoned = true
+                abandonedResponseKey = entry.key
+            }
             reassembler.cancel(entry.key, responseMayFollow: true)
         case .awaitingResponse:
             reassembler.cancel(entry.key, responseMayFollow: true)
@@ -478,7 +512,7 @@ public struct Consumer: Sendable {
         guard let bytes = try? command.encode(), !entries.contains(where: { $0.bytes == bytes }),
               entries.count < configuration.maximumRequests else { return }
         enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
-        pump(into: &actions)
+        pump(at: now, into: &actions)
     }
 
     private mutating func fetchAppNameEagerly(_ identifier: String, at now: Timestamp) {
@@ -523,7 +557,9 @@ public struct Consumer: Sendable {
         entries.removeAll()
         for entry in ended { finish(entry, .failure(.sessionEnded), into: &actions) }
         reassembler = DataSourceReassembler(configuration: reassembler.configuration)
-        writeInFlight = nil
+        // The link, if still up, stays busy with a write in flight until its result.
+        if reason == .linkDown { writeInFlight = nil } else if writeInFlight != nil { writeAbandoned = true }
+        abandonedResponseKey = nil
         notifications.removeAll()
         arrivalOrder.removeAll()
         appCache.removeAll()
