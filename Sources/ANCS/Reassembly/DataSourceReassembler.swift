@@ -151,6 +151,13 @@ public struct DataSourceReassembler: Sendable {
     /// are passed to `handler` as they are found, each request exactly once.
     public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
         if phase == .discardingFragment { phase = .header(matched: 0) }
+        if shouldResynchronize(at: fragment) {
+            // The response being skipped was given up on (timed out or
+            // invalid) and this notification starts exactly like the next
+            // request's response: an NP that sent fewer tuples than asked
+            // must not take the next response down with it.
+            resetResponse()
+        }
         var index = 0
         let count = fragment.count
         while index < count {
@@ -240,6 +247,18 @@ public struct DataSourceReassembler: Sendable {
                 }
             }
         }
+    }
+
+    /// True when the current response is no longer wanted (abandoned or
+    /// failed) and `fragment` begins with the whole header of the next
+    /// registered request. A live response never resynchronizes: a fragment
+    /// that begins with 0x00 or 0x01 in its middle is data.
+    private func shouldResynchronize(at fragment: UnsafeRawBufferPointer) -> Bool {
+        guard let current, current.abandoned || failed, let next = queue.first else { return false }
+        let header = next.request.header
+        guard fragment.count >= header.count else { return false }
+        for index in 0..<header.count where fragment[index] != header[index] { return false }
+        return true
     }
 
     // MARK: - Header
