@@ -1,16 +1,61 @@
 #!/usr/bin/env bash
-# Every benchmark table, one command:
-#   1. CPU time and heap allocations per operation (package-benchmark, in
-#      Benchmarks/), including the standard Data Source workload at MTU 23,
-#      185 and 517, checked against the workload's checksum;
-#   2. air time over the simulated link and memory over 100 000
-#      notifications (`ancs bench`);
-#   3. the Embedded footprint (scripts/check-embedded.sh).
+# Every benchmark table of BENCHMARKS.md, one command:
+#
+#   scripts/bench.sh           everything below
+#   scripts/bench.sh --cpu     sections 1 and 2 only (protocol core CPU and allocations)
+#
+#   1. package-benchmark suites in Benchmarks/ (time and heap allocations per
+#      operation): Notification Source decode, Control Point encode, the
+#      standard Data Source workload at ATT MTU 23, 185 and 517 (checked
+#      against the workload's checksum before it is timed), the engines;
+#   2. ds-throughput: the same workload as MB/s and ns per response, median
+#      of 5, next to the reference figures, and heap allocations per
+#      notification and per value;
+#   3. air time over the simulated link and memory over a long run (`ancs bench`);
+#   4. the Embedded footprint (scripts/check-embedded.sh).
+#
+# The workload is generated first into .build/bench-workload by
+# ../shared/bench/gen_ds_workload.py; the benchmarks read it from there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 ../shared/bench/gen_ds_workload.py --out .build/bench-workload
-export ANCS_BENCH_WORKLOAD="$PWD/.build/bench-workload"
-(cd Benchmarks && swift package benchmark --format markdown "$@")
-swift build -c release --product ancs
-.build/release/ancs bench
-scripts/check-embedded.sh
+
+cpu_only=false
+case "${1:-}" in
+  --cpu) cpu_only=true ;;
+  "") ;;
+  *) echo "usage: scripts/bench.sh [--cpu]" >&2; exit 2 ;;
+esac
+
+echo "## Machine"
+echo
+lscpu | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|L2 cache|L3 cache):' | sed 's/^/    /'
+echo "    $(swift --version 2>/dev/null | head -n 1)"
+echo
+
+echo "## Standard Data Source workload"
+echo
+python3 ../shared/bench/gen_ds_workload.py --out .build/bench-workload | sed 's/^/    /'
+python3 ../shared/bench/gen_ds_workload.py --out .build/bench-workload --check >/dev/null
+echo
+
+echo "## 1. CPU time and heap allocations per operation (package-benchmark)"
+echo
+swift package --package-path Benchmarks benchmark --no-progress
+
+echo "## 2. Data Source throughput (ds-throughput)"
+echo
+swift build --package-path Benchmarks -c release --product ds-throughput >/dev/null
+Benchmarks/.build/release/ds-throughput
+echo
+
+if ! $cpu_only; then
+  echo "## 3. Air time and memory (ancs bench)"
+  echo
+  swift build -c release --product ancs >/dev/null
+  .build/release/ancs bench
+  echo
+
+  echo "## 4. Footprint on a microcontroller (scripts/check-embedded.sh)"
+  echo
+  scripts/check-embedded.sh
+fi

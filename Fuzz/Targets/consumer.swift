@@ -1,30 +1,116 @@
-// The Consumer engine fed random input sequences (a hostile or broken NP and
-// a busy application). Invariants: no trap; every request ends exactly once
-// (checked after a final link down); right after a session ends the model is
-// empty; the model never holds a notification whose removal was processed.
+// The Consumer engine (our NC) fed random input sequences: a hostile or
+// broken NP, a flaky link and a busy application.
+//
+//   byte 0   pipeliningDepth 1…3 (b % 3 + 1); bit 2: eager attributes; bit 3: no eager app names
+//   byte 1   unlimitedValueLength: 0 → 64, else the byte
+//   then, repeated: an op byte (op % 16) and its operands
+//    0 linkUp(mtu 23 + b)            1 Data Source subscribed (result b)
+//    2 Notification Source subscribed (result b)
+//    3 Notification Source event (8 bytes; EventID % 4, UID 0…3)
+//    4 raw Data Source notification (a length byte, then that many bytes)
+//    5 write result (token b, result b)
+//    6 fetch notification attributes   7 fetch app attributes
+//    8 perform action   9 cancel   10 tick (+20 ms × b)   11 linkDown
+//   12 serviceChanged(b)   13 stop   15 mtuChanged(23 + b)
+//   14 the NP answers the oldest accepted Get … Attributes write with a
+//      well-formed response, cut in MTU − 3 fragments (or b % 32 + 1 if b is
+//      odd; the last fragment dropped if b & 2)
+//
+// Invariants: no trap; one Control Point write at a time (a write whose
+// result never comes holds the link for one request timeout after it was
+// issued, or until the link drops); every request ends exactly once, and all of them by
+// the end of their session; a successful fetch answers its request and
+// completes in the session it was made in, while it lasts (nothing of a
+// previous session survives); at a session's start and end the model and
+// the app cache are empty; model changes are reported only inside a
+// session; the model holds only notifications announced in this session
+// and at most maximumNotifications.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
-    var input = FuzzInput(start, count)
-    var consumer = Consumer(configuration: ConsumerConfiguration(
-        requestTimeout: .seconds(2), pipeliningDepth: Int(input.byte() % 3) + 1,
-        eagerAttributes: input.byte() & 1 == 0 ? [] : ConsumerConfiguration.displayAttributes,
-        maximumNotifications: 8, maximumCachedApps: 4, maximumRequests: 8, unlimitedValueLength: 64))
+    runConsumer(FuzzInput(start, count))
+    return 0
+}
+
+func runConsumer(_ input: FuzzInput) {
+    var input = input
+    let setup = input.byte()
+    let unlimitedByte = input.byte()
+    let unlimited = unlimitedByte == 0 ? 64 : Int(unlimitedByte)
+    let configuration = ConsumerConfiguration(
+        requestTimeout: .seconds(2), pipeliningDepth: Int(setup % 3) + 1,
+        eagerAttributes: setup & 4 == 0 ? [] : ConsumerConfiguration.displayAttributes,
+        eagerAppNames: setup & 8 == 0,
+        maximumNotifications: 8, maximumCachedApps: 4, maximumRequests: 8, unlimitedValueLength: unlimited)
+    var consumer = Consumer(configuration: configuration)
+    let texts: [[UInt8]] = [[], Array("com.apple.MobileSMS".utf8), Array("On my way — 5 min 🚲".utf8), Array(repeating: 0x41, count: 300)]
+    let apps = ["com.apple.mobilemail", "a", "", "a\u{0}b", String(repeating: "x", count: 600)]
+
     var now = Timestamp.zero
-    var submitted: [ConsumerRequestID] = []
-    var ended: [ConsumerRequestID: Int] = [:]
+    var inSession = false
+    var epoch = 0
+    var seen: Set<NotificationUID> = []
+    var submitted: [ConsumerRequestID: (command: ControlPointCommand, epoch: Int)] = [:]
+    var ended: Set<ConsumerRequestID> = []
     var tokens: [WriteToken] = []
+    var written: [WriteToken: [UInt8]] = [:]
+    var accepted: [[UInt8]] = []  // writes the NP accepted and owes a response to, oldest first
+    var inFlight: (WriteToken, Timestamp)?  // the last write whose result has not come, when issued
 
     func absorb(_ actions: [ConsumerAction]) {
         for action in actions {
-            switch action {
-            case .writeControlPoint(_, let token): tokens.append(token)
-            case .emit(.completed(let id, _)): ended[id, default: 0] += 1
-            case .emit(.sessionEnded):
+            guard case .emit(let event) = action else {
+                if case .writeControlPoint(let bytes, let token) = action {
+                    check(written[token] == nil, "token reused")
+                    // ATT: one write at a time; an unanswered one holds the link for a request timeout.
+                    if let (busy, issued) = inFlight {
+                        check(now >= issued + configuration.requestTimeout, "write \(token.rawValue) while \(busy.rawValue) is in flight")
+                    }
+                    inFlight = (token, now)
+                    tokens.append(token)
+                    written[token] = bytes
+                }
+                continue
+            }
+            switch event {
+            case .sessionStarted:
+                check(!inSession, "session started twice")
+                inSession = true
+                epoch += 1
+                seen = []
+                check(consumer.notifications.isEmpty && consumer.appAttributes.isEmpty, "a new session starts empty")
+            case .sessionEnded:
+                check(inSession, "session ended outside a session")
+                inSession = false
                 check(consumer.notifications.isEmpty, "model empty after session end")
                 check(consumer.appAttributes.isEmpty, "app cache empty after session end")
-            case .emit(.removed(let n)):
+                check(consumer.pendingRequestCount == 0, "requests pending after session end")
+                for id in submitted.keys { check(ended.contains(id), "request \(id) survived its session") }
+            case .added(let n), .modified(let n):
+                check(inSession, "\(event) outside a session")
+                seen.insert(n.uid)
+            case .removed(let n):
+                check(inSession, "\(event) outside a session")
                 check(consumer.notifications[n.uid] == nil, "removed notification still in the model")
-            default: break
+            case .attributes, .appAttributes:
+                check(inSession, "\(event) outside a session")
+            case .completed(let id, let result):
+                guard let request = submitted[id] else { return check(false, "completion of unknown request \(id)") }
+                check(!ended.contains(id), "request \(id) ended twice")
+                ended.insert(id)
+                guard case .success(let response) = result else { break }
+                check(inSession && request.epoch == epoch, "request \(id) succeeded outside its session")
+                switch (response, request.command) {
+                case (.notificationAttributes(let r), .getNotificationAttributes):
+                    checkResponse(.notificationAttributes(r), answers: DataSourceRequest(request.command)!, unlimited: unlimited)
+                case (.appAttributes(let r), .getAppAttributes):
+                    checkResponse(.appAttributes(r), answers: DataSourceRequest(request.command)!, unlimited: unlimited)
+                case (.actionPerformed, .performNotificationAction):
+                    break
+                default:
+                    check(false, "\(response) answers \(request.command)")
+                }
+            case .unknownEvent, .protocolError, .dataSourceUnavailable:
+                break
             }
         }
     }
@@ -35,46 +121,97 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         default: .transportFailure
         }
     }
+    func submit(_ command: ControlPointCommand, _ call: (inout Consumer) -> (ConsumerRequestID, [ConsumerAction])) {
+        let (id, actions) = call(&consumer)
+        check(submitted[id] == nil, "request ID \(id) reused")
+        submitted[id] = (command, inSession ? epoch : -1)
+        absorb(actions)
+    }
+    /// The NP's answer to an accepted write, as tuples of the texts cut to the max lengths.
+    func answer(_ bytes: [UInt8], _ choice: UInt8) -> [UInt8]? {
+        guard let command = try? ControlPointCommand.decode(bytes), let request = DataSourceRequest(command) else { return nil }
+        var response = request.header
+        for (index, tuple) in request.tuples.enumerated() {
+            let text = texts[(Int(choice) + index) % texts.count]
+            let value = text.prefix(min(tuple.maxLength ?? text.count, text.count))
+            response.append(tuple.id)
+            response.append(UInt8(value.count & 0xFF))
+            response.append(UInt8(value.count >> 8))
+            response.append(contentsOf: value)
+        }
+        return response
+    }
 
     while !input.isAtEnd {
         let op = input.byte()
-        switch op % 14 {
-        case 0: absorb(consumer.linkUp(mtu: Int(input.byte()) + 23, at: now))
+        switch op % 16 {
+        case 0:
+            accepted.removeAll()
+            inFlight = nil
+            absorb(consumer.linkUp(mtu: Int(input.byte()) + 23, at: now))
         case 1: absorb(consumer.subscriptionCompleted(.dataSource, result(input.byte()), at: now))
         case 2: absorb(consumer.subscriptionCompleted(.notificationSource, result(input.byte()), at: now))
         case 3:
             var event = input.take(8)
             if event.count == 8 { event[0] %= 4; event[4] %= 4; event[5] = 0; event[6] = 0; event[7] = 0 }
             absorb(consumer.received(notificationSource: event, at: now))
-        case 4: absorb(consumer.received(dataSource: input.take(Int(input.byte() % 40)), at: now))
+        case 4: absorb(consumer.received(dataSource: input.chunk(), at: now))
         case 5:
             let choice = Int(input.byte())
             let token = tokens.isEmpty ? WriteToken(rawValue: UInt32(choice)) : tokens[choice % tokens.count]
-            absorb(consumer.writeCompleted(token, result(input.byte()), at: now))
+            let outcome = result(input.byte())
+            if outcome == .success, let bytes = written.removeValue(forKey: token) { accepted.append(bytes) }
+            if inFlight?.0 == token { inFlight = nil }
+            absorb(consumer.writeCompleted(token, outcome, at: now))
         case 6:
-            let (id, actions) = consumer.fetchAttributes([.init(.title, maxLength: UInt16(input.byte())), .init(.date)], for: NotificationUID(UInt32(input.byte() % 4)), at: now)
-            submitted.append(id); absorb(actions)
+            var attributes: [NotificationAttributeRequest] = []
+            for _ in 0...(input.byte() % 8) {
+                attributes.append(NotificationAttributeRequest(NotificationAttributeID(rawValue: input.byte() % 9), maxLength: UInt16(input.byte())))
+            }
+            let uid = NotificationUID(UInt32(input.byte() % 4))
+            submit(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: attributes))) {
+                $0.fetchAttributes(attributes, for: uid, at: now)
+            }
         case 7:
-            let (id, actions) = consumer.fetchAppAttributes(input.byte() & 1 == 0 ? "a" : "com.x", at: now)
-            submitted.append(id); absorb(actions)
+            let choice = input.byte()
+            let app = apps[Int(choice) % apps.count]
+            let attributes = choice & 0x80 == 0 ? [AppAttributeID.displayName] : [.displayName, AppAttributeID(rawValue: 1)]
+            submit(.getAppAttributes(GetAppAttributes(appIdentifier: app, attributes: attributes))) {
+                $0.fetchAppAttributes(app, attributes, at: now)
+            }
         case 8:
-            let (id, actions) = consumer.performAction(ActionID(rawValue: input.byte() % 3), on: NotificationUID(UInt32(input.byte() % 4)), at: now)
-            submitted.append(id); absorb(actions)
+            let action = ActionID(rawValue: input.byte() % 3)
+            let uid = NotificationUID(UInt32(input.byte() % 4))
+            submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action))) {
+                $0.performAction(action, on: uid, at: now)
+            }
         case 9:
-            if !submitted.isEmpty { absorb(consumer.cancel(submitted[Int(input.byte()) % submitted.count], at: now)) }
+            let choice = Int(input.byte())
+            let ids = submitted.keys.sorted { $0.rawValue < $1.rawValue }
+            if !ids.isEmpty { absorb(consumer.cancel(ids[choice % ids.count], at: now)) }
         case 10:
             now = now + .milliseconds(Int64(input.byte()) * 20)
             absorb(consumer.tick(now))
-        case 11: absorb(consumer.linkDown(at: now))
+        case 11:
+            accepted.removeAll()
+            inFlight = nil
+            absorb(consumer.linkDown(at: now))
         case 12: absorb(consumer.serviceChanged(published: input.byte() & 1 == 0, at: now))
-        default: absorb(consumer.stop(at: now))
+        case 13: absorb(consumer.stop(at: now))
+        case 14:
+            let choice = input.byte()
+            guard !accepted.isEmpty, let response = answer(accepted.removeFirst(), choice) else { break }
+            let size = choice & 1 == 1 ? Int(choice >> 1) % 32 + 1 : max((consumer.mtu ?? 23) - 3, 20)
+            var fragments = stride(from: 0, to: response.count, by: size).map { Array(response[$0..<min($0 + size, response.count)]) }
+            if choice & 2 == 2 { fragments.removeLast() }
+            for fragment in fragments { absorb(consumer.received(dataSource: fragment, at: now)) }
+        default:
+            consumer.mtuChanged(Int(input.byte()) + 23)
         }
-        check(consumer.notifications.count <= 8, "model bounded")
+        check(consumer.notifications.count <= configuration.maximumNotifications, "model bounded")
+        for uid in consumer.notifications.keys { check(inSession && seen.contains(uid), "\(uid) in the model, not announced in this session") }
     }
     absorb(consumer.linkDown(at: now))
-    for id in submitted {
-        check(ended[id] == 1, "request \(id) ended \(ended[id] ?? 0) times")
-    }
+    for id in submitted.keys { check(ended.contains(id), "request \(id) never ended") }
     check(consumer.pendingRequestCount == 0, "nothing pending after link down")
-    return 0
 }

@@ -80,10 +80,17 @@ public struct DataSourceReassembler: Sendable {
     var offset = 0
     /// NotificationUID bytes as received, for the error message of a wrong one.
     var receivedUID: UInt32 = 0
-    /// A value that spans fragments, collected here (capacity reused).
+    /// A value that spans fragments, collected here at its offsets: it keeps
+    /// the size of the longest such value so far, and only the first
+    /// `length` bytes of the value being received mean anything.
     var scratch: [UInt8] = []
     var notificationAttributes: [NotificationAttribute] = []
     var appAttributes: [AppAttribute] = []
+    /// The current request's tuples and kind, copied out of `current` when
+    /// its tuples start, so the per-byte path reads them without copying
+    /// the whole request.
+    var currentTuples: [DataSourceRequest.ExpectedTuple] = []
+    var currentIsApp = false
 
     public init(configuration: Configuration = .default) {
         self.configuration = configuration
@@ -150,8 +157,26 @@ public struct DataSourceReassembler: Sendable {
     /// Feeds one Data Source notification. Complete responses and failures
     /// are passed to `handler` as they are found, each request exactly once.
     public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
-        if phase == .discardingFragment { phase = .header(matched: 0) }
-        if shouldResynchronize(at: fragment) {
+        // The common case at small MTUs, a notification wholly inside a value
+        // that goes on after it: collect it and return. (Nothing else below
+        // applies to it: the phase is not discarding, and a response being
+        // stored never resynchronizes.)
+        if case .value(let id, let length, let received) = phase, length - received > fragment.count,
+           !failed, current?.abandoned == false {
+            collect(fragment, at: received, length: length)
+            phase = .value(id: id, length: length, received: received + fragment.count)
+            offset += fragment.count
+            return
+        }
+        feedAnyFragment(fragment, handler)
+    }
+
+    /// `feed` for every notification but the plain middle of a value (kept
+    /// out of line, so that the common case above stays small).
+    @inline(never)
+    private mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
+        if case .discardingFragment = phase { phase = .header(matched: 0) }
+        if (failed || current?.abandoned == true) && shouldResynchronize(at: fragment) {
             // The response being skipped was given up on (timed out or
             // invalid) and this notification starts exactly like the next
             // request's response: an NP that sent fewer tuples than asked
@@ -166,6 +191,19 @@ public struct DataSourceReassembler: Sendable {
                 return
 
             case .header(let matched):
+                if matched == 0, let length = wholeHeaderLength(in: fragment, at: index) {
+                    // The whole header of the request at the head of the
+                    // queue is here: what matching it byte by byte does.
+                    receivedUID = 0
+                    for position in 1..<min(length, 5) {
+                        receivedUID |= UInt32(fragment[index + position]) << (8 * UInt32(position - 1))
+                    }
+                    offset = length
+                    index += length
+                    current = queue.removeFirst()
+                    startTuples(handler)
+                    continue
+                }
                 let byte = fragment[index]
                 index += 1
                 if matched == 0 {
@@ -193,9 +231,31 @@ public struct DataSourceReassembler: Sendable {
                 if byte == 0 { startTuples(handler) }
 
             case .tupleID:
+                let expected = currentTuples[tupleIndex]
+                if count - index >= 3 {
+                    // AttributeID and Length both here: what the two phases
+                    // below do byte by byte, in one step.
+                    let id = fragment[index]
+                    let length = Int(fragment[index + 1]) | Int(fragment[index + 2]) << 8
+                    index += 3
+                    if id != expected.id {
+                        fail(.unexpectedAttribute(expected: expected.id, actual: id), at: offset, handler)
+                    }
+                    offset += 3
+                    let limit = expected.maxLength ?? configuration.unlimitedValueLength
+                    if length > limit {
+                        fail(.valueTooLong(attribute: id, length: length, maxLength: limit), at: offset - 2, handler)
+                    }
+                    if length == 0 {
+                        store(id: id, AttributeValue.empty)
+                        finishTuple(handler)
+                    } else {
+                        phase = .value(id: id, length: length, received: 0)
+                    }
+                    continue
+                }
                 let byte = fragment[index]
                 index += 1
-                let expected = current!.request.tuples[tupleIndex]
                 if byte != expected.id {
                     fail(.unexpectedAttribute(expected: expected.id, actual: byte), at: offset, handler)
                 }
@@ -211,7 +271,7 @@ public struct DataSourceReassembler: Sendable {
                     continue
                 }
                 let length = Int(low) | Int(byte) << 8
-                let limit = current!.request.tuples[tupleIndex].maxLength ?? configuration.unlimitedValueLength
+                let limit = currentTuples[tupleIndex].maxLength ?? configuration.unlimitedValueLength
                 if length > limit {
                     fail(.valueTooLong(attribute: id, length: length, maxLength: limit), at: offset - 2, handler)
                 }
@@ -230,10 +290,9 @@ public struct DataSourceReassembler: Sendable {
                         let slice = UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)])
                         store(id: id, AttributeValue(bytes: slice.assumingMemoryBound(to: UInt8.self)))
                     } else {
-                        scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]))
+                        collect(UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]), at: received, length: length)
                         if received + take == length {
-                            let value = scratch.withUnsafeBufferPointer { AttributeValue(bytes: $0) }
-                            scratch.removeAll(keepingCapacity: true)
+                            let value = scratch.withUnsafeBufferPointer { AttributeValue(bytes: UnsafeBufferPointer(rebasing: $0[0..<length])) }
                             store(id: id, value)
                         }
                     }
@@ -249,12 +308,23 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
+    /// Copies part of a value that spans notifications to its offset in `scratch`.
+    private mutating func collect(_ bytes: UnsafeRawBufferPointer, at received: Int, length: Int) {
+        // Grows only past the longest value so far: a byte at a time is fine.
+        while scratch.count < length { scratch.append(0) }
+        guard let source = bytes.baseAddress else { return }
+        scratch.withUnsafeMutableBytes { buffer in
+            buffer.baseAddress!.advanced(by: received).copyMemory(from: source, byteCount: bytes.count)
+        }
+    }
+
     /// True when the current response is no longer wanted (abandoned or
     /// failed) and `fragment` begins with the whole header of the next
     /// registered request. A live response never resynchronizes: a fragment
     /// that begins with 0x00 or 0x01 in its middle is data.
     private func shouldResynchronize(at fragment: UnsafeRawBufferPointer) -> Bool {
-        guard let current, current.abandoned || failed, let next = queue.first else { return false }
+        // Checked without copying `current`: this runs for every notification.
+        guard failed || current?.abandoned == true, current != nil, let next = queue.first else { return false }
         let header = next.request.header
         guard fragment.count >= header.count else { return false }
         for index in 0..<header.count where fragment[index] != header[index] { return false }
@@ -263,7 +333,34 @@ public struct DataSourceReassembler: Sendable {
 
     // MARK: - Header
 
+    /// The header's length when `fragment` holds, from `index`, the whole
+    /// header of the request at the head of the queue; else nil.
+    private func wholeHeaderLength(in fragment: UnsafeRawBufferPointer, at index: Int) -> Int? {
+        queue.withUnsafeBufferPointer { pending -> Int? in
+            guard !pending.isEmpty, let first = pending.baseAddress else { return nil }
+            let header = first.pointee.request.header
+            guard fragment.count - index >= header.count else { return nil }
+            for position in 0..<header.count where fragment[index + position] != header[position] { return nil }
+            return header.count
+        }
+    }
+
     private mutating func matchHeader(byte: UInt8, at matched: Int, _ handler: (ReassemblyEvent) -> Void) {
+        // The common case, the head of the queue matching, read in place.
+        let head = queue.withUnsafeBufferPointer { pending -> (matches: Bool, complete: Bool) in
+            guard !pending.isEmpty, let first = pending.baseAddress else { return (false, false) }
+            let header = first.pointee.request.header
+            return (header[matched] == byte, matched + 1 == header.count)
+        }
+        if head.matches {
+            if head.complete {
+                current = queue.removeFirst()
+                startTuples(handler)
+            } else {
+                phase = .header(matched: matched + 1)
+            }
+            return
+        }
         guard var head = queue.first else {
             handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
             phase = .discardingFragment
@@ -338,29 +435,32 @@ public struct DataSourceReassembler: Sendable {
 
     private mutating func startTuples(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex = 0
-        let tupleCount = current!.request.tupleCount
-        switch current!.request.subject {
-        case .notification:
-            notificationAttributes.removeAll(keepingCapacity: true)
-            notificationAttributes.reserveCapacity(tupleCount)
-        case .app:
+        // Read through optional chaining: `current!` would copy the request.
+        currentTuples = current?.request.tuples ?? []
+        currentIsApp = current?.request.commandID == .getAppAttributes
+        let tupleCount = currentTuples.count
+        if currentIsApp {
             appAttributes.removeAll(keepingCapacity: true)
             appAttributes.reserveCapacity(tupleCount)
+        } else {
+            notificationAttributes.removeAll(keepingCapacity: true)
+            notificationAttributes.reserveCapacity(tupleCount)
         }
         if tupleCount == 0 { completeResponse(handler) } else { phase = .tupleID }
     }
 
     private mutating func store(id: UInt8, _ value: AttributeValue) {
         guard !failed, current?.abandoned == false else { return }
-        switch current!.request.subject {
-        case .notification: notificationAttributes.append(NotificationAttribute(NotificationAttributeID(rawValue: id), value))
-        case .app: appAttributes.append(AppAttribute(AppAttributeID(rawValue: id), value))
+        if currentIsApp {
+            appAttributes.append(AppAttribute(AppAttributeID(rawValue: id), value))
+        } else {
+            notificationAttributes.append(NotificationAttribute(NotificationAttributeID(rawValue: id), value))
         }
     }
 
     private mutating func finishTuple(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex += 1
-        if tupleIndex == current!.request.tupleCount {
+        if tupleIndex == currentTuples.count {
             completeResponse(handler)
         } else {
             phase = .tupleID
@@ -388,7 +488,6 @@ public struct DataSourceReassembler: Sendable {
     private mutating func fail(_ reason: DecodingError.Reason, at offset: Int, _ handler: (ReassemblyEvent) -> Void) {
         guard !failed, let current else { return }
         failed = true
-        scratch.removeAll(keepingCapacity: true)
         if !current.abandoned {
             handler(.failed(current.id, DecodingError(reason, at: offset)))
         }
@@ -396,11 +495,11 @@ public struct DataSourceReassembler: Sendable {
 
     private mutating func resetResponse() {
         current = nil
+        currentTuples = []
         failed = false
         tupleIndex = 0
         offset = 0
         phase = .header(matched: 0)
-        scratch.removeAll(keepingCapacity: true)
         notificationAttributes.removeAll(keepingCapacity: true)
         appAttributes.removeAll(keepingCapacity: true)
     }
