@@ -40,7 +40,16 @@ echo
 
 echo "## 1. CPU time and heap allocations per operation (package-benchmark)"
 echo
-swift package --package-path Benchmarks benchmark --no-progress
+# (the plugin's build progress lines filtered out; a failure still stops here)
+set +e
+swift package --package-path Benchmarks benchmark --no-progress 2>&1 \
+  | grep -vE '^(\[[0-9]+/[0-9]+\]|Building|Build )|running with the Swift runtime interposer|skipping LD_PRELOAD'
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+  echo "error: the package-benchmark run failed ($status)" >&2
+  exit "$status"
+fi
 
 echo "## 2. Data Source throughput (ds-throughput)"
 echo

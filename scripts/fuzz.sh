@@ -18,10 +18,13 @@
 # Each target is one Swift file compiled together with Fuzz/Support/*.swift and
 # the core sources it names on a `// sources:` line (directories of
 # Sources/ANCS; all of Sources/ANCS if the line is absent), as module ANCS, so
-# internal state is reachable. Leak detection stays on: the Swift runtime's
-# metadata and caches are reachable from globals, so LeakSanitizer does not
-# report them (checked with a deliberately leaking harness; none of the targets
-# reports any), and a real leak in the core would be a finding.
+# internal state is reachable. Builds use a snapshot of the sources under
+# .build/fuzz/src (stack traces name those copies).
+#
+# Leak detection stays on: the Swift runtime's metadata and caches are
+# reachable from globals, so LeakSanitizer does not report them (checked with
+# a deliberately leaking harness; none of the targets reports any), and a real
+# leak in the core would be a finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,14 +40,18 @@ if [ $# -gt 0 ]; then targets=("$@"); else
   mapfile -t targets < <(ls Fuzz/Targets | sed -n 's/\.swift$//p' | sort)
 fi
 
+# Every target is built from one snapshot of the sources, taken now: the
+# same code for all, whatever is edited while they build and run.
+rm -rf "$out/src" && mkdir -p "$out/src/Sources" && cp -R Sources/ANCS "$out/src/Sources/" && cp -R Fuzz "$out/src/"
+
 build() {  # target
-  local file="Fuzz/Targets/$1.swift" dirs=() sources=()
+  local file="$out/src/Fuzz/Targets/$1.swift" dirs=() sources=()
   [ -f "$file" ] || { echo "no such target: $1" > "$out/$1.build.log"; return 1; }
   read -r -a dirs <<< "$(sed -n 's|^// sources:||p' "$file" | head -1)"
   if [ ${#dirs[@]} -eq 0 ]; then dirs=(.); fi
-  for dir in "${dirs[@]}"; do mapfile -t -O "${#sources[@]}" sources < <(find "Sources/ANCS/$dir" -name '*.swift' | sort); done
+  for dir in "${dirs[@]}"; do mapfile -t -O "${#sources[@]}" sources < <(find "$out/src/Sources/ANCS/$dir" -name '*.swift' | sort); done
   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name ANCS \
-    "${sources[@]}" Fuzz/Support/*.swift "$file" -o "$out/$1" > "$out/$1.build.log" 2>&1
+    "${sources[@]}" "$out"/src/Fuzz/Support/*.swift "$file" -o "$out/$1" > "$out/$1.build.log" 2>&1
 }
 
 final_stat() {  # name log

