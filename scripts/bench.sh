@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Every benchmark table of BENCHMARKS.md, one command:
+# Every benchmark table of BENCHMARKS.md, one command (section numbers as there):
 #
 #   scripts/bench.sh           everything below
-#   scripts/bench.sh --cpu     sections 1 and 2 only (protocol core CPU and allocations)
+#   scripts/bench.sh --cpu     section 1 only (the protocol core)
 #
-#   1. package-benchmark suites in Benchmarks/ (time and heap allocations per
-#      operation): Notification Source decode, Control Point encode, the
-#      standard Data Source workload at ATT MTU 23, 185 and 517 (checked
-#      against the workload's checksum before it is timed), the engines;
-#   2. ds-throughput: the same workload as MB/s and ns per response, median
-#      of 5, next to the reference figures, and heap allocations per
-#      notification and per value;
-#   3. air time over the simulated link and memory over a long run (`ancs bench`);
-#   4. the Embedded footprint (scripts/check-embedded.sh).
+#   1. the protocol core: the package-benchmark suites in Benchmarks/ (time
+#      and heap allocations per operation: Notification Source decode,
+#      Control Point encode, the standard Data Source workload at ATT MTU 23,
+#      185 and 517, checked against the workload's checksum before it is
+#      timed, the engines), then ds-throughput (the same workload as MB/s and
+#      ns per response, median of 5, next to the reference figures, and heap
+#      allocations per notification and per value);
+#   2, 4. air time over the simulated link, memory over a long run (`ancs bench`);
+#   3. the Embedded footprint (scripts/check-embedded.sh).
 #
 # The workload is generated first into .build/bench-workload by
 # ../shared/bench/gen_ds_workload.py; the benchmarks read it from there.
@@ -38,7 +38,7 @@ python3 ../shared/bench/gen_ds_workload.py --out .build/bench-workload | sed 's/
 python3 ../shared/bench/gen_ds_workload.py --out .build/bench-workload --check >/dev/null
 echo
 
-echo "## 1. CPU time and heap allocations per operation (package-benchmark)"
+echo "## 1. Protocol core: time and heap allocations per operation (package-benchmark)"
 echo
 # (the plugin's build progress lines filtered out; a failure still stops here)
 set +e
@@ -51,20 +51,20 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 
-echo "## 2. Data Source throughput (ds-throughput)"
+echo "## 1. Protocol core: Data Source throughput next to the reference figures (ds-throughput)"
 echo
 swift build --package-path Benchmarks -c release --product ds-throughput >/dev/null
 Benchmarks/.build/release/ds-throughput
 echo
 
 if ! $cpu_only; then
-  echo "## 3. Air time and memory (ancs bench)"
+  echo "## 2, 4. Air time and memory (ancs bench)"
   echo
   swift build -c release --product ancs >/dev/null
   .build/release/ancs bench
   echo
 
-  echo "## 4. Footprint on a microcontroller (scripts/check-embedded.sh)"
+  echo "## 3. Footprint on a microcontroller (scripts/check-embedded.sh)"
   echo
   scripts/check-embedded.sh
 fi
