@@ -1157,32 +1157,6 @@ struct ConsumerTests {
         #expect(run.successes > 0, "seed 0x\(String(seed, radix: 16)): no request succeeded; the run exercised little")
     }
 
-    /// SplitMix64: small, seedable, the same sequence everywhere.
-    struct SplitMix64 {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        /// Uniform in `range` (rejection sampling).
-        mutating func int(_ range: ClosedRange<Int>) -> Int {
-            let span = UInt64(range.upperBound - range.lowerBound) + 1
-            let limit = UInt64.max - UInt64.max % span
-            var value = next()
-            while value >= limit { value = next() }
-            return range.lowerBound + Int(value % span)
-        }
-
-        mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
-        mutating func percent(_ chance: Int) -> Bool { int(0...99) < chance }
-        mutating func pick<T>(_ items: [T]) -> T { items[int(0...(items.count - 1))] }
-    }
 }
 
 extension ConsumerTests {
@@ -1227,7 +1201,7 @@ extension ConsumerTests {
 /// every action the engine asks for, in random order and at random times,
 /// while the invariants are checked after every input.
 private struct RandomRun {
-    var random: ConsumerTests.SplitMix64
+    var random: SplitMix64
     let configuration: ConsumerConfiguration
     var consumer: Consumer
     var now = Timestamp.zero
@@ -1265,7 +1239,7 @@ private struct RandomRun {
     ]
 
     init(seed: UInt64) {
-        var generator = ConsumerTests.SplitMix64(seed: seed)
+        var generator = SplitMix64(seed: seed)
         configuration = ConsumerConfiguration(
             requestTimeout: generator.percent(50) ? .seconds(10) : .seconds(2),
             pipeliningDepth: generator.int(1...3),
@@ -1626,4 +1600,9 @@ private struct RandomRun {
             check(open > 0 || !consumer.entries.isEmpty || consumer.writeInFlight != nil, "a deadline \(deadline) with nothing pending")
         }
     }
+}
+
+/// The random interleavings draw from the suite's shared generator (PropertyTests.swift).
+extension SplitMix64 {
+    mutating func percent(_ chance: Int) -> Bool { bool(chance) }
 }

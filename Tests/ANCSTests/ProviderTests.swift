@@ -861,15 +861,5 @@ private func uidBytes(_ uid: NotificationUID) -> [UInt8] {
     return [UInt8(truncatingIfNeeded: raw), UInt8(truncatingIfNeeded: raw >> 8), UInt8(truncatingIfNeeded: raw >> 16), UInt8(truncatingIfNeeded: raw >> 24)]
 }
 
-/// A small deterministic generator, so a failing hostile write can be replayed.
-private struct HostileWriteGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// Hostile writes come from the suite's shared SplitMix64, so a failing one can be replayed.
+private typealias HostileWriteGenerator = SplitMix64
