@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "ANCS", targets: ["ANCS"]),
         .library(name: "ANCSRuntime", targets: ["ANCSRuntime"]),
+        .library(name: "ANCSSimulation", targets: ["ANCSSimulation"]),
         .executable(name: "ancs", targets: ["ancs"]),
     ],
     dependencies: [
@@ -18,18 +19,26 @@ let package = Package(
         .target(name: "ANCS"),
         // One JSON rendering of core values, shared by the CLI and the tests.
         .target(name: "ANCSFormat", dependencies: ["ANCS"]),
-        // Async runtime, transports and the simulated link.
+        // The async runtime: the actors, the transport protocols.
         .target(name: "ANCSRuntime", dependencies: ["ANCS", .product(name: "Logging", package: "swift-log")]),
+        // Links without a radio: the simulated BLE link, the loopback link,
+        // the manual clock, and the contract every transport must pass.
+        .target(name: "ANCSSimulation", dependencies: ["ANCS", "ANCSRuntime"]),
+        // The demo's phone, its notifications and what the accessory shows.
+        .target(name: "ANCSDemo", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation"]),
+        // BlueZ over D-Bus (Linux).
+        .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime"]),
         .executableTarget(
             name: "ancs",
             dependencies: [
-                "ANCS", "ANCSFormat", "ANCSRuntime",
+                "ANCS", "ANCSFormat", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", "ANCSBlueZ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat"]),
-        .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ"]),
         .testTarget(name: "ancsCLITests", dependencies: ["ANCS"]),
     ],
     swiftLanguageModes: [.v6]

@@ -101,16 +101,23 @@ public actor ConsumerClient {
     /// Consumes the transport's events until its stream finishes, `stop()`
     /// has done its work, or the calling task is cancelled. Then any session
     /// ends (pending requests fail with `.sessionEnded`) and `events`
-    /// finishes. Runs once; later calls return at once.
-    public func run() async {
+    /// finishes. Throws what ended the transport's stream, if it failed (the
+    /// stack or its host process died). Runs once; later calls return at once.
+    public func run() async throws {
         guard phase == .notStarted else { return }
         phase = .running
         let transport = self.transport
         let operations = self.operations
-        await withTaskGroup(of: Void.self) { group in
+        var failure: (any Error)?
+        await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask {
-                for await event in transport.events {
-                    await self.handle(event)
+                do {
+                    for try await event in transport.events {
+                        await self.handle(event)
+                    }
+                    return nil
+                } catch {
+                    return error
                 }
             }
             group.addTask {
@@ -124,13 +131,15 @@ public actor ConsumerClient {
                     }
                     await self.operationEnded(operation, result)
                 }
+                return nil
             }
             // Whichever ends first (the transport's stream, or the operation
             // queue after `stop`) ends the other.
-            _ = await group.next()
+            failure = await group.next() ?? nil
             group.cancelAll()
         }
         finishRun()
+        if let failure { throw failure }
     }
 
     /// Ends the session the way an NC leaves: unsubscribes from Notification
@@ -231,9 +240,9 @@ public actor ConsumerClient {
     private func handle(_ event: GATTClientEvent) {
         let now = time.now()
         switch event {
-        case .linkUp(let mtu):
+        case .linkUp(let link):
             generation &+= 1
-            apply(engine.linkUp(mtu: mtu, at: now))
+            apply(engine.linkUp(mtu: link.mtu, at: now))
         case .linkDown:
             generation &+= 1
             apply(engine.linkDown(at: now))

@@ -9,10 +9,48 @@ import Synchronization
 
 // MARK: - GATT client (Notification Consumer)
 
+/// What a transport knows of a link when it comes up.
+public struct LinkInfo: Hashable, Sendable, CustomStringConvertible {
+    /// The ATT MTU in force (23…517).
+    public var mtu: Int
+    /// The peer as the stack names it (a Bluetooth address, a D-Bus device
+    /// path), if it names it.
+    public var peer: String?
+    /// The link is encrypted (ANCS requires it).
+    public var isEncrypted: Bool
+    /// The peer is bonded: keys are stored and a reconnection re-encrypts
+    /// without pairing.
+    public var isBonded: Bool
+
+    public init(mtu: Int, peer: String? = nil, isEncrypted: Bool = true, isBonded: Bool = false) {
+        self.mtu = mtu
+        self.peer = peer
+        self.isEncrypted = isEncrypted
+        self.isBonded = isBonded
+    }
+
+    public var description: String {
+        var parts = ["MTU \(mtu)"]
+        if let peer { parts.insert(peer, at: 0) }
+        parts.append(isEncrypted ? "encrypted" : "not encrypted")
+        if isBonded { parts.append("bonded") }
+        return parts.joined(separator: ", ")
+    }
+}
+
+/// Why a transport stopped working: the stack, the host process or the
+/// link's owner is gone. A transport ends its event stream by throwing one
+/// (or its own error type), and `run()` of the actor on it rethrows it.
+public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
 /// What a GATT client transport reports, in the order it happened.
 public enum GATTClientEvent: Hashable, Sendable {
-    /// Connected, encrypted, ANCS discovered; the ATT MTU in force.
-    case linkUp(mtu: Int)
+    /// Connected, encrypted, ANCS discovered.
+    case linkUp(LinkInfo)
     /// The link is gone. Every operation in progress has returned or will
     /// return `.transportFailure`.
     case linkDown
@@ -50,12 +88,14 @@ public enum GATTClientEvent: Hashable, Sendable {
 ///
 /// Rules for an implementation:
 /// - `events` is iterated by one task, once; notifications stay in arrival
-///   order relative to each other and to `linkUp`/`linkDown`.
+///   order relative to each other and to `linkUp`/`linkDown`. It finishes
+///   normally when the transport is closed on purpose, and throws the cause
+///   when the stack or host process dies.
 /// - The runtime issues operations one at a time (ATT allows one request in
 ///   flight). Each returns exactly once; on link loss, and when the calling
 ///   task is cancelled, with `.transportFailure`.
 public protocol GATTClientTransport: Sendable {
-    var events: AsyncStream<GATTClientEvent> { get }
+    var events: AsyncThrowingStream<GATTClientEvent, any Error> { get }
     /// Enables notifications (writes the CCCD); BlueZ `StartNotify`.
     func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult
     /// Disables notifications; BlueZ `StopNotify`.
@@ -64,93 +104,12 @@ public protocol GATTClientTransport: Sendable {
     func writeControlPoint(_ value: [UInt8]) async -> ATTResult
 }
 
-// MARK: - D-Bus error mapping
-
-/// How BlueZ reports ATT outcomes as D-Bus errors, both ways.
-public enum BlueZ {
-    /// The result of a failed `GattCharacteristic1` call (client side).
-    ///
-    /// BlueZ answers an ATT error response with a D-Bus error: a few codes
-    /// get their own names (`NotPermitted` "Not paired" for insufficient
-    /// authentication, `NotAuthorized`, `NotSupported`, `InvalidArguments`);
-    /// every other code, the ANCS ones included, comes as
-    /// `org.bluez.Error.Failed` "Operation failed with ATT error: 0xa2".
-    /// Errors without an ATT code (not connected, in progress, a D-Bus
-    /// timeout) are transport failures.
-    public static func result(errorName: String, message: String) -> ATTResult {
-        func att(_ code: UInt8) -> ATTResult { .attError(ANCSErrorCode(rawValue: code)) }
-        switch errorName {
-        case "org.bluez.Error.Failed":
-            if let code = attCode(in: message) { return att(code) }
-            return .transportFailure
-        case "org.bluez.Error.NotPermitted":
-            if message.contains("Read not permitted") { return att(0x02) }
-            if message.contains("Write not permitted") { return att(0x03) }
-            if message.contains("Not paired") { return att(0x05) }
-            return .transportFailure
-        case "org.bluez.Error.NotAuthorized": return att(0x08)
-        case "org.bluez.Error.NotSupported": return att(0x06)
-        case "org.bluez.Error.InvalidArguments", "org.bluez.Error.InvalidArgs":
-            if message.contains("Invalid offset") { return att(0x07) }
-            if message.contains("Invalid Length") { return att(0x0D) }
-            return .transportFailure
-        case "org.bluez.Error.InvalidValueLength": return att(0x0D)
-        case "org.bluez.Error.InvalidOffset": return att(0x07)
-        default: return .transportFailure
-        }
-    }
-
-    /// The D-Bus error a GATT application (server side) answers `WriteValue`
-    /// with, or nil for success.
-    ///
-    /// BlueZ turns `org.bluez.Error.Failed` with a message that is just a
-    /// number into that ATT code, but only for application errors
-    /// 0x80–0x9F; it answers the ANCS codes 0xA0–0xA3 as 0x0E (Unlikely
-    /// Error). A BlueZ-hosted NP therefore cannot send the exact ANCS code.
-    public static func error(for result: ATTResult) -> (name: String, message: String)? {
-        switch result {
-        case .success:
-            return nil
-        case .transportFailure:
-            return ("org.bluez.Error.Failed", "transport failure")
-        case .attError(let code):
-            switch code.rawValue {
-            case 0x03: return ("org.bluez.Error.NotPermitted", "Write not permitted")
-            case 0x06: return ("org.bluez.Error.NotSupported", "Not supported")
-            case 0x07: return ("org.bluez.Error.InvalidOffset", "Invalid offset")
-            case 0x08: return ("org.bluez.Error.NotAuthorized", "Not authorized")
-            case 0x0D: return ("org.bluez.Error.InvalidValueLength", "Invalid length")
-            default: return ("org.bluez.Error.Failed", "0x" + hex(code.rawValue))
-            }
-        }
-    }
-
-    /// The code in "... ATT error: 0xNN ..." (hex digits in either case).
-    static func attCode(in message: String) -> UInt8? {
-        guard let marker = message.firstRange(of: "ATT error: 0x") else { return nil }
-        var value: UInt16 = 0
-        var digits = 0
-        for character in message[marker.upperBound...] {
-            guard let digit = character.hexDigitValue else { break }
-            value = value * 16 + UInt16(digit)
-            digits += 1
-            if digits > 2 { return nil }
-        }
-        return digits == 0 ? nil : UInt8(value)
-    }
-
-    static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
-    }
-}
-
 // MARK: - GATT server (Notification Provider)
 
 /// What a GATT server transport reports, in the order it happened.
 public enum GATTServerEvent: Sendable {
-    /// A consumer connected (and the link is encrypted) with this ATT MTU.
-    case connected(ConnectionID, mtu: Int)
+    /// A consumer connected (and the link is encrypted).
+    case connected(ConnectionID, LinkInfo)
     /// Its link is gone; replies to its pending writes go nowhere.
     case disconnected(ConnectionID)
     case mtuChanged(ConnectionID, Int)
@@ -184,13 +143,16 @@ public enum GATTServerEvent: Sendable {
 /// so the exact ANCS code reaches the consumer. `notify` is a
 /// `notify <handle> ds <hex>` line, sent with `Device.notify_subscriber`.
 ///
-/// Rules for an implementation: `events` is iterated by one task, once;
-/// `notify` calls are sent in the order they are made, and one for a
-/// connection that is gone (or not subscribed) is dropped.
+/// Rules for an implementation: `events` is iterated by one task, once, and
+/// finishes normally when the transport is closed on purpose, throwing the
+/// cause when the stack or host process dies. `notify` calls are sent in
+/// the order they are made; one that cannot be sent (the connection is
+/// gone, the consumer did not subscribe, the stack refused) throws and is
+/// not sent.
 public protocol GATTServerTransport: Sendable {
-    var events: AsyncStream<GATTServerEvent> { get }
+    var events: AsyncThrowingStream<GATTServerEvent, any Error> { get }
     /// Sends one GATT notification (a value of at most MTU − 3 bytes).
-    func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async
+    func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError)
 }
 
 /// Answers one ATT write request, once: the first call sends the response,

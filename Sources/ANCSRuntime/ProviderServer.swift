@@ -49,33 +49,47 @@ public actor ProviderServer {
 
     /// Serves the transport's events until its stream finishes (then what
     /// is queued is still sent) or the calling task is cancelled; then
-    /// `events` finishes. Runs once; later calls return at once.
-    public func run() async {
+    /// `events` finishes. Throws what ended the transport's stream, if it
+    /// failed. Runs once; later calls return at once.
+    public func run() async throws {
         guard !started else { return }
         started = true
         let transport = self.transport
         let outputs = self.outputs
-        await withTaskGroup(of: Void.self) { group in
+        let failure = await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask {
-                for await event in transport.events {
-                    await self.handle(event)
+                var failure: (any Error)?
+                do {
+                    for try await event in transport.events {
+                        await self.handle(event)
+                    }
+                } catch {
+                    failure = error
                 }
                 await self.transportEnded()
+                return failure
             }
             group.addTask {
                 for await output in outputs {
                     switch output {
                     case .notify(let connection, let characteristic, let value):
-                        await transport.notify(connection, characteristic, value)
+                        // A notification for a connection that is gone is
+                        // dropped, as on the air; the engine hears of the
+                        // disconnection from the event stream.
+                        try? await transport.notify(connection, characteristic, value)
                     case .reply(let responder, let result):
                         responder(result)
                     }
                 }
+                return nil
             }
-            await group.waitForAll()
+            var failure: (any Error)?
+            for await result in group where failure == nil { failure = result }
+            return failure
         }
         outputSink.finish()
         eventSink.finish()
+        if let failure { throw failure }
     }
 
     // MARK: - The notification center
@@ -107,8 +121,8 @@ public actor ProviderServer {
 
     private func handle(_ event: GATTServerEvent) {
         switch event {
-        case .connected(let connection, let mtu):
-            apply(engine.connect(connection, mtu: mtu), replyingWith: nil)
+        case .connected(let connection, let link):
+            apply(engine.connect(connection, mtu: link.mtu), replyingWith: nil)
         case .disconnected(let connection):
             apply(engine.disconnect(connection), replyingWith: nil)
         case .mtuChanged(let connection, let mtu):

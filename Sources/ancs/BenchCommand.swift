@@ -1,5 +1,7 @@
 import ANCS
+import ANCSDemo
 import ANCSRuntime
+import ANCSSimulation
 import ArgumentParser
 import Foundation
 

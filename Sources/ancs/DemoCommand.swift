@@ -1,6 +1,8 @@
 import ANCS
 import ANCSFormat
+import ANCSDemo
 import ANCSRuntime
+import ANCSSimulation
 import ArgumentParser
 import Foundation
 import Logging

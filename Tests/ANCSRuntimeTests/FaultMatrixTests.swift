@@ -1,7 +1,9 @@
 import ANCS
 import Foundation
 import Testing
+import ANCSDemo
 @testable import ANCSRuntime
+@testable import ANCSSimulation
 
 /// Faults over the simulated link. After each: the consumer's model is
 /// consistent, nothing of an ended session survives, pending requests failed

@@ -2,7 +2,9 @@ import ANCS
 import Logging
 import Synchronization
 import Testing
+import ANCSDemo
 @testable import ANCSRuntime
+@testable import ANCSSimulation
 
 /// Notification text is private: logs show lengths unless contents are asked for.
 @Suite struct PrivacyTests {

@@ -1,5 +1,7 @@
 import ANCS
+import ANCSDemo
 import ANCSRuntime
+import ANCSSimulation
 import Testing
 
 // The runtime end to end: a ConsumerClient and a ProviderServer joined by a
@@ -13,7 +15,7 @@ private struct Rig {
     let clock = ManualClock()
     let provider: ProviderServer
     let consumer: ConsumerClient
-    let running: Task<Void, Never>
+    let running: Task<Void, any Error>
 
     init(configuration: ConsumerConfiguration = .default) {
         provider = ProviderServer(transport: link.server)
@@ -21,14 +23,14 @@ private struct Rig {
         running = Task { [provider, consumer] in
             async let providing: Void = provider.run()
             async let consuming: Void = consumer.run()
-            _ = await (providing, consuming)
+            _ = try await (providing, consuming)
         }
     }
 
     /// Closes the link and waits for both actors to finish running.
     func shutDown() async {
         link.close()
-        await running.value
+        try? await running.value
     }
 }
 
@@ -341,43 +343,24 @@ struct RuntimeTests {
         let link = LoopbackLink()
         let provider = ProviderServer(transport: link.server)
         let consumer = ConsumerClient(transport: link.client)  // the default, continuous clock
-        let providing = Task { await provider.run() }
-        let consuming = Task { await consumer.run() }
+        let providing = Task { try await provider.run() }
+        let consuming = Task { try await consumer.run() }
         var events = Events(consumer.events)
         let uid = try await provider.add(mail)
         link.connect()
         _ = await events.next { $0.addedUID == uid }
 
         consuming.cancel()
-        await consuming.value
+        try await consuming.value
         let rest = await events.collect { _ in false }
         #expect(rest.last == .sessionEnded(.linkDown))
         link.close()
-        await providing.value
+        try await providing.value
     }
 }
 
 @Suite("Transport helpers")
 struct TransportHelperTests {
-    @Test("BlueZ D-Bus errors map to ATT results")
-    func blueZClientErrors() {
-        #expect(BlueZ.result(errorName: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0xa2") == .attError(.invalidParameter))
-        #expect(BlueZ.result(errorName: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0xA3 (Unknown)") == .attError(.actionFailed))
-        #expect(BlueZ.result(errorName: "org.bluez.Error.NotPermitted", message: "Not paired") == .attError(ANCSErrorCode(rawValue: 0x05)))
-        #expect(BlueZ.result(errorName: "org.bluez.Error.NotAuthorized", message: "") == .attError(ANCSErrorCode(rawValue: 0x08)))
-        #expect(BlueZ.result(errorName: "org.bluez.Error.Failed", message: "Not connected") == .transportFailure)
-        #expect(BlueZ.result(errorName: "org.freedesktop.DBus.Error.NoReply", message: "timeout") == .transportFailure)
-    }
-
-    @Test("ATT results map to the D-Bus errors a BlueZ GATT application replies with")
-    func blueZServerErrors() {
-        #expect(BlueZ.error(for: .success) == nil)
-        let application = BlueZ.error(for: .attError(ANCSErrorCode(rawValue: 0x80)))
-        #expect(application?.name == "org.bluez.Error.Failed")
-        #expect(application?.message == "0x80")
-        #expect(BlueZ.error(for: .attError(ANCSErrorCode(rawValue: 0x06)))?.name == "org.bluez.Error.NotSupported")
-    }
-
     @Test("a responder answers once")
     func responderOnce() {
         final class Box: @unchecked Sendable { var results: [ATTResult] = [] }
@@ -439,17 +422,17 @@ private struct RecordingServer: GATTServerTransport {
         case reply(ATTResult)
         case notify(ConnectionID, ANCSCharacteristic, [UInt8])
     }
-    let events: AsyncStream<GATTServerEvent>
-    let input: AsyncStream<GATTServerEvent>.Continuation
+    let events: AsyncThrowingStream<GATTServerEvent, any Error>
+    let input: AsyncThrowingStream<GATTServerEvent, any Error>.Continuation
     let output: AsyncStream<Output>
     let log: AsyncStream<Output>.Continuation
 
     init() {
-        (events, input) = AsyncStream.makeStream()
+        (events, input) = AsyncThrowingStream.makeStream()
         (output, log) = AsyncStream.makeStream()
     }
 
-    func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async {
+    func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
         log.yield(.notify(connection, characteristic, value))
     }
 
@@ -465,12 +448,12 @@ struct ProviderServerTests {
     func replyBeforeNotifications() async throws {
         let transport = RecordingServer()
         let provider = ProviderServer(transport: transport)
-        let running = Task { await provider.run() }
+        let running = Task { try await provider.run() }
         var output = Events(transport.output)
         let uid = try await provider.add(mail)
         let consumer = ConnectionID(7)
 
-        transport.input.yield(.connected(consumer, mtu: 23))
+        transport.input.yield(.connected(consumer, LinkInfo(mtu: 23)))
         transport.input.yield(.subscriptionChanged(consumer, .dataSource, enabled: true))
         transport.input.yield(.subscriptionChanged(consumer, .notificationSource, enabled: true))
         guard case .notify(consumer, .notificationSource, let preExisting)? = await output.next(where: { _ in true }) else {
@@ -507,6 +490,6 @@ struct ProviderServerTests {
         #expect(try NotificationSourceEvent.decode(removed).eventID == .removed)
 
         transport.input.finish()
-        await running.value
+        try await running.value
     }
 }

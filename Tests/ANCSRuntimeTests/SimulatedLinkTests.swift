@@ -1,6 +1,8 @@
 import ANCS
 import Testing
+import ANCSDemo
 @testable import ANCSRuntime
+@testable import ANCSSimulation
 
 /// End-to-end: a Provider and a Consumer over the simulated BLE link.
 @Suite struct SimulatedLinkTests {

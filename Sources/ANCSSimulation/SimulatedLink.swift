@@ -1,4 +1,5 @@
 import ANCS
+import ANCSRuntime
 
 // SimulatedLink — one BLE connection between a consumer (NC, GATT client)
 // and a provider (NP, GATT server), simulated deterministically on a virtual

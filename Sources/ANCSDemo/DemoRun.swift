@@ -1,4 +1,6 @@
 import ANCS
+import ANCSRuntime
+import ANCSSimulation
 
 /// One run of the demo scenario: a simulated iPhone (a `Provider` behind a
 /// `ProviderHost`) and an accessory (a `Consumer` on a `SimulatedLink`),

@@ -1,4 +1,5 @@
 import ANCS
+import ANCSRuntime
 import Synchronization
 
 /// A GATT link in memory: a client end (for a `ConsumerClient`) and a server
@@ -54,6 +55,15 @@ public final class LoopbackLink: Sendable {
         core.state.withLock { $0.closed = true }
         core.clientSink.finish()
         core.serverSink.finish()
+    }
+
+    /// The stack dies: the link drops, then both event streams end throwing
+    /// `error` (so a `run()` on either end throws it).
+    public func fail(_ error: TransportError) {
+        core.drop()
+        core.state.withLock { $0.closed = true }
+        core.clientSink.finish(throwing: error)
+        core.serverSink.finish(throwing: error)
     }
 
     // MARK: - Faults
@@ -115,7 +125,7 @@ public final class LoopbackLink: Sendable {
     public struct Client: GATTClientTransport {
         fileprivate let core: Core
 
-        public var events: AsyncStream<GATTClientEvent> { core.clientEvents }
+        public var events: AsyncThrowingStream<GATTClientEvent, any Error> { core.clientEvents }
 
         public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
             core.setSubscription(characteristic, true)
@@ -143,14 +153,16 @@ public final class LoopbackLink: Sendable {
     public struct Server: GATTServerTransport {
         fileprivate let core: Core
 
-        public var events: AsyncStream<GATTServerEvent> { core.serverEvents }
+        public var events: AsyncThrowingStream<GATTServerEvent, any Error> { core.serverEvents }
 
-        public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async {
-            core.state.withLock { state in
+        public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
+            let sent = core.state.withLock { state -> Bool in
                 // A stack sends nothing on a gone link or to a client that did not subscribe.
-                guard state.connection == connection, state.subscriptions.contains(characteristic) else { return }
+                guard state.connection == connection, state.subscriptions.contains(characteristic) else { return false }
                 core.clientSink.yield(.notification(characteristic, value))
+                return true
             }
+            guard sent else { throw TransportError("connection \(connection) is gone or not subscribed to \(characteristic)") }
         }
     }
 
@@ -185,14 +197,14 @@ public final class LoopbackLink: Sendable {
 
         // Events are yielded under the lock, so both streams see one order.
         let state = Mutex(State())
-        let clientEvents: AsyncStream<GATTClientEvent>
-        let clientSink: AsyncStream<GATTClientEvent>.Continuation
-        let serverEvents: AsyncStream<GATTServerEvent>
-        let serverSink: AsyncStream<GATTServerEvent>.Continuation
+        let clientEvents: AsyncThrowingStream<GATTClientEvent, any Error>
+        let clientSink: AsyncThrowingStream<GATTClientEvent, any Error>.Continuation
+        let serverEvents: AsyncThrowingStream<GATTServerEvent, any Error>
+        let serverSink: AsyncThrowingStream<GATTServerEvent, any Error>.Continuation
 
         init() {
-            (clientEvents, clientSink) = AsyncStream.makeStream()
-            (serverEvents, serverSink) = AsyncStream.makeStream()
+            (clientEvents, clientSink) = AsyncThrowingStream.makeStream()
+            (serverEvents, serverSink) = AsyncThrowingStream.makeStream()
         }
 
         func connect(mtu: Int) {
@@ -202,8 +214,9 @@ public final class LoopbackLink: Sendable {
                 state.connections += 1
                 let connection = ConnectionID(state.connections)
                 state.connection = connection
-                serverSink.yield(.connected(connection, mtu: mtu))
-                clientSink.yield(.linkUp(mtu: mtu))
+                let info = LinkInfo(mtu: mtu, peer: "loopback", isEncrypted: true, isBonded: true)
+                serverSink.yield(.connected(connection, info))
+                clientSink.yield(.linkUp(info))
             }
         }
 

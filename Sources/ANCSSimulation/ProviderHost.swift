@@ -1,4 +1,5 @@
 import ANCS
+import ANCSRuntime
 
 /// A `Provider` engine serving one or more `SimulatedLink`s: it routes the
 /// engine's actions to the link of the connection they name, and is where a

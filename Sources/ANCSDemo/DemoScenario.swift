@@ -1,4 +1,6 @@
 import ANCS
+import ANCSRuntime
+import ANCSSimulation
 
 /// The demo's story: what a simulated iPhone does over about 15 seconds, and
 /// what the person at the accessory does in response. Shared by `ancs demo`,
