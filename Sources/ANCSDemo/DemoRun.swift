@@ -2,281 +2,431 @@ import ANCS
 import ANCSRuntime
 import ANCSSimulation
 
-/// One run of the demo scenario: a simulated iPhone (a `Provider` behind a
-/// `ProviderHost`) and an accessory (a `Consumer` on a `SimulatedLink`),
-/// driven on the virtual clock. The accessory shows each notification once it
-/// is "ready to show" (app name, title, message, date) and presses the
-/// actions the scenario asks for. Used by `ancs demo`, the tests and the
-/// air-time benchmark.
-public final class DemoRun {
+/// One run of the demo scenario in a `Simulation`: a simulated iPhone (a
+/// `ProviderServer` on a `SimulatedServer`) and an accessory (a
+/// `ConsumerClient` on a `SimulatedLink`), both the runtime's real actors.
+/// The phone plays the scenario's timeline; the accessory shows each
+/// notification and presses the actions the scenario asks for. Used by
+/// `ancs demo`, `ancs bench`, the end-to-end tests and the soak test.
+///
+/// Fetch policies:
+/// - eager: the client's display policy fetches every notification's
+///   attributes and app name as it arrives, and the accessory shows it when
+///   it is ready (what a watch face does);
+/// - lazy (the spec's recommendation): the accessory shows what the
+///   Notification Source event says at once, and fetches a notification's
+///   attributes only when the person opens it, here: before pressing one of
+///   its actions.
+public final class DemoRun: @unchecked Sendable {
+    public enum FetchPolicy: String, Hashable, Sendable, CaseIterable { case eager, lazy }
+
     /// Something a person at the accessory would notice.
-    public enum Line {
+    public enum Line: Sendable {
         case consumer(ConsumerEvent)
-        case ready(ConsumerNotification)
-        /// A notification already shown changed (Modified, attributes fetched again).
-        case updated(ConsumerNotification)
+        /// Eager: all of it is there.
+        case ready(DisplayedNotification)
+        /// A notification already shown changed (Modified, fetched again).
+        case updated(DisplayedNotification)
+        /// Lazy: shown from its Notification Source event alone.
+        case announced(ConsumerNotification)
+        /// Lazy: opened, its attributes fetched.
+        case opened(DisplayedNotification)
         case removed(ConsumerNotification, title: String)
         case userAction(title: String, ActionID, label: String?)
         case actionResult(title: String, String)
+        case failed(NotificationUID, ConsumerError)
     }
 
-    /// Air time of one notification, from its Added event to ready to show.
+    /// Air time of the notifications made ready, from Added to ready to show.
     public struct Readiness: Hashable, Sendable {
-        public var uid: NotificationUID
-        public var connectionEvents: Int
-        public var bytesOnAir: Int
-        public var latency: Duration
-        /// Data Source bytes of the responses that made it ready.
-        public var responseBytes: Int
-        /// The same for the fewest round trips possible (its attributes, and
+        public var count = 0
+        public var connectionEvents = 0
+        public var bytesOnAir = 0
+        /// Data Source bytes of the responses that made them ready.
+        public var responseBytes = 0
+        /// The same for the fewest round trips possible (the attributes, and
         /// the app's name when the app is new in the session).
-        public var lowerBoundEvents: Int
-        public var lowerBoundBytes: Int
+        public var lowerBoundEvents = 0
+        public var lowerBoundBytes = 0
+        /// Added → ready latencies in 10 ms buckets (bounded memory for long runs).
+        public var latencyBuckets: [Int] = Array(repeating: 0, count: 6001)
+        public var maximumLatency: Duration = .zero
+
+        /// The median Added → ready latency, to 10 ms.
+        public var medianLatency: Duration {
+            var seen = 0
+            for (bucket, count) in latencyBuckets.enumerated() {
+                seen += count
+                if seen * 2 >= self.count && count > 0 { return .milliseconds(bucket * 10) }
+            }
+            return .zero
+        }
     }
 
     public struct Summary: Hashable, Sendable {
+        public var policy = FetchPolicy.eager
+        public var depth = 1
         public var notifications = 0
         public var shown = 0
         public var requests = 0
         public var failedRequests = 0
-        public var expectedFailures = 0
         public var appNameFetches = 0
         public var repeatedAppNameFetches = 0
+        /// Notifications neither shown, removed nor failed when the run ended.
+        public var unsettled = 0
         public var counters = SimulatedLink.Counters()
         public var simulated: Duration = .zero
-        public var readiness: [Readiness] = []
+        public var readiness = Readiness()
 
         public var line: String {
-            let seconds = Double(simulated.components.seconds) + Double(simulated.components.attoseconds) / 1e18
-            let time = (seconds * 10).rounded() / 10
-            return "demo: \(notifications) notifications, \(shown) shown, \(requests) requests (\(failedRequests) failed), "
-                + "\(counters.connectionEvents) connection events, \(counters.bytesOnAir) bytes on air, \(time) s simulated"
+            var text = "demo: \(notifications) notifications, \(shown) shown, \(requests) requests (\(failedRequests) failed), "
+                + "\(counters.connectionEvents) connection events, \(counters.bytesOnAir) bytes on air, \(seconds(simulated)) s simulated"
+            text += "; \(policy.rawValue), depth \(depth)"
+            if readiness.count > 0 {
+                text += ", Added → ready median \(milliseconds(readiness.medianLatency)) ms, max \(milliseconds(readiness.maximumLatency)) ms"
+            }
+            if unsettled > 0 { text += "; \(unsettled) never settled" }
+            return text
+        }
+
+        func seconds(_ duration: Duration) -> Double {
+            let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            return (value * 10).rounded() / 10
+        }
+
+        func milliseconds(_ duration: Duration) -> Int {
+            Int(duration.components.seconds) * 1000 + Int(duration.components.attoseconds / 1_000_000_000_000_000)
         }
     }
-
-    public static let displayAttributes: [NotificationAttributeRequest] = [
-        NotificationAttributeRequest(.appIdentifier),
-        NotificationAttributeRequest(.title, maxLength: 64),
-        NotificationAttributeRequest(.subtitle, maxLength: 64),
-        NotificationAttributeRequest(.message, maxLength: 240),
-        NotificationAttributeRequest(.date),
-        NotificationAttributeRequest(.positiveActionLabel),
-        NotificationAttributeRequest(.negativeActionLabel),
-    ]
 
     public let scenario: DemoScenario
     public let repetitions: Int
-    public let host: ProviderHost
+    public let policy: FetchPolicy
+    public let simulation = Simulation()
+    public let server = SimulatedServer()
     public let link: SimulatedLink
-    /// Lazy policy: the demo application asks for attributes itself.
-    let appFetches: Bool
-    public var onLine: ((Timestamp, Line, DemoRun) -> Void)?
+    public let provider: ProviderServer
+    public let consumer: ConsumerClient
+    /// Called for each line, on the simulation's thread.
+    public var onLine: ((Timestamp, Line) -> Void)?
     public private(set) var summary = Summary()
-    /// Keep per-notification readiness records (off for very long runs).
+    /// Keep readiness figures (air time per notification).
     public var recordsReadiness = true
+    /// The phone has played every round.
+    public private(set) var scriptFinished = false
 
+    // The accessory's bookkeeping (touched only on the simulation's thread).
     var uidsByKey: [String: NotificationUID] = [:]
+    /// Added and not yet settled (shown, removed or failed): where the air counters stood then.
     var waiting: [NotificationUID: (events: Int, bytes: Int, at: Timestamp)] = [:]
-    var shownUIDs: Set<NotificationUID> = []
-    var appNamesFetched: Set<String> = []
-    var appsShown: Set<String> = []
     var titles: [NotificationUID: String] = [:]
-    var actionRequests: [ConsumerRequestID: String] = [:]
-    public private(set) var isFinished = false
+    var models: [NotificationUID: ConsumerNotification] = [:]
+    var appsShown: Set<String> = []
+    /// Apps whose name the NP sent in this session.
+    var appNamesFetched: Set<String> = []
+    var actionsInFlight = 0
+    var started = false
+    /// Presses waiting for their notification to be shown (a person acts on what they see).
+    var seenWaiters: [NotificationUID: [CheckedContinuation<Bool, Never>]] = [:]
+    var seen: Set<NotificationUID> = []
 
     public init(scenario: DemoScenario = .standard, link configuration: SimulatedLink.Configuration = .init(),
-                consumer: ConsumerConfiguration = ConsumerConfiguration(eagerAttributes: DemoRun.displayAttributes),
+                consumer consumerConfiguration: ConsumerConfiguration? = nil, policy: FetchPolicy = .eager,
                 repetitions: Int = 1) {
         self.scenario = scenario
         self.repetitions = max(1, repetitions)
-        self.appFetches = consumer.eagerAttributes.isEmpty
-        host = ProviderHost()
-        let connection = ConnectionID(1)
-        let host = self.host
-        link = SimulatedLink(configuration: configuration, consumer: Consumer(configuration: consumer)) { input, now in
-            host.serve(connection, input, at: now)
-        }
-        host.attach(link, as: connection)
-        link.recordsEvents = false
-        link.onConsumerEvent = { [unowned self] event, link in self.handle(event, link) }
+        self.policy = policy
+        link = SimulatedLink(in: simulation, to: server, configuration: configuration)
+        provider = ProviderServer(transport: server)
+        // A request waits its turn behind the others (a burst of notifications
+        // on a slow link): allow a hundred connection events.
+        var consumerConfiguration = consumerConfiguration ?? ConsumerConfiguration()
+        consumerConfiguration.requestTimeout = max(consumerConfiguration.requestTimeout, configuration.connectionInterval * 100)
+        consumer = ConsumerClient(
+            transport: link.client, configuration: consumerConfiguration,
+            display: policy == .eager ? DisplayPolicy(attributes: DisplayPolicy.standardAttributes) : nil,
+            clock: simulation.clock, executor: simulation.executor)
+        summary.policy = policy
+        summary.depth = consumerConfiguration.pipeliningDepth
     }
 
-    /// Registers the apps, adds the pre-existing notifications, schedules the
-    /// timeline and connects.
+    /// Every notification the accessory heard of has settled, no action is
+    /// in flight and nothing is left on the link.
+    public var isSettled: Bool { waiting.isEmpty && actionsInFlight == 0 && link.isIdle }
+
+    /// The scenario has been played and everything it caused has settled.
+    public var isFinished: Bool { scriptFinished && isSettled }
+
+    /// Starts the phone, the accessory and the scenario in the simulation.
     public func start() {
-        for app in scenario.apps { host.registerApp(app.identifier, displayName: app.displayName) }
+        guard !started else { return }
+        started = true
+        let provider = self.provider, consumer = self.consumer
+        simulation.spawn { try await provider.run() }
+        simulation.spawn { try await consumer.run() }
+        simulation.spawn { [self] in
+            for await event in consumer.events { await self.accessory(event) }
+        }
+        simulation.spawn { [self] in try await self.phone() }
+    }
+
+    /// Runs the simulation up to virtual time `time`.
+    public func run(until time: Timestamp) {
+        start()
+        simulation.run(until: time)
+        summary.counters = link.counters
+        summary.requests = link.counters.writes
+    }
+
+    /// Runs until the scenario has been played and everything has settled
+    /// (or nothing can happen any more); then ends the session.
+    public func runToEnd() {
+        start()
+        while !isFinished {
+            let before = simulation.now
+            simulation.run(while: { !self.isFinished }, limit: .seconds(60))
+            // Nothing left that could settle it: stop rather than wait forever.
+            if simulation.now == before && !simulation.executor.hasWork && !isFinished { break }
+        }
+        finish()
+    }
+
+    /// Ends the run: counts what never settled, records the figures.
+    public func finish() {
+        summary.unsettled = waiting.count
+        summary.counters = link.counters
+        summary.requests = link.counters.writes
+        summary.simulated = simulation.now.sinceOrigin
+    }
+
+    // MARK: - The phone
+
+    func phone() async throws {
+        for app in scenario.apps { await provider.registerApp(identifier: app.identifier, displayName: app.displayName) }
         for (key, notification) in scenario.preExisting {
-            uidsByKey[key] = host.add(providerNotification(notification), at: link.now)
+            uidsByKey[key] = try? await provider.add(notification.providerNotification)
             summary.notifications += 1
         }
-        scheduleRound(0)
         link.connect()
+        let clock = simulation.clock
+        await withDiscardingTaskGroup { actions in
+            for round in 0..<repetitions {
+                let offset = scenario.duration * round
+                let suffix = round == 0 ? "" : "#\(round)"
+                for (time, step) in scenario.timeline {
+                    try? await clock.sleep(until: ManualClock.Instant(offset: offset + time))
+                    await perform(step, suffix: suffix, actions: &actions)
+                }
+                try? await clock.sleep(until: ManualClock.Instant(offset: offset + scenario.duration))
+                if round + 1 < repetitions {
+                    // Between rounds the person clears the phone's Notification Center.
+                    for uid in await provider.notificationCenter.uids { try? await provider.remove(uid) }
+                    uidsByKey.removeAll()
+                }
+            }
+        }
+        scriptFinished = true
     }
 
-    /// Rounds are scheduled one at a time, so a run of any length keeps a short queue.
-    func scheduleRound(_ round: Int) {
-        let offset = scenario.duration * round
-        let suffix = round == 0 ? "" : "#\(round)"
-        for (time, step) in scenario.timeline {
-            link.schedule(at: Timestamp(offset + time)) { [unowned self] link in self.perform(step, suffix: suffix, link) }
-        }
-        link.schedule(at: Timestamp(offset + scenario.duration)) { [unowned self] link in
-            if round + 1 < self.repetitions {
-                // Between rounds the person clears the phone's Notification Center.
-                for uid in self.host.provider.notificationCenter.uids { self.host.remove(uid, at: link.now) }
-                self.uidsByKey.removeAll()
-                self.scheduleRound(round + 1)
-            } else {
-                self.isFinished = true
-                self.summary.simulated = link.now.sinceOrigin
+    func perform(_ step: DemoScenario.Step, suffix: String, actions: inout DiscardingTaskGroup) async {
+        switch step {
+        case .add(let key, let notification):
+            uidsByKey[key + suffix] = try? await provider.add(notification.providerNotification)
+            summary.notifications += 1
+        case .modify(let key, let message):
+            guard let uid = uidsByKey[key + suffix], var notification = await provider.notificationCenter[uid] else { return }
+            notification.message = message
+            try? await provider.modify(uid, to: notification)
+        case .remove(let key):
+            if let uid = uidsByKey[key + suffix] { try? await provider.remove(uid) }
+        case .act(let key, let action):
+            guard let uid = uidsByKey[key + suffix] else { return }
+            if action == .negative, let notification = await provider.notificationCenter[uid], notification.categoryID == .incomingCall {
+                summary.notifications += 1  // the missed call it becomes
+            }
+            actionsInFlight += 1
+            actions.addTask { [self] in
+                await self.press(action, on: uid)
             }
         }
     }
 
-    public func run(until time: Timestamp) {
-        link.run(until: time)
-        summary.counters = link.counters
+    // MARK: - The accessory
+
+    /// The person presses an action's button (lazy: opening the notification first).
+    func press(_ action: ActionID, on uid: NotificationUID) async {
+        defer { actionsInFlight -= 1 }
+        guard await shown(uid) else { return }  // gone before the person saw it
+        if policy == .lazy, titles[uid] == nil {
+            if let shown = await open(uid) { emit(.opened(shown)) } else { return }
+        }
+        let notification = models[uid]
+        let title = titles[uid] ?? "uid \(uid)"
+        let label = action == .positive ? notification?[.positiveActionLabel]?.string : notification?[.negativeActionLabel]?.string
+        emit(.userAction(title: title, action, label: label))
+        do {
+            try await consumer.performAction(action, on: uid)
+            emit(.actionResult(title: title, "the phone performed the action"))
+        } catch {
+            summary.failedRequests += 1
+            emit(.actionResult(title: title, "the action failed: \(error)"))
+        }
     }
 
-    public func runToEnd() {
-        while !isFinished { run(until: link.now + .seconds(1)) }
-        summary.counters = link.counters
+    /// Lazy: fetches a notification's attributes and its app's name.
+    func open(_ uid: NotificationUID) async -> DisplayedNotification? {
+        do {
+            let response = try await consumer.fetchAttributes(DisplayPolicy.standardAttributes, for: uid)
+            if let title = response[.title]?.string { titles[uid] = title }
+            var appName: String?
+            if let identifier = response[.appIdentifier]?.string {
+                appName = try? await consumer.fetchAppAttributes(identifier)[.displayName]?.string
+            }
+            guard let model = await consumer.notifications[uid] else { return nil }
+            models[uid] = model
+            return DisplayedNotification(notification: model, appName: appName)
+        } catch {
+            summary.failedRequests += 1
+            emit(.failed(uid, error))
+            return nil
+        }
+    }
+
+    /// Waits until the notification has been shown; false if it went away first.
+    func shown(_ uid: NotificationUID) async -> Bool {
+        if seen.contains(uid) { return true }
+        return await withCheckedContinuation { seenWaiters[uid, default: []].append($0) }
+    }
+
+    func markSeen(_ uid: NotificationUID, _ value: Bool = true) {
+        if value { seen.insert(uid) } else { seen.remove(uid) }
+        for waiter in seenWaiters.removeValue(forKey: uid) ?? [] { waiter.resume(returning: value) }
+    }
+
+    func accessory(_ event: ConsumerClientEvent) async {
+        switch event {
+        case .consumer(let event):
+            switch event {
+            case .added(let notification):
+                models[notification.uid] = notification
+                if policy == .eager {
+                    waiting[notification.uid] = (link.counters.connectionEvents, link.counters.bytesOnAir, simulation.now)
+                } else {
+                    summary.shown += 1
+                    emit(.announced(notification))
+                    markSeen(notification.uid)
+                    return
+                }
+            case .modified(let notification):
+                models[notification.uid] = notification
+            case .removed(let notification):
+                markSeen(notification.uid, false)
+                waiting.removeValue(forKey: notification.uid)
+                models.removeValue(forKey: notification.uid)
+                emit(.removed(notification, title: titles.removeValue(forKey: notification.uid) ?? "uid \(notification.uid)"))
+                return
+            case .appAttributes(let response):
+                // A response from the NP, not the session's cache.
+                summary.appNameFetches += 1
+                if !appNamesFetched.insert(response.appIdentifier).inserted { summary.repeatedAppNameFetches += 1 }
+            case .sessionEnded:
+                // UIDs mean nothing after a session; a press waiting for one is dropped.
+                for uid in seenWaiters.keys.sorted(by: { $0.rawValue < $1.rawValue }) { markSeen(uid, false) }
+                seen.removeAll()
+                appNamesFetched.removeAll()
+                waiting.removeAll()
+                models.removeAll()
+                titles.removeAll()
+            default:
+                break
+            }
+            emit(.consumer(event))
+        case .ready(let shown):
+            models[shown.uid] = shown.notification
+            if let title = shown.title { titles[shown.uid] = title }
+            summary.shown += 1
+            record(shown)
+            emit(.ready(shown))
+            markSeen(shown.uid)
+        case .updated(let shown):
+            models[shown.uid] = shown.notification
+            if let title = shown.title { titles[shown.uid] = title }
+            emit(.updated(shown))
+        case .displayFailed(let uid, let error):
+            markSeen(uid, false)
+            waiting.removeValue(forKey: uid)
+            summary.failedRequests += 1
+            emit(.failed(uid, error))
+        }
+    }
+
+    /// Air time from Added to ready, against the fewest round trips possible.
+    func record(_ shown: DisplayedNotification) {
+        guard let start = waiting.removeValue(forKey: shown.uid), recordsReadiness, let identifier = shown.appIdentifier else { return }
+        var responseBytes = 5
+        for attribute in shown.notification.attributes where DisplayPolicy.standardAttributes.contains(where: { $0.id == attribute.id }) {
+            responseBytes += 3 + attribute.value.count
+        }
+        let command = (try? ControlPointCommand.getNotificationAttributes(
+            GetNotificationAttributes(notificationUID: shown.uid, attributes: DisplayPolicy.standardAttributes)).encode()) ?? []
+        var bound = link.minimumRoundTrip(commandLength: command.count, responseLength: responseBytes)
+        if appsShown.insert(identifier).inserted, let name = shown.appName {
+            let app = link.minimumRoundTrip(commandLength: identifier.utf8.count + 3, responseLength: identifier.utf8.count + 5 + name.utf8.count)
+            bound = (bound.events + app.events, bound.bytesOnAir + app.bytesOnAir)
+        }
+        let latency = simulation.now - start.at
+        summary.readiness.count += 1
+        summary.readiness.connectionEvents += link.counters.connectionEvents - start.events
+        summary.readiness.bytesOnAir += link.counters.bytesOnAir - start.bytes
+        summary.readiness.responseBytes += responseBytes
+        summary.readiness.lowerBoundEvents += bound.events
+        summary.readiness.lowerBoundBytes += bound.bytesOnAir
+        let bucket = min(Int(latency.components.seconds) * 100 + Int(latency.components.attoseconds / 10_000_000_000_000_000), 6000)
+        summary.readiness.latencyBuckets[bucket] += 1
+        summary.readiness.maximumLatency = max(summary.readiness.maximumLatency, latency)
+    }
+
+    func emit(_ line: Line) {
+        onLine?(simulation.now, line)
     }
 
     /// "[App] Title — message · 09:31 · category · actions".
-    public func describe(_ notification: ConsumerNotification) -> String {
-        let app = notification.appIdentifier.flatMap { link.consumer.displayName(of: $0)?.string } ?? notification.appIdentifier ?? "?"
-        var text = "● [\(app)] \(notification[.title]?.string ?? "")"
-        if let subtitle = notification[.subtitle]?.string, !subtitle.isEmpty { text += " (\(subtitle))" }
-        if let message = notification[.message]?.string, !message.isEmpty { text += " — “\(message)”" }
-        if let date = notification[.date]?.date { text += " · \(padded2(date.hour)):\(padded2(date.minute))" }
+    public static func describe(_ shown: DisplayedNotification) -> String {
+        let notification = shown.notification
+        var text = "● [\(shown.appLabel)] \(shown.title ?? "")"
+        if let subtitle = shown.subtitle, !subtitle.isEmpty { text += " (\(subtitle))" }
+        if let message = shown.message, !message.isEmpty { text += " — “\(message)”" }
+        if let date = shown.date { text += " · \(padded2(date.hour)):\(padded2(date.minute))" }
         text += " · \(notification.categoryID)"
-        var actions: [String] = []
-        if notification.eventFlags.contains(.positiveAction) { actions.append("✓ " + (notification[.positiveActionLabel]?.string ?? "positive")) }
-        if notification.eventFlags.contains(.negativeAction) { actions.append("✗ " + (notification[.negativeActionLabel]?.string ?? "negative")) }
+        let actions = [ActionID.positive, .negative].compactMap { action in
+            shown.label(of: action).map { (action == .positive ? "✓ " : "✗ ") + $0 }
+        }
         if !actions.isEmpty { text += " · [" + actions.joined(separator: "] [") + "]" }
         if notification.isPreExisting { text += " · pre-existing" }
         if notification.eventFlags.contains(.important) { text += " · important" }
         return text
     }
 
-    // MARK: - The phone
+    /// Lazy: "● new Social notification · important · 3 in category".
+    public static func describe(announced notification: ConsumerNotification) -> String {
+        var text = "● new \(notification.categoryID) notification"
+        if notification.isPreExisting { text += " · pre-existing" }
+        if notification.eventFlags.contains(.important) { text += " · important" }
+        text += " · \(notification.categoryCount) in category"
+        return text
+    }
+}
 
-    func providerNotification(_ n: DemoScenario.Notification) -> ProviderNotification {
-        var flags: EventFlags = n.important ? [.important] : []
-        if n.positiveLabel != nil { flags.insert(.positiveAction) }
-        if n.negativeLabel != nil { flags.insert(.negativeAction) }
+extension DemoScenario.Notification {
+    /// The phone's notification for this step.
+    public var providerNotification: ProviderNotification {
+        var flags: EventFlags = important ? [.important] : []
+        if positiveLabel != nil { flags.insert(.positiveAction) }
+        if negativeLabel != nil { flags.insert(.negativeAction) }
         return ProviderNotification(
-            appIdentifier: n.appIdentifier, categoryID: n.category, flags: flags, title: n.title,
-            subtitle: n.subtitle.isEmpty ? nil : n.subtitle, message: n.message, date: n.date,
-            positiveActionLabel: n.positiveLabel, negativeActionLabel: n.negativeLabel)
-    }
-
-    func perform(_ step: DemoScenario.Step, suffix: String, _ link: SimulatedLink) {
-        switch step {
-        case .add(let key, let notification):
-            uidsByKey[key + suffix] = host.add(providerNotification(notification), at: link.now)
-            summary.notifications += 1
-        case .modify(let key, let message):
-            if let uid = uidsByKey[key + suffix] { host.modify(uid, message: message, at: link.now) }
-        case .remove(let key):
-            if let uid = uidsByKey[key + suffix] { host.remove(uid, at: link.now) }
-        case .act(let key, let action):
-            guard let uid = uidsByKey[key + suffix], let notification = link.consumer.notifications[uid] else { return }
-            let title = titles[uid] ?? "uid \(uid)"
-            let label = action == .positive ? notification[.positiveActionLabel]?.string : notification[.negativeActionLabel]?.string
-            emit(.userAction(title: title, action, label: label))
-            let id = link.request { consumer, now in consumer.performAction(action, on: uid, at: now) }
-            actionRequests[id] = title
-            if action == .negative && notification.categoryID == .incomingCall { summary.notifications += 1 }  // the missed call
-        }
-    }
-
-    // MARK: - The accessory
-
-    func handle(_ event: ConsumerEvent, _ link: SimulatedLink) {
-        switch event {
-        case .sessionStarted, .sessionEnded:
-            emit(.consumer(event))
-        case .added(let notification):
-            emit(.consumer(event))
-            waiting[notification.uid] = (link.counters.connectionEvents, link.counters.bytesOnAir, link.now)
-            if appFetches {
-                link.request { consumer, now in consumer.fetchAttributes(DemoRun.displayAttributes, for: notification.uid, at: now) }
-            }
-        case .modified(let notification):
-            emit(.consumer(event))
-            if appFetches, shownUIDs.contains(notification.uid) {
-                link.request { consumer, now in consumer.fetchAttributes(DemoRun.displayAttributes, for: notification.uid, at: now) }
-            }
-        case .attributes(let response):
-            emit(.consumer(event))
-            if let title = response[.title]?.string { titles[response.notificationUID] = title }
-            if appFetches, let identifier = response[.appIdentifier]?.string, link.consumer.displayName(of: identifier) == nil,
-               !appNamesFetched.contains(identifier) {
-                appNamesFetched.insert(identifier)
-                link.request { consumer, now in consumer.fetchAppAttributes(identifier, at: now) }
-            }
-            if let notification = link.consumer.notifications[response.notificationUID] {
-                if shownUIDs.contains(notification.uid) { emit(.updated(notification)) } else { showIfReady(notification, link) }
-            }
-        case .appAttributes(let response):
-            emit(.consumer(event))
-            summary.appNameFetches += 1
-            if !appNamesFetched.insert("fetched:" + response.appIdentifier).inserted { summary.repeatedAppNameFetches += 1 }
-            for uid in waiting.keys.sorted() {
-                if let notification = link.consumer.notifications[uid] { showIfReady(notification, link) }
-            }
-        case .removed(let notification):
-            emit(.consumer(event))
-            waiting.removeValue(forKey: notification.uid)
-            shownUIDs.remove(notification.uid)
-            emit(.removed(notification, title: titles.removeValue(forKey: notification.uid) ?? notification[.title]?.string ?? "uid \(notification.uid)"))
-        case .completed(let id, let result):
-            emit(.consumer(event))
-            if case .failure = result { summary.failedRequests += 1 }
-            if let title = actionRequests.removeValue(forKey: id) {
-                switch result {
-                case .success: emit(.actionResult(title: title, "the phone performed the action"))
-                case .failure(let error): emit(.actionResult(title: title, "the action failed: \(error)"))
-                }
-            }
-        case .unknownEvent, .protocolError, .dataSourceUnavailable:
-            emit(.consumer(event))
-        }
-        summary.requests = link.counters.writes
-    }
-
-    func showIfReady(_ notification: ConsumerNotification, _ link: SimulatedLink) {
-        guard let start = waiting[notification.uid],
-              let identifier = notification.appIdentifier, link.consumer.displayName(of: identifier) != nil,
-              notification[.title] != nil, notification[.message] != nil, notification[.date] != nil
-        else { return }
-        waiting.removeValue(forKey: notification.uid)
-        shownUIDs.insert(notification.uid)
-        summary.shown += 1
-        if recordsReadiness {
-            var responseBytes = 0
-            for attribute in notification.attributes where DemoRun.displayAttributes.contains(where: { $0.id == attribute.id }) {
-                responseBytes += 3 + attribute.value.count
-            }
-            let command = try! ControlPointCommand.getNotificationAttributes(
-                GetNotificationAttributes(notificationUID: notification.uid, attributes: DemoRun.displayAttributes)).encode()
-            var bound = link.minimumRoundTrip(commandLength: command.count, responseLength: responseBytes + 5)
-            if appsShown.insert(identifier).inserted, let name = link.consumer.displayName(of: identifier) {
-                let app = link.minimumRoundTrip(commandLength: identifier.utf8.count + 3, responseLength: identifier.utf8.count + 5 + name.count)
-                bound = (bound.events + app.events, bound.bytesOnAir + app.bytesOnAir)
-            }
-            summary.readiness.append(Readiness(
-                uid: notification.uid, connectionEvents: link.counters.connectionEvents - start.events,
-                bytesOnAir: link.counters.bytesOnAir - start.bytes, latency: link.now - start.at, responseBytes: responseBytes + 5,
-                lowerBoundEvents: bound.events, lowerBoundBytes: bound.bytesOnAir))
-        }
-        emit(.ready(notification))
-    }
-
-    func emit(_ line: Line) {
-        onLine?(link.now, line, self)
+            appIdentifier: appIdentifier, categoryID: category, flags: flags, title: title,
+            subtitle: subtitle.isEmpty ? nil : subtitle, message: message, date: date,
+            positiveActionLabel: positiveLabel, negativeActionLabel: negativeLabel)
     }
 }
 

@@ -1,100 +1,119 @@
 import ANCS
+import Synchronization
 
-/// The Notification Consumer as an actor: a `Consumer` engine driven by a
-/// `GATTClientTransport` and a clock.
+/// The Notification Consumer as an actor: a `ConsumerDriver` (the `Consumer`
+/// engine and its runtime bookkeeping) over a `GATTClientTransport` and a clock.
 ///
 /// ```swift
-/// let client = ConsumerClient(transport: transport)
-/// Task { await client.run() }
-/// for await event in client.events {
-///     if case .added(let notification) = event {
-///         let attributes = try await client.fetchAttributes(
-///             ConsumerConfiguration.displayAttributes, for: notification.uid)
+/// try await ConsumerClient.withRunning(transport: transport, display: .standard) { client in
+///     for await event in client.events {
+///         if case .ready(let shown) = event { print(shown.appLabel, shown.title ?? "") }
 ///     }
 /// }
 /// ```
 ///
 /// How it runs:
-/// - Transport events go to the engine in arrival order; the actions it
+/// - Transport events go to the driver in arrival order; the outputs it
 ///   returns are performed in order: events are yielded to `events`, ATT
-///   operations are queued for one worker that issues them one at a time
-///   (ATT allows one request in flight) and feeds each result back.
-/// - A timer task sleeps on the clock until the engine's `nextDeadline` and
-///   then calls `tick`; it is re-armed after every input.
-/// - Every request ends exactly once. Cancelling the task that awaits one
+///   operations go to one worker that issues them one at a time and feeds
+///   each result back, requests' waiters are resumed.
+/// - A timer task sleeps on the clock until the driver's deadline and then
+///   ticks it; it is re-armed after every input.
+/// - Every request ends exactly once, with its result returned to its
+///   caller (never through `events`). Cancelling the task that awaits one
 ///   ends it with `.cancelled`; the engine still consumes its response if
 ///   the NP sends it, so the next response is matched correctly.
-/// - Results of ATT operations issued before the link went down (or the
-///   session was stopped or unpublished) are dropped, so they cannot be
-///   taken for answers in the next session.
+/// - Results of ATT operations issued in an earlier session are dropped.
+/// - The client's own tasks (the timer, cancellations) prefer `executor`
+///   when one is given; a simulation passes its own, so a whole run is
+///   deterministic.
 public actor ConsumerClient {
-    /// Everything the engine tells the application, in order, request
-    /// completions included. Finishes when `run()` returns. One reader.
-    public nonisolated let events: AsyncStream<ConsumerEvent>
-    private let eventSink: AsyncStream<ConsumerEvent>.Continuation
+    /// Everything the client tells the application, in order. Finishes when
+    /// `run()` returns. One reader.
+    public nonisolated let events: AsyncStream<ConsumerClientEvent>
+    private let eventSink: AsyncStream<ConsumerClientEvent>.Continuation
 
     private let transport: any GATTClientTransport
     private let time: TimeSource
-    private var engine: Consumer
+    private let executor: (any TaskExecutor)?
+    private var driver: ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>
 
-    /// ATT operations waiting for the worker in `run()`.
-    private let operations: AsyncStream<Operation>
-    private let operationSink: AsyncStream<Operation>.Continuation
-    /// Bumped whenever the engine's session is torn down: results of older
-    /// operations belong to nothing.
-    private var generation: UInt64 = 0
+    private let operations: AsyncStream<ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Operation>
+    private let operationSink: AsyncStream<ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Operation>.Continuation
 
-    private var requests: [ConsumerRequestID: RequestSlot] = [:]
     private var timer: Task<Void, Never>?
     private var timerDeadline: Timestamp?
     private var phase: RunPhase = .notStarted
+    /// The link as the transport last reported it.
+    public private(set) var link: LinkInfo?
 
     private enum RunPhase { case notStarted, running, stopping, finished }
 
-    /// One request between submission and its end.
-    private enum RequestSlot {
-        /// Submitted; the caller has not suspended yet.
-        case submitted
-        case awaiting(CheckedContinuation<ConsumerResult, Never>)
-        /// Ended before the caller suspended.
-        case ended(ConsumerResult)
-    }
-
-    struct Operation: Sendable {
-        enum Kind: Sendable {
-            case subscribe(ANCSCharacteristic)
-            case unsubscribe(ANCSCharacteristic)
-            case write([UInt8], WriteToken)
-        }
-        var kind: Kind
-        var generation: UInt64
-    }
-
     /// - Parameters:
+    ///   - display: fetch what each notification needs to be shown and tell
+    ///     `.ready`; nil leaves fetching to the application (lazy).
     ///   - clock: the source of time for request timeouts; tests pass a `ManualClock`.
+    ///   - executor: the executor the client's own tasks prefer (nil: the default).
     public init<C: Clock<Duration>>(
         transport: any GATTClientTransport,
         configuration: ConsumerConfiguration = .default,
-        clock: C = ContinuousClock()
+        display: DisplayPolicy? = nil,
+        clock: C = ContinuousClock(),
+        executor: (any TaskExecutor)? = nil
     ) {
         self.transport = transport
         self.time = TimeSource(clock)
-        self.engine = Consumer(configuration: configuration)
+        self.executor = executor
+        self.driver = ConsumerDriver(configuration: configuration, display: display)
         (events, eventSink) = AsyncStream.makeStream()
         (operations, operationSink) = AsyncStream.makeStream()
+    }
+
+    /// Runs a client while `body` runs: `body` gets the running client; when
+    /// it returns, the client stops (unsubscribes) and its run ends. If the
+    /// transport ends first, `body` is cancelled; if the transport failed,
+    /// its error is thrown.
+    public static func withRunning<C: Clock<Duration>, R: Sendable>(
+        transport: any GATTClientTransport,
+        configuration: ConsumerConfiguration = .default,
+        display: DisplayPolicy? = nil,
+        clock: C = ContinuousClock(),
+        executor: (any TaskExecutor)? = nil,
+        _ body: @escaping @Sendable (ConsumerClient) async throws -> R
+    ) async throws -> R {
+        let client = ConsumerClient(transport: transport, configuration: configuration, display: display, clock: clock, executor: executor)
+        return try await withThrowingTaskGroup(of: RunningPart<R>.self) { group in
+            group.addTask {
+                try await client.run()
+                return .run
+            }
+            group.addTask { .body(try await body(client)) }
+            var result: R?
+            while let finished = try await group.next() {
+                switch finished {
+                case .body(let value):
+                    result = value
+                    await client.stop()
+                case .run:
+                    if result == nil { group.cancelAll() }
+                }
+            }
+            guard let result else { throw CancellationError() }
+            return result
+        }
     }
 
     // MARK: - Snapshots
 
     /// The session's live notifications by UID (empty outside a session).
-    public var notifications: [NotificationUID: ConsumerNotification] { engine.notifications }
+    public var notifications: [NotificationUID: ConsumerNotification] { driver.engine.notifications }
     /// App attributes fetched in this session, by AppIdentifier.
-    public var appAttributes: [String: AppAttributesResponse] { engine.appAttributes }
-    public var isInSession: Bool { engine.isInSession }
+    public var appAttributes: [String: AppAttributesResponse] { driver.engine.appAttributes }
+    public var isInSession: Bool { driver.engine.isInSession }
     /// Requests not yet ended.
-    public var pendingRequestCount: Int { engine.pendingRequestCount }
+    public var pendingRequestCount: Int { driver.engine.pendingRequestCount }
     /// An app's DisplayName, if fetched in this session.
-    public func displayName(of appIdentifier: String) -> AttributeValue? { engine.displayName(of: appIdentifier) }
+    public func displayName(of appIdentifier: String) -> AttributeValue? { driver.engine.displayName(of: appIdentifier) }
 
     // MARK: - Running
 
@@ -108,8 +127,7 @@ public actor ConsumerClient {
         phase = .running
         let transport = self.transport
         let operations = self.operations
-        var failure: (any Error)?
-        await withTaskGroup(of: (any Error)?.self) { group in
+        let failure = await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask {
                 do {
                     for try await event in transport.events {
@@ -122,12 +140,11 @@ public actor ConsumerClient {
             }
             group.addTask {
                 for await operation in operations {
-                    guard await self.isCurrent(operation) else { continue }
                     let result: ATTResult
                     switch operation.kind {
                     case .subscribe(let characteristic): result = await transport.subscribe(characteristic)
                     case .unsubscribe(let characteristic): result = await transport.unsubscribe(characteristic)
-                    case .write(let bytes, _): result = await transport.writeControlPoint(bytes)
+                    case .writeControlPoint(let bytes): result = await transport.writeControlPoint(bytes)
                     }
                     await self.operationEnded(operation, result)
                 }
@@ -135,8 +152,9 @@ public actor ConsumerClient {
             }
             // Whichever ends first (the transport's stream, or the operation
             // queue after `stop`) ends the other.
-            failure = await group.next() ?? nil
+            let failure = await group.next() ?? nil
             group.cancelAll()
+            return failure
         }
         finishRun()
         if let failure { throw failure }
@@ -149,10 +167,9 @@ public actor ConsumerClient {
     /// leave at once).
     public func stop() {
         guard phase == .running else { return }
-        generation &+= 1
-        apply(engine.stop(at: time.now()))
+        perform(driver.stop(at: time.now()))
         phase = .stopping
-        operationSink.finish()
+        if driver.operationInFlight == nil { operationSink.finish() }
     }
 
     // MARK: - Requests
@@ -177,17 +194,32 @@ public actor ConsumerClient {
         guard case .actionPerformed = response else { throw mismatched(.performNotificationAction) }
     }
 
-    private func request(_ submit: (inout Consumer, Timestamp) -> (ConsumerRequestID, [ConsumerAction])) async throws(ConsumerError) -> ConsumerResponse {
+    /// Tells the request its caller gave up, from any thread, at most once.
+    private final class Cancellation: Sendable {
+        struct State { var id: ConsumerRequestID?; var cancelled = false }
+        let state = Mutex(State())
+    }
+
+    private func request(_ submit: @escaping (inout Consumer, Timestamp) -> (ConsumerRequestID, [ConsumerAction])) async throws(ConsumerError) -> ConsumerResponse {
         if Task.isCancelled { throw .cancelled }
-        let (id, actions) = submit(&engine, time.now())
-        requests[id] = .submitted
-        apply(actions)
+        let cancellation = Cancellation()
+        let executor = self.executor
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<ConsumerResult, Never>) in
-                suspend(id, continuation)
+                let (id, outputs) = driver.submit(continuation, at: time.now(), submit)
+                let cancelledEarly = cancellation.state.withLock { state in
+                    state.id = id
+                    return state.cancelled
+                }
+                perform(outputs)
+                if cancelledEarly, let id { perform(driver.cancel(id, at: time.now())) }
             }
         } onCancel: {
-            Task { await self.cancel(id) }
+            let id = cancellation.state.withLock { state -> ConsumerRequestID? in
+                state.cancelled = true
+                return state.id
+            }
+            if let id { Task(executorPreference: executor) { await self.cancel(id) } }
         }
         switch result {
         case .success(let response): return response
@@ -195,38 +227,8 @@ public actor ConsumerClient {
         }
     }
 
-    private func suspend(_ id: ConsumerRequestID, _ continuation: CheckedContinuation<ConsumerResult, Never>) {
-        switch requests[id] {
-        case .submitted:
-            requests[id] = .awaiting(continuation)
-        case .ended(let result):
-            requests[id] = nil
-            continuation.resume(returning: result)
-        case .awaiting, nil:
-            // Not reachable: one suspension per submission. Never hang.
-            assertionFailure("request \(id) suspended twice")
-            continuation.resume(returning: .failure(.sessionEnded))
-        }
-    }
-
-    /// Ends a request exactly once; completions of requests this actor did
-    /// not submit, or already ended, are ignored.
-    private func complete(_ id: ConsumerRequestID, _ result: ConsumerResult) {
-        switch requests[id] {
-        case .submitted:
-            requests[id] = .ended(result)
-        case .awaiting(let continuation):
-            requests[id] = nil
-            continuation.resume(returning: result)
-        case .ended, nil:
-            break
-        }
-    }
-
     private func cancel(_ id: ConsumerRequestID) {
-        guard let slot = requests[id] else { return }
-        if case .ended = slot { return }
-        apply(engine.cancel(id, at: time.now()))
+        perform(driver.cancel(id, at: time.now()))
     }
 
     private func mismatched(_ expected: CommandID) -> ConsumerError {
@@ -235,72 +237,48 @@ public actor ConsumerClient {
         .invalidResponse(DecodingError(.wrongCommandID(expected: expected, actual: expected), at: 0))
     }
 
-    // MARK: - Engine I/O
+    // MARK: - Driver I/O
 
     private func handle(_ event: GATTClientEvent) {
-        let now = time.now()
         switch event {
-        case .linkUp(let link):
-            generation &+= 1
-            apply(engine.linkUp(mtu: link.mtu, at: now))
-        case .linkDown:
-            generation &+= 1
-            apply(engine.linkDown(at: now))
-        case .notification(.notificationSource, let bytes):
-            apply(engine.received(notificationSource: bytes, at: now))
-        case .notification(.dataSource, let bytes):
-            apply(engine.received(dataSource: bytes, at: now))
-        case .notification(.controlPoint, _):
-            break  // the Control Point does not notify
-        case .serviceChanged(let published):
-            if !published { generation &+= 1 }
-            apply(engine.serviceChanged(published: published, at: now))
-        case .mtuChanged(let mtu):
-            engine.mtuChanged(mtu)
+        case .linkUp(let info): link = info
+        case .linkDown: link = nil
+        case .mtuChanged(let mtu): link?.mtu = mtu
+        default: break
         }
+        perform(driver.handle(event, at: time.now()))
     }
 
-    private func isCurrent(_ operation: Operation) -> Bool { operation.generation == generation }
-
-    private func operationEnded(_ operation: Operation, _ result: ATTResult) {
-        guard operation.generation == generation else { return }
-        switch operation.kind {
-        case .subscribe(let characteristic):
-            apply(engine.subscriptionCompleted(characteristic, result, at: time.now()))
-        case .unsubscribe:
-            break
-        case .write(_, let token):
-            apply(engine.writeCompleted(token, result, at: time.now()))
-        }
+    private func operationEnded(_ operation: ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Operation, _ result: ATTResult) {
+        perform(driver.operationEnded(operation, result, at: time.now()))
+        // After stop(): the run ends once the unsubscriptions are written.
+        if phase == .stopping && driver.operationInFlight == nil { operationSink.finish() }
     }
 
-    /// Performs the engine's actions in order, then re-arms the timer.
-    private func apply(_ actions: [ConsumerAction]) {
-        for action in actions {
-            switch action {
-            case .subscribe(let characteristic):
-                operationSink.yield(Operation(kind: .subscribe(characteristic), generation: generation))
-            case .unsubscribe(let characteristic):
-                operationSink.yield(Operation(kind: .unsubscribe(characteristic), generation: generation))
-            case .writeControlPoint(let bytes, let token):
-                operationSink.yield(Operation(kind: .write(bytes, token), generation: generation))
-            case .emit(let event):
-                eventSink.yield(event)
-                if case .completed(let id, let result) = event { complete(id, result) }
+    /// Performs the driver's outputs in order, then re-arms the timer.
+    private func perform(_ outputs: [ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Output]) {
+        for output in outputs {
+            switch output {
+            case .event(let event): eventSink.yield(.consumer(event))
+            case .startOperation(let operation): operationSink.yield(operation)
+            case .resume(let continuation, let result): continuation.resume(returning: result)
+            case .ready(let item): eventSink.yield(.ready(item))
+            case .updated(let item): eventSink.yield(.updated(item))
+            case .displayFailed(let uid, let error): eventSink.yield(.displayFailed(uid, error))
             }
         }
         rearmTimer()
     }
 
     private func rearmTimer() {
-        let deadline = engine.nextDeadline
+        let deadline = phase == .finished ? nil : driver.nextDeadline
         guard deadline != timerDeadline else { return }
         timer?.cancel()
         timer = nil
         timerDeadline = deadline
-        guard let deadline, phase != .finished else { return }
+        guard let deadline else { return }
         let time = self.time
-        timer = Task { [weak self] in
+        timer = Task(executorPreference: executor) { [weak self] in
             do {
                 try await time.sleep(until: deadline)
             } catch {
@@ -314,34 +292,24 @@ public actor ConsumerClient {
         guard timerDeadline == deadline else { return }
         timer = nil
         timerDeadline = nil
-        apply(engine.tick(time.now()))
+        perform(driver.tick(at: time.now()))
     }
 
     private func finishRun() {
-        phase = .finished
-        generation &+= 1
         operationSink.finish()
         // The runtime no longer hears the link: end the session as a link loss.
-        apply(engine.linkDown(at: time.now()))
+        perform(driver.finish(at: time.now()))
+        phase = .finished
+        link = nil
         timer?.cancel()
         timer = nil
         timerDeadline = nil
-        // The engine has ended every request it knew; nothing may be left
-        // waiting even if it had not.
-        for (id, slot) in requests {
-            switch slot {
-            case .awaiting(let continuation):
-                requests[id] = nil
-                continuation.resume(returning: .failure(.sessionEnded))
-            case .submitted:
-                requests[id] = .ended(.failure(.sessionEnded))
-            case .ended:
-                break
-            }
-        }
         eventSink.finish()
     }
 }
+
+/// Which part of `ConsumerClient.withRunning` ended.
+private enum RunningPart<R: Sendable>: Sendable { case run, body(R) }
 
 /// A clock reduced to what the runtime needs, measured from the moment the
 /// runtime was created, so any `Clock<Duration>` fits without existentials.

@@ -16,7 +16,8 @@ public actor ProviderServer {
     private let eventSink: AsyncStream<ProviderEvent>.Continuation
 
     private let transport: any GATTServerTransport
-    private var engine: Provider
+    private var driver: ProviderDriver
+    private var engine: Provider { driver.engine }
 
     private let outputs: AsyncStream<Output>
     private let outputSink: AsyncStream<Output>.Continuation
@@ -29,7 +30,7 @@ public actor ProviderServer {
 
     public init(transport: any GATTServerTransport, configuration: ProviderConfiguration = .default) {
         self.transport = transport
-        engine = Provider(configuration: configuration)
+        driver = ProviderDriver(configuration: configuration)
         (events, eventSink) = AsyncStream.makeStream()
         (outputs, outputSink) = AsyncStream.makeStream()
     }
@@ -96,65 +97,45 @@ public actor ProviderServer {
 
     /// Registers an app's DisplayName, answered to Get App Attributes.
     public func registerApp(identifier: String, displayName: String) {
-        engine.registerApp(identifier: identifier, displayName: displayName)
+        driver.registerApp(identifier: identifier, displayName: displayName)
     }
 
     /// Adds an iOS notification and announces it to every consumer in a session.
     @discardableResult
     public func add(_ notification: ProviderNotification) throws(ProviderError) -> NotificationUID {
-        let (uid, actions) = try engine.add(notification)
-        apply(actions, replyingWith: nil)
+        let (uid, outputs) = try driver.add(notification)
+        perform(outputs)
         return uid
     }
 
     /// Replaces a notification's content and announces it (Modified).
     public func modify(_ uid: NotificationUID, to notification: ProviderNotification) throws(ProviderError) {
-        apply(try engine.modify(uid, to: notification), replyingWith: nil)
+        perform(try driver.modify(uid, to: notification))
     }
 
     /// Removes a notification and announces it (Removed).
     public func remove(_ uid: NotificationUID) throws(ProviderError) {
-        apply(try engine.remove(uid), replyingWith: nil)
+        perform(try driver.remove(uid))
     }
 
-    // MARK: - Engine I/O
+    // MARK: - Driver I/O
 
     private func handle(_ event: GATTServerEvent) {
-        switch event {
-        case .connected(let connection, let link):
-            apply(engine.connect(connection, mtu: link.mtu), replyingWith: nil)
-        case .disconnected(let connection):
-            apply(engine.disconnect(connection), replyingWith: nil)
-        case .mtuChanged(let connection, let mtu):
-            engine.updateMTU(connection, mtu)
-        case .subscriptionChanged(let connection, let characteristic, let enabled):
-            apply(engine.setSubscription(connection, characteristic, enabled: enabled), replyingWith: nil)
-        case .controlPointWrite(let connection, let bytes, let reply):
-            let actions = engine.controlPointWritten(connection, bytes)
-            let answered = actions.contains { if case .respond = $0 { true } else { false } }
-            apply(actions, replyingWith: reply)
-            // The engine answers every write; should it not, the consumer
-            // still gets an answer rather than an ATT timeout.
-            if !answered { outputSink.yield(.reply(reply, .attError(Provider.unlikelyError))) }
-        }
+        perform(driver.handle(event))
     }
 
     private func transportEnded() {
         outputSink.finish()
     }
 
-    /// Performs the engine's actions in order. `.respond` answers the write
-    /// being handled (the engine answers a write only in the actions that
-    /// write returns).
-    private func apply(_ actions: [ProviderAction], replyingWith reply: ATTResponder?) {
-        for action in actions {
-            switch action {
-            case .notify(let connection, let characteristic, let value):
-                outputSink.yield(.notify(connection, characteristic, value))
-            case .respond(_, let result):
-                if let reply { outputSink.yield(.reply(reply, result)) }
-            case .emit(let event):
-                eventSink.yield(event)
+    /// Performs the driver's outputs in order: replies and notifications
+    /// through the one worker, events at once.
+    private func perform(_ outputs: [ProviderDriver.Output]) {
+        for output in outputs {
+            switch output {
+            case .notify(let connection, let characteristic, let value): outputSink.yield(.notify(connection, characteristic, value))
+            case .reply(let responder, let result): outputSink.yield(.reply(responder, result))
+            case .event(let event): eventSink.yield(event)
             }
         }
     }

@@ -57,6 +57,9 @@ public final class ManualClock: Clock, Sendable {
     /// Tasks currently sleeping on this clock.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// The earliest deadline a task sleeps until, if any sleeps.
+    public var nextDeadline: Instant? { state.withLock { $0.sleepers.map(\.deadline).min() } }
+
     /// Suspends until `deadline` is reached by `advance`; returns at once if it
     /// already has. Throws `CancellationError` when the task is cancelled.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {

@@ -2,9 +2,10 @@ import ANCS
 import ANCSRuntime
 
 // SimulatedLink — one BLE connection between a consumer (NC, GATT client)
-// and a provider (NP, GATT server), simulated deterministically on a virtual
-// clock. It hosts the Consumer engine and talks to the provider side through
-// `SimulatedLink.Server`, so several links can share one Provider.
+// and a provider (NP, GATT server) on a `Simulation`'s virtual clock. Its
+// `client` end is a `GATTClientTransport` for a `ConsumerClient`; the
+// provider side is a `SimulatedServer` (a `GATTServerTransport` for a
+// `ProviderServer`), which several links can share.
 //
 // Timing model (all parameters in `Configuration`):
 // - Connection events every `connectionInterval`, from the moment of connect.
@@ -20,14 +21,14 @@ import ANCSRuntime
 //   a sender that ignores the MTU.
 // - Bytes on air count each LL packet as its payload plus 2 (LL header) and
 //   4 (MIC of an encrypted link); events count those with any data.
-//
 // - ATT's transaction timeout: a request unanswered for 30 s drops the link.
 //
 // Fault hooks: drop the link after N ATT bytes, answer the next Control
 // Point write with an ATT error, never answer the next one, delay server
-// replies, unpublish/republish ANCS.
+// replies, rewrite what the provider notifies, unpublish/republish ANCS,
+// kill the stack (both ends' event streams fail).
 
-public final class SimulatedLink {
+public final class SimulatedLink: @unchecked Sendable {
     public struct Configuration: Hashable, Sendable {
         /// ATT MTU, 23…517.
         public var mtu: Int
@@ -60,6 +61,7 @@ public final class SimulatedLink {
         public var bytesOnAirToConsumer = 0
         public var bytesOnAirToProvider = 0
         public var notifications = 0
+        /// Control Point writes that reached the provider's side.
         public var writes = 0
 
         public var bytesOnAir: Int { bytesOnAirToConsumer + bytesOnAirToProvider }
@@ -67,31 +69,16 @@ public final class SimulatedLink {
         public init() {}
     }
 
-    /// What the server side (a provider) is told, and what it answers.
-    public enum ServerInput: Hashable, Sendable {
-        case connected(mtu: Int)
-        case disconnected
-        case subscription(ANCSCharacteristic, enabled: Bool)
-        case controlPointWrite([UInt8])
-    }
-    public enum ServerOutput: Hashable, Sendable {
-        /// The answer to the Control Point write just delivered.
-        case respond(ATTResult)
-        case notify(ANCSCharacteristic, [UInt8])
-    }
-    /// The provider side: handles one input at a virtual time, returns outputs in order.
-    public typealias Server = (ServerInput, Timestamp) -> [ServerOutput]
-
     enum PDU: Hashable {
         case writeCCCD(ANCSCharacteristic, enable: Bool)
-        case writeControlPoint([UInt8], WriteToken)
+        case writeControlPoint([UInt8])
         case writeResponse(ATTResult)
         case notification(ANCSCharacteristic, [UInt8])
 
         var attLength: Int {
             switch self {
             case .writeCCCD: 5                               // opcode, handle, 2-byte value
-            case .writeControlPoint(let bytes, _): 3 + bytes.count
+            case .writeControlPoint(let bytes): 3 + bytes.count
             case .writeResponse(let result): result == .success ? 1 : 5  // Write Response or Error Response
             case .notification(_, let bytes): 3 + bytes.count
             }
@@ -105,32 +92,43 @@ public final class SimulatedLink {
         var notBefore: Timestamp
     }
 
+    /// A client request waiting to go out or for its response.
+    struct Request {
+        var pdu: PDU
+        /// nil once its caller gave up; the response is then dropped.
+        var continuation: CheckedContinuation<ATTResult, Never>?
+        var id: UInt64
+    }
+
     public let configuration: Configuration
-    /// The consumer engine on the accessory side of this link.
-    public private(set) var consumer: Consumer
-    let server: Server
+    /// The provider side's name for this link.
+    public let connection: ConnectionID
+    /// The consumer's end.
+    public private(set) var client: Client!
+    let simulation: Simulation
+    let server: SimulatedServer
     public private(set) var counters = Counters()
-    public private(set) var now: Timestamp = .zero
     public private(set) var isConnected = false
     public private(set) var isPublished = true
-    /// Every event the consumer emitted, with its time, when `recordsEvents` is set.
-    public var recordsEvents = true
-    public private(set) var events: [(Timestamp, ConsumerEvent)] = []
-    /// Called for each consumer event as it happens; may use the link (make requests).
-    public var onConsumerEvent: ((ConsumerEvent, SimulatedLink) -> Void)?
+    var now: Timestamp { simulation.now }
 
     var connectedAt: Timestamp = .zero
     var lastEventTime: Timestamp?
     var toProvider: [Outgoing] = []
     var toConsumer: [Outgoing] = []
     /// The client's outstanding ATT request, if any (CCCD or Control Point).
-    var outstandingRequest: PDU?
+    var outstanding: Request?
     var outstandingSince: Timestamp?
+    var waiting: [Request] = []
+    var nextRequestID: UInt64 = 0
+    /// Bumped on every connect and drop: a server reply for an earlier link goes nowhere.
+    var epoch: UInt64 = 0
+    var subscriptions: Set<ANCSCharacteristic> = []
     /// ATT: a request not answered within 30 s ends the transaction and the link.
     public static let attTransactionTimeout: Duration = .seconds(30)
-    var waitingRequests: [PDU] = []
-    var scheduled: [(time: Timestamp, order: Int, body: (SimulatedLink) -> Void)] = []
-    var scheduleOrder = 0
+
+    let clientEvents: AsyncThrowingStream<GATTClientEvent, any Error>
+    let clientSink: AsyncThrowingStream<GATTClientEvent, any Error>.Continuation
 
     // Faults
     var dropAfterBytes: Int?
@@ -139,104 +137,66 @@ public final class SimulatedLink {
     var dropPending = false
     /// Extra time before the server's replies may go out.
     public var serverDelay: Duration = .zero
+    /// Rewrites each notification the provider sends on this link into the
+    /// notifications that go on the air instead (none, one, several).
+    public var rewriteNotification: ((ANCSCharacteristic, [UInt8]) -> [[UInt8]])?
 
-    public init(configuration: Configuration = Configuration(), consumer: Consumer = Consumer(), server: @escaping Server) {
-        self.configuration = configuration
-        self.consumer = consumer
+    /// A link in `simulation` to the provider side `server`, not yet connected.
+    public init(in simulation: Simulation, to server: SimulatedServer, configuration: Configuration = Configuration()) {
+        self.simulation = simulation
         self.server = server
+        self.configuration = configuration
+        (clientEvents, clientSink) = AsyncThrowingStream.makeStream()
+        connection = server.attach()
+        client = Client(link: self)
+        server.links[connection] = self
+        simulation.links.append(self)
     }
 
-    // MARK: - Driving the simulation
+    // MARK: - Driving
 
-    /// Connects (encrypted, ANCS discovered): the provider learns the link, the consumer starts subscribing.
+    /// Connects (encrypted, bonded, ANCS discovered): the provider hears
+    /// `connected`, then the consumer `linkUp`.
     public func connect() {
         guard !isConnected else { return }
         isConnected = true
+        epoch &+= 1
         lastEventTime = nil
         connectedAt = nextEventTime(atOrAfter: now)
-        handleServerOutputs(server(.connected(mtu: configuration.mtu), now))
-        perform(consumer.linkUp(mtu: configuration.mtu, at: now))
+        let info = LinkInfo(mtu: configuration.mtu, peer: "simulated \(connection)", isEncrypted: true, isBonded: true)
+        server.sink.yield(.connected(connection, info))
+        clientSink.yield(.linkUp(info))
     }
 
-    /// Drops the link: both sides are told; everything in flight is lost.
+    /// Drops the link: both sides are told; everything in flight is lost and
+    /// requests waiting for a response fail with `.transportFailure`.
     public func disconnect() {
         guard isConnected else { return }
         isConnected = false
+        epoch &+= 1
         toProvider.removeAll()
         toConsumer.removeAll()
-        waitingRequests.removeAll()
-        outstandingRequest = nil
+        subscriptions.removeAll()
+        let stranded = (outstanding.map { [$0] } ?? []) + waiting
+        outstanding = nil
         outstandingSince = nil
-        handleServerOutputs(server(.disconnected, now))
-        perform(consumer.linkDown(at: now))
+        waiting.removeAll()
+        server.sink.yield(.disconnected(connection))
+        clientSink.yield(.linkDown)
+        for request in stranded { request.continuation?.resume(returning: .transportFailure) }
     }
 
-    /// Runs `body` at virtual time `time` (or now, if earlier).
-    public func schedule(at time: Timestamp, _ body: @escaping (SimulatedLink) -> Void) {
-        scheduleOrder += 1
-        scheduled.append((max(time, now), scheduleOrder, body))
+    /// The consumer's stack dies: the link drops and the client's event
+    /// stream ends throwing `error`.
+    public func failClient(_ error: TransportError) {
+        disconnect()
+        clientSink.finish(throwing: error)
     }
 
-    /// Lets the application use the consumer: fetch, act, cancel.
-    @discardableResult
-    public func request(_ body: (inout Consumer, Timestamp) -> (ConsumerRequestID, [ConsumerAction])) -> ConsumerRequestID {
-        let (id, actions) = body(&consumer, now)
-        perform(actions)
-        return id
-    }
-
-    /// Tells the consumer something outside a request (stop, say).
-    public func consumerInput(_ body: (inout Consumer, Timestamp) -> [ConsumerAction]) {
-        perform(body(&consumer, now))
-    }
-
-    /// Hands the provider side an input from its application (add, remove…) made elsewhere:
-    /// the outputs for this link go on the air.
-    public func deliverServerOutputs(_ outputs: [ServerOutput]) {
-        handleServerOutputs(outputs)
-    }
-
-    /// Runs until nothing is queued, scheduled or pending (or `limit` passes).
-    public func runUntilIdle(limit: Duration = .seconds(3600)) {
-        run(until: now + limit, stopWhenIdle: true)
-    }
-
-    /// Runs the simulation up to `end`.
-    public func run(until end: Timestamp, stopWhenIdle: Bool = false) {
-        while true {
-            let hasTraffic = isConnected && (toProvider.contains { $0.notBefore <= end } || toConsumer.contains { $0.notBefore <= end })
-            var next: Timestamp?
-            if hasTraffic {
-                let earliest = (toProvider + toConsumer).map(\.notBefore).min()!
-                // One event per interval: the next one after the last that ran.
-                let after = lastEventTime.map { max($0 + .nanoseconds(1), earliest) } ?? earliest
-                next = nextEventTime(atOrAfter: max(after, now))
-            }
-            if let first = scheduled.min(by: { ($0.time, $0.order) < ($1.time, $1.order) }), next == nil || first.time < next! {
-                next = first.time
-            }
-            if let deadline = consumer.nextDeadline, next == nil || deadline < next! {
-                next = max(deadline, now)
-            }
-            if isConnected, let since = outstandingSince, next == nil || since + Self.attTransactionTimeout < next! {
-                next = max(since + Self.attTransactionTimeout, now)
-            }
-            guard let time = next, time <= end else {
-                if !stopWhenIdle { now = max(now, end) }
-                return
-            }
-            now = time
-            if isConnected, let since = outstandingSince, since + Self.attTransactionTimeout <= now {
-                disconnect()
-                continue
-            }
-            runScheduled()
-            if consumer.nextDeadline.map({ $0 <= now }) == true { perform(consumer.tick(now)) }
-            if hasTraffic && isConnected && (now - connectedAt).isMultiple(of: configuration.connectionInterval) && lastEventTime != now {
-                lastEventTime = now
-                connectionEvent()
-            }
-        }
+    /// Ends the client's event stream normally (the stack was closed).
+    public func closeClient() {
+        disconnect()
+        clientSink.finish()
     }
 
     /// The fewest connection events and bytes on air one Control Point round
@@ -244,7 +204,7 @@ public final class SimulatedLink {
     /// response and ⌈response / (MTU − 3)⌉ notifications packed
     /// `packetsPerEvent` to an event.
     public func minimumRoundTrip(commandLength: Int, responseLength: Int) -> (events: Int, bytesOnAir: Int) {
-        let write = PDU.writeControlPoint(Array(repeating: 0, count: commandLength), WriteToken(rawValue: 0))
+        let write = PDU.writeControlPoint(Array(repeating: 0, count: commandLength))
         var replies: [PDU] = [.writeResponse(.success)]
         var left = responseLength
         while left > 0 {
@@ -274,17 +234,130 @@ public final class SimulatedLink {
         guard isPublished else { return }
         isPublished = false
         if isConnected {
-            handleServerOutputs(server(.subscription(.notificationSource, enabled: false), now))
-            handleServerOutputs(server(.subscription(.dataSource, enabled: false), now))
+            for characteristic in [ANCSCharacteristic.notificationSource, .dataSource] where subscriptions.contains(characteristic) {
+                server.sink.yield(.subscriptionChanged(connection, characteristic, enabled: false))
+            }
+            subscriptions.removeAll()
+            clientSink.yield(.serviceChanged(published: false))
         }
-        perform(consumer.serviceChanged(published: false, at: now))
     }
 
     /// ANCS is back; the consumer re-discovers and subscribes again.
     public func publishANCS() {
         guard !isPublished else { return }
         isPublished = true
-        perform(consumer.serviceChanged(published: true, at: now))
+        if isConnected { clientSink.yield(.serviceChanged(published: true)) }
+    }
+
+    // MARK: - The client end
+
+    /// The consumer's end of the link.
+    public final class Client: GATTClientTransport, @unchecked Sendable {
+        unowned let link: SimulatedLink
+        init(link: SimulatedLink) { self.link = link }
+
+        public var events: AsyncThrowingStream<GATTClientEvent, any Error> { link.clientEvents }
+
+        public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
+            await link.clientRequest(.writeCCCD(characteristic, enable: true))
+        }
+
+        public func unsubscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
+            await link.clientRequest(.writeCCCD(characteristic, enable: false))
+        }
+
+        public func writeControlPoint(_ value: [UInt8]) async -> ATTResult {
+            await link.clientRequest(.writeControlPoint(value))
+        }
+    }
+
+    func clientRequest(_ pdu: PDU) async -> ATTResult {
+        guard isConnected, isPublished else { return .transportFailure }
+        nextRequestID &+= 1
+        let id = nextRequestID
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<ATTResult, Never>) in
+                if Task.isCancelled {
+                    continuation.resume(returning: .transportFailure)
+                    return
+                }
+                waiting.append(Request(pdu: pdu, continuation: continuation, id: id))
+                sendNextRequest()
+            }
+        } onCancel: {
+            // Runs on the simulation's thread (the only one that cancels its tasks).
+            self.abandon(id)
+        }
+    }
+
+    /// The caller of request `id` gave up: it returns now; on the air the
+    /// request goes on and its response is dropped.
+    func abandon(_ id: UInt64) {
+        if outstanding?.id == id, let continuation = outstanding?.continuation {
+            outstanding?.continuation = nil
+            continuation.resume(returning: .transportFailure)
+        } else if let index = waiting.firstIndex(where: { $0.id == id }) {
+            waiting.remove(at: index).continuation?.resume(returning: .transportFailure)
+        }
+    }
+
+    // MARK: - The provider side
+
+    /// A notification from the provider: queued for the air, or an error if
+    /// the link is gone or the consumer did not subscribe.
+    func providerNotify(_ characteristic: ANCSCharacteristic, _ value: [UInt8]) throws(TransportError) {
+        guard isConnected else { throw TransportError("\(connection) is not connected") }
+        guard subscriptions.contains(characteristic) else { throw TransportError("\(connection) has not subscribed to \(characteristic)") }
+        let values = rewriteNotification?(characteristic, value) ?? [value]
+        for var bytes in values {
+            if bytes.count > configuration.mtu - 3 { bytes.removeLast(bytes.count - (configuration.mtu - 3)) }
+            enqueueToConsumer(.notification(characteristic, bytes))
+        }
+    }
+
+    /// Sends a notification as if the provider had, bypassing it (a stray fragment, say).
+    public func injectNotification(_ characteristic: ANCSCharacteristic, _ value: [UInt8]) {
+        enqueueToConsumer(.notification(characteristic, value))
+    }
+
+    func providerReplied(_ result: ATTResult, epoch: UInt64) {
+        guard epoch == self.epoch else { return }
+        enqueueToConsumer(.writeResponse(result))
+    }
+
+    // MARK: - The simulation's clock
+
+    /// Nothing queued either way and no request outstanding.
+    public var isIdle: Bool { toProvider.isEmpty && toConsumer.isEmpty && outstanding == nil && waiting.isEmpty }
+
+    /// The next virtual time this link has something to do.
+    func nextActivity() -> Timestamp? {
+        guard isConnected else { return nil }
+        var next: Timestamp?
+        if let earliest = (toProvider + toConsumer).map(\.notBefore).min() {
+            // One event per interval: the next one after the last that ran.
+            let after = lastEventTime.map { max($0 + .nanoseconds(1), earliest) } ?? earliest
+            next = nextEventTime(atOrAfter: max(after, now))
+        }
+        if let since = outstandingSince {
+            let timeout = max(since + Self.attTransactionTimeout, now)
+            if next == nil || timeout < next! { next = timeout }
+        }
+        return next
+    }
+
+    /// Does what is due at `time` (the clock is there).
+    func act(at time: Timestamp) {
+        guard isConnected else { return }
+        if let since = outstandingSince, since + Self.attTransactionTimeout <= time {
+            disconnect()
+            return
+        }
+        let hasTraffic = !toProvider.isEmpty || !toConsumer.isEmpty
+        if hasTraffic && (time - connectedAt).isMultiple(of: configuration.connectionInterval) && lastEventTime != time {
+            lastEventTime = time
+            connectionEvent()
+        }
     }
 
     // MARK: - Internals
@@ -295,14 +368,6 @@ public final class SimulatedLink {
         let elapsed = time - connectedAt
         let events = elapsed.dividedRoundingUp(by: interval)
         return connectedAt + interval * events
-    }
-
-    private func runScheduled() {
-        while let index = scheduled.indices.filter({ scheduled[$0].time <= now })
-            .min(by: { (scheduled[$0].time, scheduled[$0].order) < (scheduled[$1].time, scheduled[$1].order) }) {
-            let job = scheduled.remove(at: index)
-            job.body(self)
-        }
     }
 
     private func packets(for pdu: PDU) -> Int {
@@ -363,17 +428,14 @@ public final class SimulatedLink {
         }
     }
 
-    private func replyTime() -> Timestamp {
-        // Produced during this event: on the air from the next one, after any configured delay.
-        now + .nanoseconds(1) + serverDelay
-    }
-
     private func deliverToProvider(_ pdu: PDU) {
         switch pdu {
         case .writeCCCD(let characteristic, let enable):
+            // The stack answers a CCCD write itself, then tells the application.
             enqueueToConsumer(.writeResponse(.success))
-            handleServerOutputs(server(.subscription(characteristic, enabled: enable), now))
-        case .writeControlPoint(let bytes, _):
+            if enable { subscriptions.insert(characteristic) } else { subscriptions.remove(characteristic) }
+            server.sink.yield(.subscriptionChanged(connection, characteristic, enabled: enable))
+        case .writeControlPoint(let bytes):
             counters.writes += 1
             if let result = failNextWrite {
                 failNextWrite = nil
@@ -381,7 +443,9 @@ public final class SimulatedLink {
             } else if swallowNextWrite {
                 swallowNextWrite = false
             } else {
-                handleServerOutputs(server(.controlPointWrite(bytes), now))
+                let epoch = self.epoch
+                let reply = ATTResponder { [weak self] result in self?.providerReplied(result, epoch: epoch) }
+                server.sink.yield(.controlPointWrite(connection, bytes, reply: reply))
             }
         case .writeResponse, .notification:
             break  // a server does not receive these
@@ -391,25 +455,14 @@ public final class SimulatedLink {
     private func deliverToConsumer(_ pdu: PDU) {
         switch pdu {
         case .writeResponse(let result):
-            let request = outstandingRequest
-            outstandingRequest = nil
+            let request = outstanding
+            outstanding = nil
             outstandingSince = nil
-            switch request {
-            case .writeCCCD(let characteristic, let enable)?:
-                if enable { perform(consumer.subscriptionCompleted(characteristic, result, at: now)) }
-            case .writeControlPoint(_, let token)?:
-                perform(consumer.writeCompleted(token, result, at: now))
-            default:
-                break
-            }
+            request?.continuation?.resume(returning: result)
             sendNextRequest()
         case .notification(let characteristic, let bytes):
             counters.notifications += 1
-            switch characteristic {
-            case .notificationSource: perform(consumer.received(notificationSource: bytes, at: now))
-            case .dataSource: perform(consumer.received(dataSource: bytes, at: now))
-            case .controlPoint: break  // not a notifying characteristic: ignored
-            }
+            clientSink.yield(.notification(characteristic, bytes))
         case .writeCCCD, .writeControlPoint:
             break
         }
@@ -417,54 +470,51 @@ public final class SimulatedLink {
 
     private func enqueueToConsumer(_ pdu: PDU) {
         guard isConnected else { return }
-        toConsumer.append(Outgoing(pdu: pdu, packetsLeft: packets(for: pdu), notBefore: replyTime()))
-    }
-
-    private func handleServerOutputs(_ outputs: [ServerOutput]) {
-        for output in outputs {
-            switch output {
-            case .respond(let result):
-                enqueueToConsumer(.writeResponse(result))
-            case .notify(let characteristic, var bytes):
-                if bytes.count > configuration.mtu - 3 { bytes.removeLast(bytes.count - (configuration.mtu - 3)) }
-                enqueueToConsumer(.notification(characteristic, bytes))
-            }
-        }
-    }
-
-    private func perform(_ actions: [ConsumerAction]) {
-        for action in actions {
-            switch action {
-            case .subscribe(let characteristic):
-                request(.writeCCCD(characteristic, enable: true))
-            case .unsubscribe(let characteristic):
-                request(.writeCCCD(characteristic, enable: false))
-            case .writeControlPoint(let bytes, let token):
-                request(.writeControlPoint(bytes, token))
-            case .emit(let event):
-                if recordsEvents { events.append((now, event)) }
-                onConsumerEvent?(event, self)
-            }
-        }
-    }
-
-    private func request(_ pdu: PDU) {
-        guard isConnected else {
-            if case .writeControlPoint(_, let token) = pdu {
-                perform(consumer.writeCompleted(token, .transportFailure, at: now))
-            }
-            return
-        }
-        waitingRequests.append(pdu)
-        sendNextRequest()
+        // Produced now: on the air from the next event, after any configured delay.
+        toConsumer.append(Outgoing(pdu: pdu, packetsLeft: packets(for: pdu), notBefore: now + .nanoseconds(1) + serverDelay))
     }
 
     private func sendNextRequest() {
-        guard outstandingRequest == nil, !waitingRequests.isEmpty, isConnected else { return }
-        let pdu = waitingRequests.removeFirst()
-        outstandingRequest = pdu
+        guard outstanding == nil, !waiting.isEmpty, isConnected else { return }
+        let request = waiting.removeFirst()
+        outstanding = request
         outstandingSince = now
-        toProvider.append(Outgoing(pdu: pdu, packetsLeft: packets(for: pdu), notBefore: now + .nanoseconds(1)))
+        toProvider.append(Outgoing(pdu: request.pdu, packetsLeft: packets(for: request.pdu), notBefore: now + .nanoseconds(1)))
+    }
+}
+
+/// The provider's side of one or more simulated links: a `GATTServerTransport`
+/// for a `ProviderServer`. Each link attached to it is one connection.
+public final class SimulatedServer: GATTServerTransport, @unchecked Sendable {
+    public let events: AsyncThrowingStream<GATTServerEvent, any Error>
+    let sink: AsyncThrowingStream<GATTServerEvent, any Error>.Continuation
+    var links: [ConnectionID: SimulatedLink] = [:]
+    var connections: UInt32 = 0
+
+    public init() {
+        (events, sink) = AsyncThrowingStream.makeStream()
+    }
+
+    func attach() -> ConnectionID {
+        connections += 1
+        return ConnectionID(connections)
+    }
+
+    public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
+        guard let link = links[connection] else { throw TransportError("no link \(connection)") }
+        try link.providerNotify(characteristic, value)
+    }
+
+    /// Ends the event stream normally (the phone's stack was closed).
+    public func close() {
+        for link in links.values { link.disconnect() }
+        sink.finish()
+    }
+
+    /// The phone's stack dies: every link drops and the event stream ends throwing `error`.
+    public func fail(_ error: TransportError) {
+        for link in links.values { link.disconnect() }
+        sink.finish(throwing: error)
     }
 }
 

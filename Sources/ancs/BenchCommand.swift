@@ -29,29 +29,36 @@ struct BenchCommand: ParsableCommand {
     }
 
     func airTime() {
-        printLine("## Air time: Added → ready to show (demo scenario × \(rounds), 12 apps)")
+        printLine("## Air time: Added → ready to show (demo scenario × \(rounds), 12 apps, eager display policy)")
         printLine("")
-        printLine("| MTU | interval | depth | policy | notifications | events/notif. | bound | ratio | bytes/notif. | bound | ratio | app-name fetches | repeated |")
-        printLine("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        printLine("| MTU | interval | depth | notifications | events/notif. | bound | ratio | bytes/notif. | bound | ratio | median latency | app-name fetches | repeated |")
+        printLine("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for mtu in [23, 185, 247] {
             for interval in [15, 30] {
                 for depth in [1, 2, 4] {
-                    for policy in ["eager", "lazy"] {
-                        var consumer = ConsumerConfiguration(pipeliningDepth: depth)
-                        if policy == "eager" { consumer.eagerAttributes = DemoRun.displayAttributes }
-                        let run = DemoRun(link: .init(mtu: mtu, connectionInterval: .milliseconds(interval)), consumer: consumer, repetitions: rounds)
-                        run.start()
-                        run.runToEnd()
-                        let r = run.summary.readiness
-                        let n = Double(max(r.count, 1))
-                        let events = Double(r.reduce(0) { $0 + $1.connectionEvents }) / n
-                        let boundEvents = Double(r.reduce(0) { $0 + $1.lowerBoundEvents }) / n
-                        let bytes = Double(r.reduce(0) { $0 + $1.bytesOnAir }) / n
-                        let boundBytes = Double(r.reduce(0) { $0 + $1.lowerBoundBytes }) / n
-                        printLine("| \(mtu) | \(interval) ms | \(depth) | \(policy) | \(r.count) | \(f2(events)) | \(f2(boundEvents)) | \(f3(events / boundEvents)) | \(f1(bytes)) | \(f1(boundBytes)) | \(f3(bytes / boundBytes)) | \(run.summary.appNameFetches) | \(run.summary.repeatedAppNameFetches) |")
-                    }
+                    let run = DemoRun(link: .init(mtu: mtu, connectionInterval: .milliseconds(interval)),
+                                      consumer: ConsumerConfiguration(pipeliningDepth: depth), policy: .eager, repetitions: rounds)
+                    run.runToEnd()
+                    let r = run.summary.readiness
+                    let n = Double(max(r.count, 1))
+                    let events = Double(r.connectionEvents) / n
+                    let boundEvents = Double(r.lowerBoundEvents) / n
+                    let bytes = Double(r.bytesOnAir) / n
+                    let boundBytes = Double(r.lowerBoundBytes) / n
+                    let latency = Double(r.medianLatency.components.seconds) * 1000 + Double(r.medianLatency.components.attoseconds) / 1e15
+                    printLine("| \(mtu) | \(interval) ms | \(depth) | \(r.count) | \(f2(events)) | \(f2(boundEvents)) | \(f3(events / boundEvents)) | \(f1(bytes)) | \(f1(boundBytes)) | \(f3(bytes / boundBytes)) | \(Int(latency)) ms | \(run.summary.appNameFetches) | \(run.summary.repeatedAppNameFetches) |")
                 }
             }
+        }
+        printLine("")
+        printLine("Lazy fetching (attributes only when a notification is opened) against eager, MTU 185, 30 ms, depth 1:")
+        printLine("")
+        printLine("| policy | requests | bytes on air | connection events |")
+        printLine("|---|---:|---:|---:|")
+        for policy in DemoRun.FetchPolicy.allCases {
+            let run = DemoRun(link: .init(mtu: 185, connectionInterval: .milliseconds(30)), policy: policy, repetitions: rounds)
+            run.runToEnd()
+            printLine("| \(policy.rawValue) | \(run.summary.requests) | \(run.summary.counters.bytesOnAir) | \(run.summary.counters.connectionEvents) |")
         }
         printLine("")
     }
@@ -59,19 +66,17 @@ struct BenchCommand: ParsableCommand {
     func memory() throws {
         printLine("## Memory: `ancs demo --fast` with \(notifications) notifications")
         printLine("")
-        printLine("| notifications | resident (MiB) | consumer model | provider center |")
-        printLine("|---:|---:|---:|---:|")
+        printLine("| notifications | resident (MiB) |")
+        printLine("|---:|---:|")
         let perRound = 10
         let run = DemoRun(link: .init(mtu: 185, connectionInterval: .milliseconds(30)), repetitions: (notifications + perRound - 1) / perRound + 1)
         run.recordsReadiness = false
-        run.host.recordsEvents = false
-        run.start()
         var checkpoints = [1_000, 10_000, 100_000, 1_000_000].filter { $0 <= notifications }
-        while !run.isFinished, let next = checkpoints.first {
-            run.run(until: run.link.now + .seconds(15))
+        while !run.scriptFinished, let next = checkpoints.first {
+            run.run(until: run.simulation.now + .seconds(15))
             if run.summary.notifications >= next {
                 checkpoints.removeFirst()
-                printLine("| \(run.summary.notifications) | \(f1(residentMiB())) | \(run.link.consumer.notifications.count) | \(run.host.provider.notificationCenter.count) |")
+                printLine("| \(run.summary.notifications) | \(f1(residentMiB())) |")
             }
         }
         printLine("")

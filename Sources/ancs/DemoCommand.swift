@@ -20,13 +20,13 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Connection interval in milliseconds (7.5…4000).") var interval: Double = 30
     @Option(name: .customLong("repeat"), help: "Play the scenario this many times over.") var rounds: Int = 1
     @Option(help: "Fetch attributes: eager (for every new notification, as a display does) or lazy (none unless asked).")
-    var policy: FetchPolicy = .eager
+    var policy: DemoRun.FetchPolicy = .eager
     @Option(help: "Pipelining depth: Control Point commands whose response may be outstanding at once.") var depth: Int = 1
 
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.") var logLevel: String = "warning"
     @Flag(help: "Let logs show notification text; by default they show only lengths.") var logContents = false
 
-    enum FetchPolicy: String, ExpressibleByArgument, CaseIterable { case eager, lazy }
+    typealias FetchPolicy = DemoRun.FetchPolicy
 
     func validate() throws {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
@@ -38,54 +38,66 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let linkConfiguration = SimulatedLink.Configuration(mtu: mtu, connectionInterval: .microseconds(Int64(interval * 1000)))
-        var consumerConfiguration = ConsumerConfiguration(pipeliningDepth: depth)
-        if policy == .eager { consumerConfiguration.eagerAttributes = DemoRun.displayAttributes }
-        let demo = DemoRun(scenario: .standard, link: linkConfiguration, consumer: consumerConfiguration, repetitions: rounds)
-        let view = DemoView(json: json, mtu: mtu, interval: interval)
+        let demo = DemoRun(scenario: .standard, link: linkConfiguration, consumer: ConsumerConfiguration(pipeliningDepth: depth),
+                           policy: policy, repetitions: rounds)
+        let view = DemoView(json: json, mtu: mtu, interval: interval, policy: policy, depth: depth)
         var logger = Logger(label: "ancs.demo") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
         let log = ANCSTrafficLog(logger: logger, logsContents: logContents)
-        demo.onLine = { time, event, model in
-            if case .consumer(let consumerEvent) = event { log.log(consumerEvent) }
-            view.show(time: time, event: event, demo: model)
+        demo.onLine = { time, line in
+            if case .consumer(let consumerEvent) = line { log.log(consumerEvent) }
+            view.show(time: time, line: line)
         }
-        demo.start()
         if fast {
             demo.runToEnd()
         } else {
-            // Real time: advance the virtual clock in small steps, sleeping between them.
+            // Real time: advance the virtual clock in small steps, sleeping
+            // between them, until the scenario has played and every request
+            // has settled (or nothing is left that could settle it).
             let start = ContinuousClock.now
             let step = Duration.milliseconds(20)
             var virtual = Timestamp.zero
+            demo.start()
             while !demo.isFinished {
+                if demo.scriptFinished, demo.simulation.nextActivity == nil, !demo.simulation.executor.hasWork { break }
                 virtual = virtual + step
                 demo.run(until: virtual)
                 try await ContinuousClock().sleep(until: start + virtual.sinceOrigin)
             }
+            demo.finish()
         }
         view.summary(demo.summary)
-        guard demo.summary.failedRequests == 0 || demo.summary.failedRequests == demo.summary.expectedFailures else {
+        if demo.summary.unsettled > 0 {
+            throw CommandFailure("demo: \(demo.summary.unsettled) notifications were never shown")
+        }
+        if demo.summary.failedRequests > 0 {
             throw CommandFailure("demo: \(demo.summary.failedRequests) requests failed")
         }
     }
 }
+
+extension DemoRun.FetchPolicy: ExpressibleByArgument {}
 
 /// The terminal view of the demo: one line per thing a person would notice.
 final class DemoView: @unchecked Sendable {
     let json: Bool
     let mtu: Int
     let interval: Double
+    let policy: DemoRun.FetchPolicy
+    let depth: Int
 
-    init(json: Bool, mtu: Int, interval: Double) {
+    init(json: Bool, mtu: Int, interval: Double, policy: DemoRun.FetchPolicy, depth: Int) {
         self.json = json
         self.mtu = mtu
         self.interval = interval
+        self.policy = policy
+        self.depth = depth
     }
 
-    func show(time: Timestamp, event: DemoRun.Line, demo: DemoRun) {
+    func show(time: Timestamp, line: DemoRun.Line) {
         let seconds = Double(time.sinceOrigin.components.seconds) + Double(time.sinceOrigin.components.attoseconds) / 1e18
         if json {
-            if case .consumer(let event) = event {
+            if case .consumer(let event) = line {
                 var object = ANCSJSON.consumerEvent(event)
                 if case .object(var members) = object {
                     members.insert(("time", .double((seconds * 1000).rounded() / 1000)), at: 0)
@@ -96,21 +108,29 @@ final class DemoView: @unchecked Sendable {
             return
         }
         let stamp = String(format: "%7.3fs", seconds)
-        switch event {
+        switch line {
         case .consumer(.sessionStarted):
-            printLine("\(stamp)  ── session started (ATT MTU \(mtu), connection interval \(formatMS(interval)))")
+            printLine("\(stamp)  ── session started (ATT MTU \(mtu), connection interval \(formatMS(interval)), \(policy.rawValue) fetching, pipelining depth \(depth))")
         case .consumer(.sessionEnded(let reason)):
             printLine("\(stamp)  ── session ended (\(reason))")
-        case .ready(let notification):
-            printLine("\(stamp)  \(demo.describe(notification))")
-        case .updated(let notification):
-            printLine("\(stamp)  \(demo.describe(notification).replacingOccurrences(of: "●", with: "↻"))")
+        case .consumer(.protocolError(let error)):
+            printLine("\(stamp)  ⚠ the phone sent bytes that were dropped: \(error)")
+        case .ready(let shown):
+            printLine("\(stamp)  \(DemoRun.describe(shown))")
+        case .opened(let shown):
+            printLine("\(stamp)  ⤷ opened: \(DemoRun.describe(shown))")
+        case .updated(let shown):
+            printLine("\(stamp)  \(DemoRun.describe(shown).replacingOccurrences(of: "●", with: "↻"))")
+        case .announced(let notification):
+            printLine("\(stamp)  \(DemoRun.describe(announced: notification))")
         case .removed(let notification, let title):
             printLine("\(stamp)  ✕ \(title) — removed (\(notification.categoryID), \(notification.categoryCount) left in category)")
         case .userAction(let title, let action, let label):
             printLine("\(stamp)  ▶ you pressed \(label ?? action.description) on “\(title)”")
         case .actionResult(let title, let result):
             printLine("\(stamp)    \(result) for “\(title)”")
+        case .failed(let uid, let error):
+            printLine("\(stamp)  ⚠ notification \(uid) could not be fetched: \(error)")
         case .consumer:
             break
         }

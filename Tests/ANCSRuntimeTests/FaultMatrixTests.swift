@@ -5,59 +5,29 @@ import ANCSDemo
 @testable import ANCSRuntime
 @testable import ANCSSimulation
 
-/// Faults over the simulated link. After each: the consumer's model is
-/// consistent, nothing of an ended session survives, pending requests failed
-/// with the right error, and the next request or session works.
+/// Faults over the simulated link, through the runtime's actors. After each:
+/// the consumer's model is consistent, nothing of an ended session
+/// survives, pending requests failed with the right error, and the next
+/// request or session works.
 @Suite struct FaultMatrixTests {
-    /// How a misbehaving phone rewrites its own outputs.
-    typealias Mangle = (SimulatedLink.ServerInput, [SimulatedLink.ServerOutput]) -> [SimulatedLink.ServerOutput]
+    static let alice = ProviderNotification(appIdentifier: "com.apple.MobileSMS", categoryID: .incomingCall, flags: [.positiveAction, .negativeAction],
+                                            title: "Alice", message: "On my way — 5 min 🚲", positiveActionLabel: "Answer", negativeActionLabel: "Decline")
 
-    final class Setup {
-        let host = ProviderHost()
-        var mangle: Mangle?
-        var link: SimulatedLink!
-        var uid = NotificationUID(0)
+    /// A connected rig with one notification.
+    static func setup(mtu: Int = 23) throws -> (SimulationRig, NotificationUID) {
+        let rig = SimulationRig(mtu: mtu)
+        rig.connect()
+        return (rig, try rig.add(alice))
+    }
 
-        init(mtu: Int = 23) {
-            host.registerApp("com.apple.MobileSMS", displayName: "Messages")
-            link = SimulatedLink(configuration: .init(mtu: mtu)) { [unowned self] input, now in
-                let outputs = self.host.serve(ConnectionID(1), input, at: now)
-                return self.mangle?(input, outputs) ?? outputs
-            }
-            host.attach(link, as: ConnectionID(1))
-            link.connect()
-            link.runUntilIdle()
-            uid = host.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", categoryID: .incomingCall, flags: [.positiveAction, .negativeAction],
-                                                title: "Alice", message: "On my way — 5 min 🚲", positiveActionLabel: "Answer", negativeActionLabel: "Decline"), at: link.now)!
-            link.runUntilIdle()
+    /// A fetch that must succeed with the provider's values.
+    static func expectWorkingFetch(_ rig: SimulationRig, _ uid: NotificationUID, _ context: String) {
+        guard case .success(let response)? = rig.fetch(uid) else {
+            Issue.record("\(context): the next fetch did not succeed")
+            return
         }
-
-        func result(_ id: ConsumerRequestID) -> ConsumerResult? {
-            var found: ConsumerResult?
-            for (_, event) in link.events {
-                if case .completed(id, let result) = event {
-                    #expect(found == nil, "request \(id) ended twice")
-                    found = result
-                }
-            }
-            return found
-        }
-
-        func fetch() -> ConsumerRequestID {
-            link.request { consumer, now in consumer.fetchAttributes([.init(.title, maxLength: 32), .init(.message, maxLength: 64)], for: uid, at: now) }
-        }
-
-        /// A fetch that must succeed with the provider's values.
-        func expectWorkingFetch(_ context: String) {
-            let id = fetch()
-            link.runUntilIdle()
-            guard case .success(.notificationAttributes(let response))? = result(id) else {
-                Issue.record("\(context): the next fetch did not succeed: \(String(describing: result(id)))")
-                return
-            }
-            #expect(response[.title]?.string == "Alice", "\(context)")
-            #expect(response[.message]?.string == "On my way — 5 min 🚲", "\(context)")
-        }
+        #expect(response[.title]?.string == "Alice", "\(context)")
+        #expect(response[.message]?.string == "On my way — 5 min 🚲", "\(context)")
     }
 
     enum Command: String, CaseIterable, CustomTestStringConvertible {
@@ -71,108 +41,110 @@ import ANCSDemo
     ]
 
     @Test("each ATT and ANCS error on each command", arguments: Command.allCases)
-    func errorOnEachCommand(_ command: Command) {
+    func errorOnEachCommand(_ command: Command) async throws {
         for (code, expected) in Self.errors {
-            let setup = Setup()
-            setup.link.failNextControlPointWrite(with: .attError(code))
-            let id = setup.link.request { consumer, now in
+            let (rig, uid) = try Self.setup()
+            rig.link.failNextControlPointWrite(with: .attError(code))
+            let request = rig.request { client throws(ConsumerError) in
                 switch command {
-                case .notificationAttributes: consumer.fetchAttributes([.init(.title)], for: setup.uid, at: now)
-                case .appAttributes: consumer.fetchAppAttributes("com.apple.MobileSMS", at: now)
-                case .action: consumer.performAction(.negative, on: setup.uid, at: now)
+                case .notificationAttributes: _ = try await client.fetchAttributes([.init(.title)], for: uid)
+                case .appAttributes: _ = try await client.fetchAppAttributes("com.apple.MobileSMS")
+                case .action: try await client.performAction(.negative, on: uid)
                 }
             }
-            setup.link.runUntilIdle()
-            #expect(setup.result(id) == .failure(expected), "\(command) with 0x\(String(code.rawValue, radix: 16))")
-            #expect(setup.link.consumer.notifications[setup.uid] != nil, "a failed command changes nothing")
-            #expect(setup.link.consumer.pendingRequestCount == 0)
-            setup.expectWorkingFetch("after \(code) on \(command)")
+            rig.simulation.runUntilIdle()
+            #expect(request.error == expected, "\(command) with 0x\(String(code.rawValue, radix: 16))")
+            #expect(await rig.notifications()[uid] != nil, "a failed command changes nothing")
+            #expect(await rig.pendingRequestCount() == 0)
+            Self.expectWorkingFetch(rig, uid, "after \(code) on \(command)")
         }
         // And the transport failing a write without an ATT answer.
-        let setup = Setup()
-        setup.link.failNextControlPointWrite(with: .transportFailure)
-        let id = setup.fetch()
-        setup.link.runUntilIdle()
-        #expect(setup.result(id) == .failure(.transportFailure))
-        setup.expectWorkingFetch("after a transport failure")
+        let (rig, uid) = try Self.setup()
+        rig.link.failNextControlPointWrite(with: .transportFailure)
+        #expect(rig.fetch(uid) == .failure(.transportFailure))
+        Self.expectWorkingFetch(rig, uid, "after a transport failure")
     }
 
     @Test("a provider that sends an extra fragment after a response")
-    func extraFragment() {
-        let setup = Setup()
-        setup.mangle = { input, outputs in
-            guard case .controlPointWrite = input, outputs.contains(where: { if case .notify(.dataSource, _) = $0 { true } else { false } }) else { return outputs }
-            return outputs + [.notify(.dataSource, [0x03, 0x02, 0x00, 0x41, 0x42])]
-        }
-        let id = setup.fetch()
-        setup.link.runUntilIdle()
-        #expect(setup.result(id)?.error == nil)
-        #expect(setup.link.events.contains { if case .protocolError = $0.1 { true } else { false } }, "the stray bytes are reported")
-        setup.mangle = nil
-        setup.expectWorkingFetch("after an extra fragment")
+    func extraFragment() throws {
+        let (rig, uid) = try Self.setup()
+        #expect(try rig.fetch(uid)?.get() != nil)
+        rig.link.injectNotification(.dataSource, [0x03, 0x02, 0x00, 0x41, 0x42])
+        rig.simulation.runUntilIdle()
+        #expect(rig.consumerEvents.contains { $0.isProtocolError }, "the stray bytes are reported")
+        Self.expectWorkingFetch(rig, uid, "after an extra fragment")
     }
 
     @Test("a provider that answers for the wrong UID")
-    func wrongUID() {
-        let setup = Setup()
-        setup.mangle = { input, outputs in
-            guard case .controlPointWrite = input else { return outputs }
-            var first = true
-            return outputs.map { output in
-                guard case .notify(.dataSource, var bytes) = output, first else { return output }
-                first = false
-                bytes[1] ^= 0x55
-                return .notify(.dataSource, bytes)
-            }
+    func wrongUID() throws {
+        let (rig, uid) = try Self.setup()
+        var first = true
+        rig.link.rewriteNotification = { characteristic, bytes in
+            guard characteristic == .dataSource, first else { return [bytes] }
+            first = false
+            var wrong = bytes
+            wrong[1] ^= 0x55
+            return [wrong]
         }
-        let id = setup.fetch()
-        setup.link.runUntilIdle()
-        guard case .failure(.invalidResponse(let error))? = setup.result(id), case .wrongNotificationUID = error.reason else {
-            Issue.record("expected a wrong-UID failure, got \(String(describing: setup.result(id)))")
+        guard case .failure(.invalidResponse(let error))? = rig.fetch(uid), case .wrongNotificationUID = error.reason else {
+            Issue.record("expected a wrong-UID failure")
             return
         }
-        setup.mangle = nil
-        setup.expectWorkingFetch("after a wrong-UID response")
+        rig.link.rewriteNotification = nil
+        Self.expectWorkingFetch(rig, uid, "after a wrong-UID response")
     }
 
     @Test("a provider that sends fewer tuples than asked")
-    func fewerTuples() {
-        let setup = Setup()
-        setup.mangle = { input, outputs in
-            guard case .controlPointWrite = input else { return outputs }
-            // Re-encode the response without its last tuple, fragmented as before.
-            var bytes: [UInt8] = []
-            for case .notify(.dataSource, let fragment) in outputs { bytes += fragment }
-            guard bytes.count > 8 else { return outputs }
-            let titleLength = Int(bytes[6]) | Int(bytes[7]) << 8
-            let shortened = Array(bytes[0..<(8 + titleLength)])
-            var result = outputs.filter { if case .notify(.dataSource, _) = $0 { false } else { true } }
-            for fragment in DataSourceResponse.fragment(shortened, mtu: 23) { result.append(.notify(.dataSource, fragment)) }
-            return result
+    func fewerTuples() throws {
+        let (rig, uid) = try Self.setup()
+        // Only the header and the title tuple (5 + 3 + 5 bytes) get through.
+        var budget = 5 + 3 + 5
+        rig.link.rewriteNotification = { characteristic, bytes in
+            guard characteristic == .dataSource else { return [bytes] }
+            let kept = Array(bytes.prefix(max(budget, 0)))
+            budget -= bytes.count
+            return kept.isEmpty ? [] : [kept]
         }
-        let id = setup.fetch()
-        setup.link.runUntilIdle()
-        #expect(setup.result(id) == .failure(.timedOut), "the incomplete response ends its request")
-        setup.mangle = nil
-        setup.expectWorkingFetch("after a response with fewer tuples")
+        #expect(rig.fetch(uid) == .failure(.timedOut), "the incomplete response ends its request")
+        rig.link.rewriteNotification = nil
+        Self.expectWorkingFetch(rig, uid, "after a response with fewer tuples")
         // And a new session after it works too.
-        setup.link.disconnect()
-        setup.link.connect()
-        setup.link.runUntilIdle()
-        setup.expectWorkingFetch("in the next session")
+        rig.link.disconnect()
+        rig.connect()
+        Self.expectWorkingFetch(rig, uid, "in the next session")
+    }
+
+    @Test("a response that cannot be framed does not fail the next request")
+    func unframeable() throws {
+        let (rig, uid) = try Self.setup()
+        rig.link.injectNotification(.dataSource, [0x7F, 0x01, 0x02, 0x03, 0x04, 0x05])
+        rig.simulation.runUntilIdle()
+        #expect(rig.consumerEvents.contains { $0.isProtocolError })
+        Self.expectWorkingFetch(rig, uid, "after bytes that cannot be framed")
     }
 
     @Test("Notification Source silent for a long time, then a burst")
-    func silenceThenBurst() {
-        let setup = Setup()
-        setup.link.run(until: setup.link.now + .seconds(12 * 3600))
+    func silenceThenBurst() async throws {
+        let (rig, uid) = try Self.setup()
+        rig.simulation.run(for: .seconds(12 * 3600))
         var uids: [NotificationUID] = []
         for index in 0..<20 {
-            if let uid = setup.host.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "n\(index)"), at: setup.link.now) { uids.append(uid) }
+            uids.append(try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "n\(index)")))
         }
-        setup.link.runUntilIdle()
-        for uid in uids { #expect(setup.link.consumer.notifications[uid] != nil) }
-        setup.expectWorkingFetch("after a long silence")
+        let model = await rig.notifications()
+        for uid in uids { #expect(model[uid] != nil) }
+        Self.expectWorkingFetch(rig, uid, "after a long silence")
+    }
+
+    @Test("the phone's stack dies mid-response: the consumer's session ends, nothing hangs")
+    func providerDiesMidResponse() throws {
+        let (rig, uid) = try Self.setup()
+        let request = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.message, maxLength: 64)], for: uid) }
+        rig.simulation.run(for: .milliseconds(45))
+        rig.server.fail(TransportError("the phone's stack died"))
+        rig.simulation.runUntilIdle()
+        #expect(request.error == .sessionEnded)
+        #expect(rig.consumerEvents.last == .sessionEnded(.linkDown))
     }
 
     @Test("the link dropping at every byte offset of a response, one byte per fragment")
@@ -220,26 +192,26 @@ import ANCSDemo
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
-    @Test("soak: 100 000 notifications, the consumer's memory stays flat")
-    func soak() {
+    @Test("soak: 100 000 notifications through the actors, the consumer's memory stays flat")
+    func soak() async {
         let run = DemoRun(link: .init(mtu: 185, connectionInterval: .milliseconds(30)), repetitions: 10_001)
         run.recordsReadiness = false
-        run.host.recordsEvents = false
-        run.start()
         var rssAt10k = 0
         var modelSizes: [Int] = []
-        while !run.isFinished {
-            run.run(until: run.link.now + .seconds(150))
-            modelSizes.append(run.link.consumer.notifications.count)
+        while !run.scriptFinished {
+            run.run(until: run.simulation.now + .seconds(150))
+            modelSizes.append(await run.consumer.notifications.count)
             if rssAt10k == 0 && run.summary.notifications >= 10_000 { rssAt10k = residentKiB() }
         }
+        run.runToEnd()
         let rssAtEnd = residentKiB()
         #expect(run.summary.notifications >= 100_000)
         #expect(run.summary.shown == run.summary.notifications)
         #expect(run.summary.failedRequests == 0)
+        #expect(run.summary.unsettled == 0)
         #expect(modelSizes.max()! <= 12, "the model holds only live notifications")
-        #expect(run.link.consumer.pendingRequestCount == 0)
-        #expect(run.link.consumer.appAttributes.count <= 12)
+        #expect(await run.consumer.pendingRequestCount == 0)
+        #expect(await run.consumer.appAttributes.count <= 12)
         // Flat: no growth with history beyond allocator noise.
         #expect(rssAtEnd - rssAt10k < 8 * 1024, "resident memory grew from \(rssAt10k) KiB to \(rssAtEnd) KiB")
         print("soak: \(run.summary.notifications) notifications, resident \(rssAt10k / 1024) MiB at 10 000 and \(rssAtEnd / 1024) MiB at the end")

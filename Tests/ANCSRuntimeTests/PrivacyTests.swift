@@ -31,8 +31,7 @@ import ANCSDemo
         logger.logLevel = level
         let log = ANCSTrafficLog(logger: logger, logsContents: contents)
         let run = DemoRun()
-        run.onLine = { _, line, _ in if case .consumer(let event) = line { log.log(event) } }
-        run.start()
+        run.onLine = { _, line in if case .consumer(let event) = line { log.log(event) } }
         run.runToEnd()
         return capture.lines.withLock { $0 }
     }

@@ -1,54 +1,31 @@
 import ANCS
-import Testing
 import ANCSDemo
-@testable import ANCSRuntime
-@testable import ANCSSimulation
+import ANCSRuntime
+import ANCSSimulation
+import Testing
 
-/// End-to-end: a Provider and a Consumer over the simulated BLE link.
+/// End to end: a ProviderServer and a ConsumerClient over the simulated BLE link.
 @Suite struct SimulatedLinkTests {
-    /// A link to a provider with one app and no notifications yet.
-    func makeLink(mtu: Int = 185, consumer: ConsumerConfiguration = .default) -> (SimulatedLink, ProviderHost) {
-        let host = ProviderHost()
-        host.registerApp("com.apple.MobileSMS", displayName: "Messages")
-        let link = SimulatedLink(configuration: .init(mtu: mtu, connectionInterval: .milliseconds(30)), consumer: Consumer(configuration: consumer)) { input, now in
-            host.serve(ConnectionID(1), input, at: now)
-        }
-        host.attach(link, as: ConnectionID(1))
-        return (link, host)
-    }
-
-    func completions(_ link: SimulatedLink) -> [ConsumerRequestID: ConsumerResult] {
-        var results: [ConsumerRequestID: ConsumerResult] = [:]
-        for (_, event) in link.events {
-            if case .completed(let id, let result) = event {
-                #expect(results[id] == nil, "request \(id) ended twice")
-                results[id] = result
-            }
-        }
-        return results
-    }
-
     static let longMessage = String(repeating: "Ünïcödé 🚲 text, ", count: 40)
 
     @Test("the demo scenario shows every notification", arguments: [23, 185, 517])
-    func demoScenario(mtu: Int) {
+    func demoScenario(mtu: Int) async {
         let run = DemoRun(link: .init(mtu: mtu, connectionInterval: .milliseconds(30)))
-        run.start()
         run.runToEnd()
         #expect(run.summary.notifications == 12)
         #expect(run.summary.shown == 12)
         #expect(run.summary.failedRequests == 0)
+        #expect(run.summary.unsettled == 0)
         #expect(run.summary.repeatedAppNameFetches == 0)
         #expect(run.summary.counters.connectionEvents > 0)
         // 12 shown; the answered call, the declined call, the mail and the cleared chat are gone.
-        #expect(run.link.consumer.notifications.count == 8)
+        #expect(await run.consumer.notifications.count == 8)
     }
 
     @Test("the simulation is deterministic")
     func deterministic() {
         func summary() -> DemoRun.Summary {
             let run = DemoRun(link: .init(mtu: 23, connectionInterval: .milliseconds(15)))
-            run.start()
             run.runToEnd()
             return run.summary
         }
@@ -59,7 +36,6 @@ import ANCSDemo
     func mtuCost() {
         func counters(_ mtu: Int) -> SimulatedLink.Counters {
             let run = DemoRun(link: .init(mtu: mtu, connectionInterval: .milliseconds(30)))
-            run.start()
             run.runToEnd()
             return run.summary.counters
         }
@@ -69,151 +45,218 @@ import ANCSDemo
         #expect(small.connectionEvents >= large.connectionEvents)
     }
 
+    @Test("on a slow link the demo runs until every notification is shown", arguments: [1000.0, 4000.0])
+    func slowLink(interval: Double) {
+        let run = DemoRun(link: .init(mtu: 185, connectionInterval: .milliseconds(interval)))
+        run.runToEnd()
+        #expect(run.isFinished)
+        #expect(run.summary.unsettled == 0)
+        #expect(run.summary.failedRequests == 0)
+        // The mail may be removed on the phone before a slow link shows it.
+        #expect(run.summary.shown >= 11)
+        #expect(run.summary.simulated > .seconds(15), "a slow link takes longer than the timeline")
+    }
+
+    @Test("lazy fetching writes fewer commands than eager; pipelining shortens a burst at MTU 23")
+    func policyAndDepth() {
+        func summary(_ policy: DemoRun.FetchPolicy, depth: Int = 1) -> DemoRun.Summary {
+            let run = DemoRun(link: .init(mtu: 23, connectionInterval: .milliseconds(100)), consumer: ConsumerConfiguration(pipeliningDepth: depth), policy: policy)
+            run.runToEnd()
+            return run.summary
+        }
+        let eager = summary(.eager), lazy = summary(.lazy), deep = summary(.eager, depth: 4)
+        #expect(lazy.requests < eager.requests)
+        #expect(lazy.counters.bytesOnAir < eager.counters.bytesOnAir)
+        #expect(lazy.shown == 12)
+        #expect(deep.requests == eager.requests)
+        #expect(deep.readiness.maximumLatency < eager.readiness.maximumLatency)
+    }
+
     @Test("a response is fragmented to MTU − 3 and reassembled", arguments: [23, 185, 517])
     func fragmentation(mtu: Int) throws {
-        let (link, host) = makeLink(mtu: mtu)
-        link.connect()
-        link.runUntilIdle()
-        let uid = try #require(host.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", categoryID: .social, title: "Alice", message: Self.longMessage), at: link.now))
-        link.runUntilIdle()
-        let before = link.counters.notifications
-        let id = link.request { consumer, now in
-            consumer.fetchAttributes([.init(.title, maxLength: 100), .init(.message, maxLength: 1000)], for: uid, at: now)
-        }
-        link.runUntilIdle()
-        guard case .success(.notificationAttributes(let response))? = completions(link)[id] else {
-            Issue.record("fetch did not succeed: \(String(describing: completions(link)[id]))")
-            return
-        }
+        let rig = SimulationRig(mtu: mtu)
+        rig.connect()
+        let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", categoryID: .social, title: "Alice", message: Self.longMessage))
+        let before = rig.link.counters.notifications
+        let response = try #require(try rig.fetch(uid, [.init(.title, maxLength: 100), .init(.message, maxLength: 1000)])?.get())
         #expect(response[.title]?.string == "Alice")
         let message = Array(Self.longMessage.utf8.prefix(1000))
         #expect(response[.message]?.bytes == message)
         let responseLength = 5 + 3 + 5 + 3 + message.count
         let fragments = (responseLength + mtu - 4) / (mtu - 3)
-        #expect(link.counters.notifications - before == fragments)
+        #expect(rig.link.counters.notifications - before == fragments)
     }
 
     @Test("an ATT error on the Control Point write fails that request with its typed error")
     func writeError() throws {
-        let (link, host) = makeLink()
-        link.connect()
-        link.runUntilIdle()
-        let uid = try #require(host.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Hi"), at: link.now))
-        link.runUntilIdle()
+        let rig = SimulationRig()
+        rig.connect()
+        let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Hi"))
         for (code, expected) in [(ANCSErrorCode.unknownCommand, ConsumerError.unknownCommand), (.invalidCommand, .invalidCommand),
                                  (.invalidParameter, .invalidParameter), (.actionFailed, .actionFailed), (ANCSErrorCode(rawValue: 0x05), .att(0x05))] {
-            link.failNextControlPointWrite(with: .attError(code))
-            let failing = link.request { consumer, now in consumer.fetchAttributes([.init(.title)], for: uid, at: now) }
-            let next = link.request { consumer, now in consumer.fetchAttributes([.init(.title, maxLength: 2)], for: uid, at: now) }
-            link.runUntilIdle()
-            #expect(completions(link)[failing] == .failure(expected))
-            guard case .success(.notificationAttributes(let response))? = completions(link)[next] else {
-                Issue.record("the request after the failed one did not succeed")
-                continue
-            }
-            #expect(response[.title]?.string == "Hi")
+            rig.link.failNextControlPointWrite(with: .attError(code))
+            let failing = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.title)], for: uid) }
+            let next = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.title, maxLength: 2)], for: uid) }
+            rig.simulation.runUntilIdle()
+            #expect(failing.error == expected)
+            #expect(next.value?[.title]?.string == "Hi", "the request after the failed one")
         }
     }
 
     @Test("a write that is never answered times out; ATT's 30 s timeout drops the link; the next session works")
-    func writeNeverAnswered() throws {
-        let (link, host) = makeLink()
-        link.connect()
-        link.runUntilIdle()
-        let uid = try #require(host.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Hi"), at: link.now))
-        link.runUntilIdle()
-        link.neverAnswerNextControlPointWrite()
-        let start = link.now
-        let hung = link.request { consumer, now in consumer.fetchAttributes([.init(.title)], for: uid, at: now) }
-        link.runUntilIdle()
-        #expect(completions(link)[hung] == .failure(.timedOut))
-        #expect(link.now - start >= .seconds(10))
-        #expect(!link.isConnected, "ATT transaction timeout drops the link")
-        link.connect()
-        link.runUntilIdle()
-        let next = link.request { consumer, now in consumer.fetchAttributes([.init(.title)], for: uid, at: now) }
-        link.runUntilIdle()
-        #expect(completions(link)[next]?.error == nil)
+    func writeNeverAnswered() async throws {
+        let rig = SimulationRig()
+        rig.connect()
+        let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Hi"))
+        rig.link.neverAnswerNextControlPointWrite()
+        let start = rig.now
+        #expect(rig.fetch(uid) == .failure(.timedOut))
+        #expect(rig.now - start >= .seconds(10))
+        #expect(!rig.link.isConnected, "ATT transaction timeout drops the link")
+        rig.connect()
+        #expect(try rig.fetch(uid)?.get() != nil)
     }
 
     @Test("the link dropping in the middle of a response ends the session; the next session works")
-    func linkDropMidResponse() throws {
+    func linkDropMidResponse() async throws {
         for dropAfter in stride(from: 0, through: 1100, by: 37) {
-            let (link, host) = makeLink(mtu: 23)
-            link.connect()
-            link.runUntilIdle()
-            let uid = try #require(host.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice", message: Self.longMessage), at: link.now))
-            link.runUntilIdle()
-            link.dropLink(afterBytes: dropAfter)
-            let id = link.request { consumer, now in consumer.fetchAttributes([.init(.message, maxLength: 600)], for: uid, at: now) }
-            link.runUntilIdle()
-            let result = completions(link)[id]
+            let rig = SimulationRig(mtu: 23)
+            rig.connect()
+            let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice", message: Self.longMessage))
+            rig.link.dropLink(afterBytes: dropAfter)
+            let result = rig.fetch(uid, [.init(.message, maxLength: 600)])
             #expect(result != nil, "drop after \(dropAfter) bytes: request never ended")
-            if !link.isConnected {
+            if !rig.link.isConnected {
                 #expect(result == .failure(.sessionEnded))
-                #expect(link.consumer.notifications.isEmpty)
-                #expect(link.events.contains { if case .sessionEnded(.linkDown) = $0.1 { true } else { false } })
-                link.connect()
-                link.runUntilIdle()
-                #expect(link.consumer.notifications[uid]?.isPreExisting == true)
-                let again = link.request { consumer, now in consumer.fetchAttributes([.init(.title)], for: uid, at: now) }
-                link.runUntilIdle()
-                #expect(completions(link)[again]?.error == nil, "drop after \(dropAfter): next session fetch failed")
+                #expect(await rig.notifications().isEmpty)
+                #expect(rig.consumerEvents.contains(.sessionEnded(.linkDown)))
+                rig.connect()
+                #expect(await rig.notifications()[uid]?.isPreExisting == true)
+                #expect(try rig.fetch(uid, [.init(.title)])?.get() != nil, "drop after \(dropAfter): next session fetch failed")
             }
         }
     }
 
     @Test("ANCS unpublished in the middle of a fetch, then published again")
-    func unpublishMidFetch() throws {
-        let (link, host) = makeLink(mtu: 23)
-        link.connect()
-        link.runUntilIdle()
-        let uid = try #require(host.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice", message: Self.longMessage), at: link.now))
-        link.runUntilIdle()
-        let id = link.request { consumer, now in consumer.fetchAttributes([.init(.message, maxLength: 800)], for: uid, at: now) }
-        link.run(until: link.now + .milliseconds(60))
-        #expect(completions(link)[id] == nil, "the fetch should still be streaming")
-        link.unpublishANCS()
-        link.runUntilIdle()
-        #expect(completions(link)[id] == .failure(.sessionEnded))
-        #expect(link.consumer.notifications.isEmpty)
-        link.publishANCS()
-        link.runUntilIdle()
-        #expect(link.consumer.notifications[uid]?.isPreExisting == true)
-        let again = link.request { consumer, now in consumer.fetchAttributes([.init(.message, maxLength: 800)], for: uid, at: now) }
-        link.runUntilIdle()
-        guard case .success(.notificationAttributes(let response))? = completions(link)[again] else {
-            Issue.record("fetch after republish failed")
-            return
-        }
-        #expect(response[.message]?.count == 800)
+    func unpublishMidFetch() async throws {
+        let rig = SimulationRig(mtu: 23)
+        rig.connect()
+        let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice", message: Self.longMessage))
+        let fetch = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.message, maxLength: 800)], for: uid) }
+        rig.simulation.run(for: .milliseconds(60))
+        #expect(fetch.outcome == nil, "the fetch should still be streaming")
+        rig.link.unpublishANCS()
+        rig.simulation.runUntilIdle()
+        #expect(fetch.error == .sessionEnded)
+        #expect(await rig.notifications().isEmpty)
+        rig.link.publishANCS()
+        rig.simulation.runUntilIdle()
+        #expect(await rig.notifications()[uid]?.isPreExisting == true)
+        let again = try #require(try rig.fetch(uid, [.init(.message, maxLength: 800)])?.get())
+        #expect(again[.message]?.count == 800)
+    }
+
+    @Test("after ANCS is unpublished with a write in flight, the next session writes at once")
+    func unpublishWithWriteInFlight() async throws {
+        let rig = SimulationRig(mtu: 185)
+        rig.connect()
+        let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice"))
+        rig.link.neverAnswerNextControlPointWrite()
+        let stuck = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.title)], for: uid) }
+        rig.simulation.run(for: .milliseconds(100))
+        #expect(stuck.outcome == nil)
+        rig.link.unpublishANCS()
+        rig.simulation.run(for: .milliseconds(10))
+        #expect(stuck.error == .sessionEnded)
+        rig.link.publishANCS()
+        rig.simulation.run(for: .milliseconds(500))
+        let start = rig.now
+        let next = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.title)], for: uid) }
+        rig.simulation.run(for: .seconds(2))
+        #expect(next.value?[.title]?.string == "Alice", "the next session's fetch did not complete promptly: \(String(describing: next.outcome))")
+        #expect(rig.now - start <= .seconds(2))
     }
 
     @Test("a long silence on Notification Source changes nothing")
-    func longSilence() throws {
-        let (link, host) = makeLink()
-        link.connect()
-        link.runUntilIdle()
-        let uid = try #require(host.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice"), at: link.now))
-        link.run(until: link.now + .seconds(6 * 3600))
-        #expect(link.isConnected)
-        #expect(link.consumer.notifications[uid] != nil)
-        let id = link.request { consumer, now in consumer.fetchAttributes([.init(.title)], for: uid, at: now) }
-        link.runUntilIdle()
-        #expect(completions(link)[id]?.error == nil)
+    func longSilence() async throws {
+        let rig = SimulationRig()
+        rig.connect()
+        let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice"))
+        rig.simulation.run(for: .seconds(6 * 3600))
+        #expect(rig.link.isConnected)
+        #expect(await rig.notifications()[uid] != nil)
+        #expect(try rig.fetch(uid)?.get() != nil)
     }
 
     @Test("a notification longer than MTU − 3 is cut by the link")
-    func oversizedNotificationIsCut() {
-        let link = SimulatedLink(configuration: .init(mtu: 23)) { input, _ in
-            if case .subscription(.notificationSource, true) = input {
-                return [.notify(.notificationSource, Array(repeating: 0, count: 8)), .notify(.dataSource, Array(repeating: 1, count: 40))]
-            }
-            return []
+    func oversizedNotificationIsCut() throws {
+        let rig = SimulationRig(mtu: 23)
+        rig.connect()
+        let server = rig.server, connection = rig.link.connection
+        let sent = rig.simulation.spawn { try await server.notify(connection, .dataSource, Array(repeating: 1, count: 40)) }
+        rig.simulation.runUntilIdle()
+        try rig.unwrap(sent)
+        #expect(rig.link.counters.attBytesToConsumer >= 3 + 20)
+        #expect(rig.consumerEvents.contains { $0.isProtocolError })
+    }
+
+    @Test("a notification for a consumer that did not subscribe, or is gone, is refused")
+    func notifyRefused() throws {
+        let rig = SimulationRig()
+        let server = rig.server, connection = rig.link.connection
+        let notConnected = rig.simulation.spawn { try await server.notify(connection, .notificationSource, [0, 0, 0, 1, 1, 0, 0, 0]) }
+        rig.simulation.runUntilIdle()
+        #expect(throws: TransportError.self) { try rig.unwrap(notConnected) }
+    }
+
+    @Test("a consumer's stack that dies ends run() with its error; the phone's likewise")
+    func stackDies() {
+        let rig = SimulationRig()
+        rig.connect()
+        rig.link.failClient(TransportError("the host process exited"))
+        rig.simulation.runUntilIdle()
+        guard case .failure(let error as TransportError)? = rig.consumerRunEnded else {
+            Issue.record("run() did not throw the transport's error: \(String(describing: rig.consumerRunEnded))")
+            return
         }
-        link.connect()
-        link.runUntilIdle()
-        #expect(link.counters.attBytesToConsumer >= 3 + 8 + 3 + 20)
-        #expect(link.events.contains { if case .protocolError = $0.1 { true } else { false } })
+        #expect(error.message == "the host process exited")
+        #expect(rig.consumerEvents.last == .sessionEnded(.linkDown))
+        rig.server.fail(TransportError("the phone's stack died"))
+        rig.simulation.runUntilIdle()
+        guard case .failure(let serverError as TransportError)? = rig.providerRunEnded else {
+            Issue.record("the provider's run() did not throw: \(String(describing: rig.providerRunEnded))")
+            return
+        }
+        #expect(serverError.message == "the phone's stack died")
+    }
+
+    @Test("the display policy tells ready once attributes and app name are in, and never fetches an app name twice")
+    func displayReady() async throws {
+        let rig = SimulationRig(display: .standard)
+        rig.connect()
+        let first = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", categoryID: .social, flags: [.negativeAction],
+                                                     title: "Alice", message: "On my way", negativeActionLabel: "Clear"))
+        let second = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", categoryID: .social, title: "Bob", message: "Hi"))
+        let ready = rig.events.compactMap { if case .ready(let shown) = $0 { shown } else { nil } }
+        #expect(ready.map(\.uid) == [first, second])
+        #expect(ready.first?.appName == "Messages")
+        #expect(ready.first?.title == "Alice")
+        #expect(ready.first?.label(of: .negative) == "Clear")
+        #expect(ready.first?.label(of: .positive) == nil)
+        let appFetches = rig.consumerEvents.filter { if case .appAttributes = $0 { true } else { false } }
+        #expect(appFetches.count == 1)
+        // An unknown app: shown with its identifier.
+        let unknown = try rig.add(ProviderNotification(appIdentifier: "com.example.unknown", title: "?"))
+        let shown = rig.events.compactMap { if case .ready(let shown) = $0, shown.uid == unknown { shown } else { nil } }
+        #expect(shown.first?.appName == nil)
+        #expect(shown.first?.appLabel == "com.example.unknown")
+        // Removed before its fetch: neither ready nor failed.
+        let provider = rig.provider
+        rig.simulation.spawn {
+            let uid = try await provider.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "gone"))
+            try await provider.remove(uid)
+        }
+        rig.simulation.runUntilIdle()
+        #expect(!rig.events.contains { if case .displayFailed = $0 { true } else { false } })
     }
 }

@@ -1,0 +1,290 @@
+import ANCS
+
+/// The Notification Consumer's runtime without concurrency: a `Consumer`
+/// engine, the table of requests waiting for their end, the queue of ATT
+/// operations (one in flight, as ATT allows), the generation that makes the
+/// results of an ended session's operations stale, and the timer deadline.
+/// `ConsumerClient` is this driver inside an actor; it is a value so tests
+/// and other hosts can drive it step by step.
+///
+/// Every input returns the outputs the host performs, in order:
+///
+///   transport event ──► handle(_:at:)        ──┐
+///   operation result ──► operationEnded(_:_:at:) ├──► [Output]: event / start operation / resume waiter
+///   application     ──► submit / cancel / stop  │
+///   the clock       ──► tick(at:)             ──┘    then re-arm the timer at `nextDeadline`
+///
+/// Operations: `.startOperation` is produced for at most one operation at a
+/// time; the host reports its result with `operationEnded`, which starts the
+/// next. When a session ends (link down, ANCS unpublished, stop) the
+/// generation moves on: operations still queued are dropped, and the result
+/// of one still in flight is ignored when it comes, so it can never be taken
+/// for an answer in the next session. The next session does not wait for it
+/// either: a transport serializes its ATT requests itself.
+public struct ConsumerDriver<Waiter> {
+    /// One ATT operation for the transport.
+    public struct Operation: Hashable, Sendable {
+        public enum Kind: Hashable, Sendable {
+            case subscribe(ANCSCharacteristic)
+            case unsubscribe(ANCSCharacteristic)
+            case writeControlPoint([UInt8])
+        }
+        public let kind: Kind
+        let token: WriteToken?
+        let generation: UInt64
+        let serial: UInt64
+    }
+
+    public enum Output {
+        /// Tell the application (never a request's completion: those resume waiters).
+        case event(ConsumerEvent)
+        /// Hand this operation to the transport; report its result with `operationEnded`.
+        case startOperation(Operation)
+        /// A request ended: resume its waiter with the result.
+        case resume(Waiter, ConsumerResult)
+        /// With a display policy: a notification is ready to show.
+        case ready(DisplayedNotification)
+        /// With a display policy: a notification already shown changed.
+        case updated(DisplayedNotification)
+        /// With a display policy: its attributes could not be fetched.
+        case displayFailed(NotificationUID, ConsumerError)
+    }
+
+    /// Who waits for a request: the host's waiter, or the display policy.
+    enum Slot {
+        case host(Waiter)
+        case displayAttributes(NotificationUID)
+        case displayAppName(NotificationUID)
+    }
+
+    public private(set) var engine: Consumer
+    /// Fetch what each notification needs to be shown, and tell `.ready`.
+    public let display: DisplayPolicy?
+    var generation: UInt64 = 0
+    var serial: UInt64 = 0
+    var queue: [Operation] = []
+    var inFlight: Operation?
+    var waiters: [ConsumerRequestID: Slot] = [:]
+    /// Notifications the display policy is working on or has shown, by UID:
+    /// true once shown.
+    var displayed: [NotificationUID: Bool] = [:]
+    var finished = false
+
+    public init(configuration: ConsumerConfiguration = .default, display: DisplayPolicy? = nil) {
+        engine = Consumer(configuration: configuration)
+        self.display = display
+    }
+
+    /// The earliest request deadline: call `tick` then.
+    public var nextDeadline: Timestamp? { engine.nextDeadline }
+    /// The host's requests whose waiter has not been resumed yet.
+    public var waitingRequestCount: Int {
+        waiters.values.reduce(0) { count, slot in if case .host = slot { count + 1 } else { count } }
+    }
+    /// The operation the transport is working on, if any.
+    public var operationInFlight: Operation? { inFlight }
+
+    // MARK: - Inputs
+
+    public mutating func handle(_ event: GATTClientEvent, at now: Timestamp) -> [Output] {
+        guard !finished else { return [] }
+        switch event {
+        case .linkUp(let link):
+            newGeneration()
+            return perform(engine.linkUp(mtu: link.mtu, at: now), at: now)
+        case .linkDown:
+            newGeneration()
+            return perform(engine.linkDown(at: now), at: now)
+        case .notification(.notificationSource, let bytes):
+            return perform(engine.received(notificationSource: bytes, at: now), at: now)
+        case .notification(.dataSource, let bytes):
+            return perform(engine.received(dataSource: bytes, at: now), at: now)
+        case .notification(.controlPoint, _):
+            return []  // the Control Point does not notify
+        case .serviceChanged(let published):
+            if !published { newGeneration() }
+            return perform(engine.serviceChanged(published: published, at: now), at: now)
+        case .mtuChanged(let mtu):
+            engine.mtuChanged(mtu)
+            return []
+        }
+    }
+
+    /// The transport's result for an operation this driver started.
+    public mutating func operationEnded(_ operation: Operation, _ result: ATTResult, at now: Timestamp) -> [Output] {
+        var outputs: [Output] = []
+        if inFlight?.serial == operation.serial { inFlight = nil }
+        if operation.generation == generation && !finished {
+            switch operation.kind {
+            case .subscribe(let characteristic):
+                outputs += perform(engine.subscriptionCompleted(characteristic, result, at: now), at: now, startNext: false)
+            case .unsubscribe:
+                break
+            case .writeControlPoint:
+                if let token = operation.token {
+                    outputs += perform(engine.writeCompleted(token, result, at: now), at: now, startNext: false)
+                }
+            }
+        }
+        startNext(into: &outputs)
+        return outputs
+    }
+
+    /// Submits an application request; `waiter` is resumed exactly once
+    /// with its result (perhaps in the outputs returned here). The id names
+    /// the request for `cancel`; nil once the driver has finished.
+    public mutating func submit(
+        _ waiter: Waiter, at now: Timestamp,
+        _ request: (inout Consumer, Timestamp) -> (ConsumerRequestID, [ConsumerAction])
+    ) -> (ConsumerRequestID?, [Output]) {
+        guard !finished else { return (nil, [.resume(waiter, .failure(.sessionEnded))]) }
+        let (id, actions) = request(&engine, now)
+        waiters[id] = .host(waiter)
+        return (id, perform(actions, at: now))
+    }
+
+    /// The waiter of `id` gave up: the request ends with `.cancelled`.
+    public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp) -> [Output] {
+        guard case .host? = waiters[id] else { return [] }
+        return perform(engine.cancel(id, at: now), at: now)
+    }
+
+    /// Ends the session the way an NC leaves: unsubscribes, fails pending requests.
+    public mutating func stop(at now: Timestamp) -> [Output] {
+        guard !finished else { return [] }
+        newGeneration()
+        return perform(engine.stop(at: now), at: now)
+    }
+
+    public mutating func tick(at now: Timestamp) -> [Output] {
+        guard !finished else { return [] }
+        return perform(engine.tick(now), at: now)
+    }
+
+    /// The host stops listening to the transport: the session ends as a link
+    /// loss and every waiter is resumed; later inputs do nothing.
+    public mutating func finish(at now: Timestamp) -> [Output] {
+        guard !finished else { return [] }
+        newGeneration()
+        var outputs = perform(engine.linkDown(at: now), at: now, startNext: false)
+        finished = true
+        queue.removeAll()
+        // The engine has ended every request it knew; nothing may be left
+        // waiting even if it had not.
+        for (_, slot) in waiters.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            if case .host(let waiter) = slot { outputs.append(.resume(waiter, .failure(.sessionEnded))) }
+        }
+        waiters.removeAll()
+        displayed.removeAll()
+        return outputs
+    }
+
+    // MARK: - Internals
+
+    mutating func newGeneration() {
+        generation &+= 1
+        queue.removeAll()
+        // The operation in flight belongs to the ended session: its result
+        // will be ignored, and the next session does not wait for it.
+        inFlight = nil
+    }
+
+    mutating func perform(_ actions: [ConsumerAction], at now: Timestamp, startNext shouldStart: Bool = true) -> [Output] {
+        var outputs: [Output] = []
+        // Display fetches start after the actions that caused them, in order.
+        var toFetch: [NotificationUID] = []
+        var toName: [(NotificationUID, String)] = []
+        for action in actions {
+            switch action {
+            case .subscribe(let characteristic):
+                enqueue(.subscribe(characteristic), token: nil)
+            case .unsubscribe(let characteristic):
+                enqueue(.unsubscribe(characteristic), token: nil)
+            case .writeControlPoint(let bytes, let token):
+                enqueue(.writeControlPoint(bytes), token: token)
+            case .emit(.completed(let id, let result)):
+                switch waiters.removeValue(forKey: id) {
+                case .host(let waiter)?:
+                    outputs.append(.resume(waiter, result))
+                case .displayAttributes(let uid)?:
+                    displayAttributesEnded(uid, result, into: &outputs, names: &toName)
+                case .displayAppName(let uid)?:
+                    showIfStillLive(uid, into: &outputs)
+                case nil:
+                    break
+                }
+            case .emit(let event):
+                outputs.append(.event(event))
+                guard let display else { break }
+                switch event {
+                case .added(let notification):
+                    displayed[notification.uid] = false
+                    toFetch.append(notification.uid)
+                case .modified(let notification):
+                    if display.refreshOnModified, displayed[notification.uid] != nil { toFetch.append(notification.uid) }
+                case .removed(let notification):
+                    displayed.removeValue(forKey: notification.uid)
+                case .sessionEnded:
+                    displayed.removeAll()
+                default:
+                    break
+                }
+            }
+        }
+        if let display {
+            for uid in toFetch where displayed[uid] != nil {
+                let (id, more) = engine.fetchAttributes(display.attributes, for: uid, at: now)
+                waiters[id] = .displayAttributes(uid)
+                outputs += perform(more, at: now, startNext: false)
+            }
+            for (uid, appIdentifier) in toName where displayed[uid] != nil {
+                let (id, more) = engine.fetchAppAttributes(appIdentifier, [.displayName], at: now)
+                waiters[id] = .displayAppName(uid)
+                outputs += perform(more, at: now, startNext: false)
+            }
+        }
+        if shouldStart { startNext(into: &outputs) }
+        return outputs
+    }
+
+    /// The display policy's attribute fetch for `uid` ended.
+    mutating func displayAttributesEnded(_ uid: NotificationUID, _ result: ConsumerResult, into outputs: inout [Output], names: inout [(NotificationUID, String)]) {
+        guard displayed[uid] != nil else { return }  // removed, or the session ended
+        switch result {
+        case .success:
+            if let display, display.appNames, let appIdentifier = engine.notifications[uid]?.appIdentifier,
+               engine.cachedApp(appIdentifier) == nil {
+                names.append((uid, appIdentifier))
+            } else {
+                showIfStillLive(uid, into: &outputs)
+            }
+        case .failure(.sessionEnded):
+            displayed.removeValue(forKey: uid)
+        case .failure(let error):
+            displayed.removeValue(forKey: uid)
+            outputs.append(.displayFailed(uid, error))
+        }
+    }
+
+    /// Tells `.ready` (or `.updated`) for a notification still in the model.
+    mutating func showIfStillLive(_ uid: NotificationUID, into outputs: inout [Output]) {
+        guard let shown = displayed[uid], let notification = engine.notifications[uid] else { return }
+        displayed[uid] = true
+        var appName: String?
+        if let appIdentifier = notification.appIdentifier { appName = engine.displayName(of: appIdentifier)?.string.nonEmpty }
+        let item = DisplayedNotification(notification: notification, appName: appName)
+        outputs.append(shown ? .updated(item) : .ready(item))
+    }
+
+    mutating func enqueue(_ kind: Operation.Kind, token: WriteToken?) {
+        serial &+= 1
+        queue.append(Operation(kind: kind, token: token, generation: generation, serial: serial))
+    }
+
+    mutating func startNext(into outputs: inout [Output]) {
+        guard inFlight == nil, !finished, !queue.isEmpty else { return }
+        let next = queue.removeFirst()
+        inFlight = next
+        outputs.append(.startOperation(next))
+    }
+}
