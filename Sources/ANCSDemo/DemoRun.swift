@@ -71,6 +71,8 @@ public final class DemoRun: @unchecked Sendable {
         public var requests = 0
         public var failedRequests = 0
         public var appNameFetches = 0
+        /// Control Point commands the phone answered with an error.
+        public var rejectedCommands = 0
         public var repeatedAppNameFetches = 0
         /// Notifications neither shown, removed nor failed when the run ended.
         public var unsettled = 0
@@ -167,6 +169,10 @@ public final class DemoRun: @unchecked Sendable {
         simulation.spawn { [self] in
             for await event in consumer.events { await self.accessory(event) }
         }
+        simulation.spawn { [self] in
+            // The phone's own log of what it did; read, so it is not buffered forever.
+            for await event in provider.events { self.phoneEvent(event) }
+        }
         simulation.spawn { [self] in try await self.phone() }
     }
 
@@ -249,6 +255,10 @@ public final class DemoRun: @unchecked Sendable {
                 await self.press(action, on: uid)
             }
         }
+    }
+
+    func phoneEvent(_ event: ProviderEvent) {
+        if case .commandRejected = event { summary.rejectedCommands += 1 }
     }
 
     // MARK: - The accessory

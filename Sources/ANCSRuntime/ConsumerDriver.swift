@@ -194,6 +194,7 @@ public struct ConsumerDriver<Waiter> {
         // Display fetches start after the actions that caused them, in order.
         var toFetch: [NotificationUID] = []
         var toName: [(NotificationUID, String)] = []
+        var toCancel: [NotificationUID] = []
         for action in actions {
             switch action {
             case .subscribe(let characteristic):
@@ -224,11 +225,25 @@ public struct ConsumerDriver<Waiter> {
                     if display.refreshOnModified, displayed[notification.uid] != nil { toFetch.append(notification.uid) }
                 case .removed(let notification):
                     displayed.removeValue(forKey: notification.uid)
+                    toCancel.append(notification.uid)
                 case .sessionEnded:
                     displayed.removeAll()
                 default:
                     break
                 }
+            }
+        }
+        // A removed notification's display fetches are not written (or their
+        // response is dropped, if they were).
+        for uid in toCancel {
+            let ids = waiters.compactMap { id, slot -> ConsumerRequestID? in
+                switch slot {
+                case .displayAttributes(uid), .displayAppName(uid): id
+                default: nil
+                }
+            }
+            for id in ids.sorted(by: { $0.rawValue < $1.rawValue }) {
+                outputs += perform(engine.cancel(id, at: now), at: now, startNext: false)
             }
         }
         if let display {

@@ -259,4 +259,35 @@ import Testing
         rig.simulation.runUntilIdle()
         #expect(!rig.events.contains { if case .displayFailed = $0 { true } else { false } })
     }
+
+    @Test("a notification removed before its display fetch is written is never fetched")
+    func removedBeforeFetch() throws {
+        let rig = SimulationRig(mtu: 23, interval: .milliseconds(100), display: .standard)
+        rig.connect()
+        let provider = rig.provider
+        // A burst: the fetches queue behind one another on the slow link.
+        let added = Box<[NotificationUID]>()
+        rig.simulation.spawn {
+            var uids: [NotificationUID] = []
+            for index in 0..<4 {
+                uids.append(try await provider.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "n\(index)", message: String(repeating: "x", count: 200))))
+            }
+            added.value = uids
+        }
+        rig.simulation.run(for: .milliseconds(250))
+        let uids = try #require(added.value)
+        #expect(rig.providerEvents.isEmpty || !rig.providerEvents.contains { if case .notificationAttributesSent(_, let r) = $0 { r.notificationUID == uids[3] } else { false } },
+                "the last fetch must still be queued when the notification is removed")
+        rig.remove(uids[3])
+        let fetched = rig.providerEvents.compactMap { event -> NotificationUID? in
+            if case .notificationAttributesSent(_, let request) = event { return request.notificationUID }
+            return nil
+        }
+        #expect(!fetched.contains(uids[3]))
+        // Three notifications' attributes and one app name: nothing written for the removed one.
+        #expect(rig.link.counters.writes == 4)
+        let ready = rig.events.compactMap { if case .ready(let shown) = $0 { shown.uid } else { nil } }
+        #expect(ready == Array(uids.prefix(3)))
+        #expect(!rig.events.contains { if case .displayFailed = $0 { true } else { false } })
+    }
 }
