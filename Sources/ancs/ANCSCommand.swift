@@ -1,17 +1,38 @@
 import ArgumentParser
-import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 @main
 struct ANCSCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ancs",
         abstract: "Apple Notification Center Service: consumer, provider and decoder.",
+        discussion: """
+            Every failure is one `error:` line on stderr (control characters in it \
+            escaped) and a non-zero exit status: 1 for bad input or a failed run, \
+            64 for a command line that does not parse, 74 when standard output \
+            cannot be written (a full disk, a closed descriptor). When the reader \
+            of standard output goes away (`ancs demo --json | head -1`), ancs stops \
+            at once, quietly, with status 0: the reader has what it asked for.
+            """,
+        version: ANCSVersion.current,
         subcommands: [DemoCommand.self, DecodeCommand.self, BenchCommand.self],
         defaultSubcommand: DemoCommand.self
     )
 
-    /// Every failure is one line on stderr starting with `error:`, and a non-zero exit.
+    /// Runs the subcommand the arguments name. Whatever it throws becomes one
+    /// `error:` line on stderr and a non-zero exit; help and the version go to
+    /// stdout through the same checked writes as everything else.
     static func main() async {
+        // A reader that closes the pipe is an EPIPE from write(2), handled
+        // where output is written, not a signal that kills the process mid-line.
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -20,32 +41,18 @@ struct ANCSCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch let failure as CommandFailure {
-            FileHandle.standardError.write(Data("error: \(failure.message)\n".utf8))
-            Foundation.exit(failure.status)
+            exitWithError(failure.message, status: failure.status)
         } catch {
-            let code = exitCode(for: error)
-            if code == .success {
-                exit(withError: error)  // --help, --version
+            let code = exitCode(for: error).rawValue
+            let text = message(for: error)
+            if code == 0 {
+                // --help, --version: the text is the output.
+                if !text.isEmpty { printLine(text) }
+                terminate(0)
             }
-            let message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-            let text = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
-            FileHandle.standardError.write(Data("error: \(text)\n".utf8))
-            Foundation.exit(code.rawValue == 0 ? 1 : code.rawValue)
+            // An `ExitCode` thrown on purpose carries no message.
+            guard !text.isEmpty else { terminate(code) }
+            exitWithError(text, status: code)
         }
     }
-}
-
-/// A failure the user caused or must act on, with its one-line message.
-struct CommandFailure: Error {
-    var message: String
-    var status: Int32 = 1
-    init(_ message: String, status: Int32 = 1) {
-        self.message = message
-        self.status = status
-    }
-}
-
-/// Writes one line to stdout and flushes, so piped output arrives as it happens.
-func printLine(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }

@@ -7,18 +7,23 @@ struct DecodeCommand: ParsableCommand {
         commandName: "decode",
         abstract: "Decode ANCS bytes into one line of JSON.",
         discussion: """
-            Hex may contain spaces or colons, in either case. On success one JSON \
-            object is printed on one line; on failure one `error:` line on stderr.
+            Hex may contain spaces, colons, tabs or line breaks between bytes, in \
+            either case. Any hex argument may instead be `-`, to read standard \
+            input, or `@PATH`, to read a file: there, text after `#` on a line is a \
+            comment and blank lines are skipped; for `ds`, each line is one \
+            fragment. On success one JSON object is printed on one line; on \
+            failure one `error:` line on stderr, naming the argument, or the file \
+            and line.
             """,
         subcommands: [NotificationSource.self, ControlPoint.self, DataSource.self]
     )
 
     struct NotificationSource: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "ns", abstract: "A Notification Source event (8 bytes).")
-        @Argument(help: "The event as hex.") var hex: [String] = []
+        @Argument(help: "The event as hex, or - (stdin) or @PATH (a file).") var hex: [String] = []
 
         func run() throws {
-            let bytes = try parseHex(hex.joined(separator: " "), what: "event")
+            let bytes = try readPDU(hex, what: "event")
             do {
                 printLine(ANCSJSON.notificationSource(try NotificationSourceEvent.decode(bytes)).rendered)
             } catch {
@@ -29,10 +34,10 @@ struct DecodeCommand: ParsableCommand {
 
     struct ControlPoint: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "cp", abstract: "A Control Point command.")
-        @Argument(help: "The command as hex.") var hex: [String] = []
+        @Argument(help: "The command as hex, or - (stdin) or @PATH (a file).") var hex: [String] = []
 
         func run() throws {
-            let bytes = try parseHex(hex.joined(separator: " "), what: "command")
+            let bytes = try readPDU(hex, what: "command")
             do {
                 printLine(ANCSJSON.controlPoint(try ControlPointCommand.decode(bytes)).rendered)
             } catch {
@@ -46,11 +51,13 @@ struct DecodeCommand: ParsableCommand {
             commandName: "ds",
             abstract: "A Data Source response, given the Control Point request it answers and its fragments in order."
         )
-        @Option(name: .long, help: "The Control Point command (hex) that the response answers.") var request: String
-        @Argument(help: "The GATT notifications of the response, as hex, in order.") var fragments: [String] = []
+        @Option(name: .long, help: "The Control Point command (hex, or - or @PATH) that the response answers.") var request: String
+        @Argument(help: "The GATT notifications of the response, in order: each hex, or - or @PATH for one per line.")
+        var fragments: [String] = []
 
         func run() throws {
-            let requestBytes = try parseHex(request, what: "--request")
+            var input = HexArguments()
+            let requestBytes = try readPDU([request], what: "--request", input: &input)
             let command: ControlPointCommand
             do {
                 command = try ControlPointCommand.decode(requestBytes)
@@ -63,17 +70,22 @@ struct DecodeCommand: ParsableCommand {
             var reassembler = DataSourceReassembler()
             reassembler.expect(expected, id: 0)
             var outcome: Result<DataSourceResponse, CommandFailure>?
-            for (number, text) in fragments.enumerated() {
-                let bytes = try parseHex(text, what: "fragment \(number + 1)")
-                reassembler.feed(bytes) { event in
-                    guard outcome == nil || (try? outcome?.get()) != nil else { return }
-                    switch event {
-                    case .response(_, let response):
-                        outcome = .success(response)
-                    case .failed(_, let error):
-                        outcome = .failure(CommandFailure("fragment \(number + 1): \(error)"))
-                    case .unsolicited:
-                        outcome = .failure(CommandFailure("fragment \(number + 1): bytes after the end of the response"))
+            var number = 0
+            for argument in fragments {
+                for piece in try input.pieces(of: argument) {
+                    number += 1
+                    let label = piece.origin.label("fragment \(number)")
+                    let bytes = try parseHex(piece.text, what: label)
+                    reassembler.feed(bytes) { event in
+                        guard outcome == nil || (try? outcome?.get()) != nil else { return }
+                        switch event {
+                        case .response(_, let response):
+                            outcome = .success(response)
+                        case .failed(_, let error):
+                            outcome = .failure(CommandFailure("\(label): \(error)"))
+                        case .unsolicited:
+                            outcome = .failure(CommandFailure("\(label): bytes after the end of the response"))
+                        }
                     }
                 }
             }
@@ -91,10 +103,20 @@ struct DecodeCommand: ParsableCommand {
     }
 }
 
-func parseHex(_ text: String, what: String) throws -> [UInt8] {
-    do {
-        return try HexInput.parse(text)
-    } catch {
-        throw CommandFailure("\(what): \(error)")
+/// The bytes of one PDU given as hex arguments (each hex, `-` or `@PATH`),
+/// in order; `what` names it in errors.
+func readPDU(_ arguments: [String], what: String) throws(CommandFailure) -> [UInt8] {
+    var input = HexArguments()
+    return try readPDU(arguments, what: what, input: &input)
+}
+
+func readPDU(_ arguments: [String], what: String, input: inout HexArguments) throws(CommandFailure) -> [UInt8] {
+    var bytes: [UInt8] = []
+    for (index, argument) in arguments.enumerated() {
+        let name = arguments.count > 1 ? "\(what), argument \(index + 1)" : what
+        for piece in try input.pieces(of: argument) {
+            bytes += try parseHex(piece.text, what: piece.origin.label(name))
+        }
     }
+    return bytes
 }

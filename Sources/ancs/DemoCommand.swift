@@ -23,7 +23,7 @@ struct DemoCommand: AsyncParsableCommand {
     var policy: DemoRun.FetchPolicy = .eager
     @Option(help: "Pipelining depth: Control Point commands whose response may be outstanding at once.") var depth: Int = 1
 
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.") var logLevel: String = "warning"
+    @Option(help: "Log level on stderr, in any case.") var logLevel: LogLevel = .warning
     @Flag(help: "Let logs show notification text; by default they show only lengths.") var logContents = false
 
     typealias FetchPolicy = DemoRun.FetchPolicy
@@ -32,7 +32,6 @@ struct DemoCommand: AsyncParsableCommand {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
         guard interval >= 7.5 && interval <= 4000 else { throw ValidationError("--interval must be between 7.5 and 4000 ms, got \(interval)") }
         guard rounds >= 1 else { throw ValidationError("--repeat must be at least 1") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         guard depth >= 1 else { throw ValidationError("--depth must be at least 1") }
     }
 
@@ -42,7 +41,7 @@ struct DemoCommand: AsyncParsableCommand {
                            policy: policy, repetitions: rounds)
         let view = DemoView(json: json, mtu: mtu, interval: interval, policy: policy, depth: depth)
         var logger = Logger(label: "ancs.demo") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
+        logger.logLevel = logLevel.level
         let log = ANCSTrafficLog(logger: logger, logsContents: logContents)
         demo.onLine = { time, line in
             if case .consumer(let consumerEvent) = line { log.log(consumerEvent) }
