@@ -179,6 +179,14 @@ func printErrorLine(_ text: String) {
     _ = StandardStream.error.write(text + "\n")
 }
 
+/// Writes a result the user asked for to stderr (the demo's summary next to
+/// JSON on stdout). A reader that went away stops the run quietly; any other
+/// failure ends it with status 74 (there is nowhere to say why).
+func printResultToStandardError(_ text: String) {
+    guard let code = StandardStream.error.write(text + "\n") else { return }
+    exit(code == EPIPE ? 0 : ExitStatus.outputFailure)
+}
+
 // MARK: - Hex input
 
 /// Parses hex as `ancs decode` takes it: pairs of digits in either case, with

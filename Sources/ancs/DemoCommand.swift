@@ -138,7 +138,7 @@ final class DemoView: @unchecked Sendable {
     func summary(_ summary: DemoRun.Summary) {
         let line = summary.line
         if json {
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+            printResultToStandardError(line)
         } else {
             printLine("")
             printLine(line)

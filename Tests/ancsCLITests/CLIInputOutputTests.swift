@@ -147,6 +147,10 @@ struct CLIOutputFailureTests {
         let usage = try runANCS(["decode", "--no-such-option"], stderr: .full)
         #expect(usage.exited, "killed by signal \(usage.status)")
         #expect(usage.status == 64)
+        // The demo's summary goes to stderr with --json.
+        let demo = try runANCS(["demo", "--fast", "--json"], stderr: .full)
+        #expect(demo.exited, "killed by signal \(demo.status)")
+        #expect(demo.status == 74)
     }
 
     @Test("stdout a pipe nobody reads: a quiet stop with status 0, not SIGPIPE", arguments: writers)
