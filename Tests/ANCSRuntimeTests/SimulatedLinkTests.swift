@@ -290,4 +290,61 @@ import Testing
         #expect(ready == Array(uids.prefix(3)))
         #expect(!rig.events.contains { if case .displayFailed = $0 { true } else { false } })
     }
+
+    @Test("withRunning returns the body's result and leaves the phone cleanly; a dying stack ends it with the error")
+    func withRunning() throws {
+        let simulation = Simulation()
+        let server = SimulatedServer()
+        let link = SimulatedLink(in: simulation, to: server)
+        let provider = ProviderServer(transport: server)
+        let phoneEvents = Box<[ProviderEvent]>()
+        phoneEvents.value = []
+        simulation.spawn { try await provider.run() }
+        simulation.spawn { for await event in provider.events { phoneEvents.value?.append(event) } }
+        simulation.spawn {
+            await provider.registerApp(identifier: "com.apple.MobileSMS", displayName: "Messages")
+            try await provider.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice", message: "Hi"))
+        }
+        link.connect()
+        let shown = Box<String>()
+        simulation.spawn {
+            shown.value = try await ConsumerClient.withRunning(transport: link.client, display: .standard,
+                                                               clock: simulation.clock, executor: simulation.executor) { client in
+                for await event in client.events {
+                    if case .ready(let notification) = event { return "\(notification.appLabel): \(notification.title ?? "")" }
+                }
+                return "no notification"
+            }
+        }
+        simulation.runUntilIdle()
+        #expect(shown.value == "Messages: Alice")
+        // Leaving unsubscribed from Notification Source: the phone's session ended, the link is still up.
+        #expect(phoneEvents.value?.contains { if case .sessionEnded = $0 { true } else { false } } == true)
+        #expect(link.isConnected)
+
+        // A second accessory: its stack dies while the body waits.
+        let second = SimulatedLink(in: simulation, to: server)
+        second.connect()
+        let outcome = Box<Result<String, any Error>>()
+        simulation.spawn {
+            do {
+                let value = try await ConsumerClient.withRunning(transport: second.client, clock: simulation.clock, executor: simulation.executor) { client in
+                    try await simulation.clock.sleep(for: .seconds(3600))
+                    return "slept"
+                }
+                outcome.value = .success(value)
+            } catch {
+                outcome.value = .failure(error)
+            }
+        }
+        simulation.run(for: .seconds(1))
+        second.failClient(TransportError("the host process exited"))
+        simulation.runUntilIdle()
+        guard case .failure(let error as TransportError)? = outcome.value else {
+            Issue.record("withRunning did not throw the transport's error: \(String(describing: outcome.value))")
+            return
+        }
+        #expect(error.message == "the host process exited")
+        #expect(simulation.now < .zero + .seconds(60), "the body was cancelled, not waited for")
+    }
 }
