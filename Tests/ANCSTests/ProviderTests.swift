@@ -656,8 +656,37 @@ extension ProviderTests {
             let response = try #require(notificationAttributes(fragments, answering: command))
             #expect(response.attributes.count == 101)
             #expect(response.attributes.reduce(0) { $0 + $1.value.count } == 1000 - 5 - 3 * 101)
-            #expect(response.attributes[0].value.count == 692)
+            // The AppIdentifier is never cut: the messages share what is left after it.
+            #expect(response.attributes[0].value.count == 692 - 20)
             #expect(response.attributes[1].value.count == 0)
+            #expect(response.attributes[100] == NotificationAttribute(.appIdentifier, "com.apple.mobilemail"))
+        }
+
+        @Test("The response budget cuts only Title, Subtitle and Message: a 16 KB message keeps MessageSize, Date, AppIdentifier and the labels whole",
+              arguments: [23, 185, 517])
+        func budgetNeverCutsShortAttributes(_ mtu: Int) throws {
+            var provider = makeProvider([(phone, mtu, true, true)])
+            var long = mail
+            long.message = String(repeating: "m", count: 16_384)
+            long.positiveActionLabel = "Reply"
+            let uid = try add(long, to: &provider)
+            let all = (0...7).map { NotificationAttributeRequest(NotificationAttributeID(rawValue: $0), maxLength: 0xFFFF) }
+            let command = GetNotificationAttributes(notificationUID: uid, attributes: all)
+            let actions = try write(.getNotificationAttributes(command), from: phone, to: &provider)
+            let fragments = dataSourceFragments(actions, to: phone)
+            #expect(fragments.allSatisfy { $0.count <= mtu - 3 })
+            #expect(fragments.reduce(0) { $0 + $1.count } == ProviderConfiguration.default.maximumResponseLength)
+            let response = try #require(notificationAttributes(fragments, answering: command))
+            #expect(response[.appIdentifier] == "com.apple.mobilemail")
+            #expect(response[.title] == "Alice")
+            #expect(response[.subtitle] == "Lunch")
+            #expect(response[.messageSize] == "16384")
+            #expect(response[.date] == "20140322T154200")
+            #expect(response[.positiveActionLabel] == "Reply")
+            #expect(response[.negativeActionLabel] == "Clear")
+            // The message alone is cut, to what the budget leaves.
+            let short = 20 + 5 + 5 + 5 + 15 + 5 + 5
+            #expect(response[.message]?.count == 16_384 - 5 - 3 * 8 - short)
         }
     }
 }

@@ -24,7 +24,8 @@
 // produces nothing more (spec: "Errors"). Nothing is queued, so a consumer
 // costs a fixed few bytes however it behaves, and one write's output is
 // bounded by `ProviderConfiguration.maximumResponseLength` (plus 3 bytes per
-// tuple asked).
+// tuple asked and the attributes that are never cut: AppIdentifier,
+// MessageSize, Date, the action labels).
 
 public struct Provider: Sendable {
     struct Link: Sendable {
@@ -185,18 +186,32 @@ public struct Provider: Sendable {
     }
 
     /// Get Notification Attributes: one tuple per requested attribute, in
-    /// order; Title, Subtitle and Message cut bytewise to their max length.
+    /// order; Title, Subtitle and Message cut bytewise to their max length
+    /// and to the response budget, every other attribute sent whole.
     private func answer(_ request: GetNotificationAttributes, on index: Int) -> [ProviderAction] {
         let link = links[index]
         guard link.dataSource else { return reject(link.id, .dataSourceNotSubscribed) }
         guard let notification = notificationCenter[request.notificationUID] else {
             return reject(link.id, .unknownNotification(request.notificationUID))
         }
+        // Only Title, Subtitle and Message (the attributes with a max length)
+        // are ever cut: AppIdentifier, MessageSize, Date and the labels are
+        // short and meaningless in part, so they are sent whole and the budget
+        // left after them is what the cuttable values share, in order.
         var budget = configuration.maximumResponseLength - 5 - 3 * request.attributes.count
+        for requested in request.attributes where !requested.id.takesMaxLength {
+            budget -= min(notification.value(of: requested.id)?.utf8.count ?? 0, Int(UInt16.max))
+        }
         var attributes: [NotificationAttribute] = []
         attributes.reserveCapacity(request.attributes.count)
         for requested in request.attributes {
-            let value = Provider.cut(notification.value(of: requested.id), maxLength: requested.maxLength, budget: &budget)
+            let value: AttributeValue
+            if requested.id.takesMaxLength {
+                value = Provider.cut(notification.value(of: requested.id), maxLength: requested.maxLength, budget: &budget)
+            } else {
+                var unlimited = Int(UInt16.max)
+                value = Provider.cut(notification.value(of: requested.id), maxLength: nil, budget: &unlimited)
+            }
             attributes.append(NotificationAttribute(requested.id, value))
         }
         let response = DataSourceResponse.notificationAttributes(
