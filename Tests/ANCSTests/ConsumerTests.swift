@@ -841,21 +841,29 @@ struct ConsumerTests {
         #expect(consumer.nextDeadline == at(milliseconds: 12_000))
     }
 
-    @Test("A session that ends while the link stays up leaves its write in flight: the next session's first write waits for its result")
-    func writeInFlightAcrossSessions() throws {
+    @Test("A session that ends with a write in flight does not hold the next one: its first fetch writes at once, the old write's late result is ignored",
+          arguments: SessionEnd.allCases)
+    func writeInFlightAcrossSessions(_ end: SessionEnd) throws {
         var consumer = sessionConsumer(with: [(1, [])])
         let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
         let write1 = try onlyWrite(firstActions)
-        #expect(results(consumer.serviceChanged(published: false, at: .zero), for: first) == [.failure(.sessionEnded)])
-        _ = consumer.serviceChanged(published: true, at: .zero)
+        #expect(results(end.end(&consumer, at: .zero), for: first) == [.failure(.sessionEnded)])
+        // The caller drops the results of an earlier session's writes: nothing may wait for them.
+        #expect(consumer.nextDeadline == nil)
+        switch end {
+        case .linkDown: _ = consumer.linkUp(mtu: 23, at: .zero)
+        case .stop, .serviceUnpublished: _ = consumer.serviceChanged(published: true, at: .zero)
+        }
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         _ = consumer.received(notificationSource: sourceEvent(.added, 2), at: .zero)
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
-        #expect(secondActions.isEmpty)
-        let write2 = try onlyWrite(consumer.writeCompleted(write1.token, .success, at: .zero))
+        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 1))
+        let write2 = try onlyWrite(secondActions)
         #expect(write2.command == standardCommand(2))
-        _ = consumer.writeCompleted(write2.token, .success, at: .zero)
+        #expect(write2.token != write1.token)
+        // A late result of the old write, should one still arrive, changes nothing.
+        #expect(consumer.writeCompleted(write1.token, .success, at: at(milliseconds: 2)).isEmpty)
+        _ = consumer.writeCompleted(write2.token, .success, at: at(milliseconds: 3))
         #expect(results(deliver(standardResponse(2), to: &consumer), for: second) == [.success(.notificationAttributes(standardResponse(2)))])
     }
 
@@ -1556,8 +1564,11 @@ private struct RandomRun {
             inSession = false
             live.removeAll()
             appsAnswered.removeAll()
-            // The NP's answers to the old session are not delivered into a later one.
+            // The NP's answers to the old session are not delivered into a
+            // later one, nor the results of its writes: the caller drops them.
             dataSource.removeAll()
+            unansweredWrites.removeAll()
+            writeResults.removeAll()
             check(consumer.notifications.isEmpty, "\(consumer.notifications.count) notifications survive the session")
             check(consumer.appAttributes.isEmpty, "cached apps survive the session")
             check(consumer.pendingRequestCount == 0, "\(consumer.pendingRequestCount) requests survive the session")

@@ -29,6 +29,8 @@
 // reassembler still consumes its response if it comes. An abandoned write
 // keeps the link busy until its result comes (ATT allows one write at a
 // time), or until a request timeout after it was issued if it never does.
+// A session's end forgets its write in flight: the caller drops results of
+// an earlier session's writes, so the next session writes at once.
 
 public struct Consumer: Sendable {
     enum Phase: Hashable, Sendable {
@@ -557,8 +559,12 @@ public struct Consumer: Sendable {
         entries.removeAll()
         for entry in ended { finish(entry, .failure(.sessionEnded), into: &actions) }
         reassembler = DataSourceReassembler(configuration: reassembler.configuration)
-        // The link, if still up, stays busy with a write in flight until its result.
-        if reason == .linkDown { writeInFlight = nil } else if writeInFlight != nil { writeAbandoned = true }
+        // The caller drops the results of this session's writes (they answer
+        // nothing in the next one), so the next session must not wait for
+        // them: it writes at once, and the transport keeps ATT's one write at
+        // a time on a link that stays up.
+        writeInFlight = nil
+        writeAbandoned = false
         abandonedResponseKey = nil
         notifications.removeAll()
         arrivalOrder.removeAll()
