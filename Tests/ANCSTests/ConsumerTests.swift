@@ -613,6 +613,31 @@ struct ConsumerTests {
         #expect(results(right, for: second) == [.success(.notificationAttributes(standardResponse(2)))])
     }
 
+    @Test("A response that cannot be framed fails only its own request: the next request's response, written meanwhile, still parses",
+          arguments: [23, 185])
+    func unframeableResponseSparesTheNextRequest(_ mtu: Int) throws {
+        var consumer = sessionConsumer(with: [(1, []), (2, [])])
+        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let write1 = try onlyWrite(firstActions)
+        _ = consumer.writeCompleted(write1.token, .success, at: .zero)
+        // The NP answers with an unknown CommandID and bytes no framing explains, in three notifications.
+        let size = mtu - 3
+        let garbage = DataSourceResponse.fragment([0x07] + [UInt8](repeating: 0x41, count: 3 * size - 1), mtu: mtu)
+        #expect(garbage.count == 3)
+        let failedFirst = consumer.received(dataSource: garbage[0], at: .zero)
+        #expect(invalidResponse(results(failedFirst, for: first))?.reason == .wrongCommandID(expected: .getNotificationAttributes, actual: CommandID(rawValue: 7)))
+        // The first request ended, so the second one is written while the garbage still streams.
+        let write2 = try onlyWrite(failedFirst)
+        #expect(write2.command == standardCommand(2))
+        var actions = consumer.writeCompleted(write2.token, .success, at: .zero)
+        for fragment in garbage.dropFirst() { actions += consumer.received(dataSource: fragment, at: .zero) }
+        #expect(results(actions, for: second).isEmpty)
+        #expect(events(actions).allSatisfy { if case .protocolError = $0 { true } else { false } })
+        let answered = deliver(.notificationAttributes(standardResponse(2)), mtu: mtu, to: &consumer)
+        #expect(results(answered, for: second) == [.success(.notificationAttributes(standardResponse(2)))])
+    }
+
     @Test("Data Source arriving before the write response still completes the request, once")
     func dataSourceBeforeWriteResponse() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
