@@ -1073,6 +1073,37 @@ struct ConsumerTests {
         #expect(completionCount(all) == 0)
     }
 
+    @Test("AppIdentifiers are compared as bytes: two that differ only in invalid UTF-8 get their own Get App Attributes, with their exact bytes, and their own cache entries")
+    func appIdentifiersAsBytes() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes))
+        let prefix = Array("com.example.".utf8)
+        // Both decode leniently to "com.example.\u{FFFD}".
+        let apps: [(bytes: [UInt8], name: AttributeValue)] = [(prefix + [0xFF], "Alpha"), (prefix + [0xFE], "Beta"), (prefix + [0xC0], "Gamma")]
+        for (index, app) in apps.enumerated() {
+            let raw = UInt32(index + 1)
+            let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, raw), at: .zero))
+            _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+            let attributes = NotificationAttributesResponse(notificationUID: uid(raw), attributes: [
+                NotificationAttribute(.appIdentifier, AttributeValue(bytes: app.bytes)),
+                NotificationAttribute(.title, "Hi"),
+                NotificationAttribute(.date, "20140322T154200"),
+            ])
+            let name = try onlyWrite(deliver(.notificationAttributes(attributes), to: &consumer))
+            #expect(name.bytes == [0x01] + app.bytes + [0x00, 0x00], "the command carries the AppIdentifier's bytes as received")
+            _ = consumer.writeCompleted(name.token, .success, at: .zero)
+            let answer = AppAttributesResponse(appIdentifierBytes: app.bytes, attributes: [AppAttribute(.displayName, app.name)])
+            #expect(events(deliver(.appAttributes(answer), to: &consumer)).contains(.appAttributes(answer)))
+        }
+        #expect(consumer.appCache.count == apps.count)
+        for app in apps {
+            #expect(consumer.appCache.first { $0.appIdentifierBytes == app.bytes }?[.displayName] == app.name)
+            #expect(consumer.displayName(ofAppBytes: app.bytes) == app.name)
+        }
+        // An application request by bytes is answered from the cache, per app.
+        let (request, actions) = consumer.fetchAppAttributes(appIdentifierBytes: apps[1].bytes, at: .zero)
+        #expect(results(actions, for: request) == [.success(.appAttributes(AppAttributesResponse(appIdentifierBytes: apps[1].bytes, attributes: [AppAttribute(.displayName, "Beta")])))])
+    }
+
     @Test("Eager policy: the app name is asked once even when its notifications' attributes arrive before the name does")
     func eagerAppNameAskedOnce() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2, eagerAttributes: standardAttributes))

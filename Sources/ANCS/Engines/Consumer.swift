@@ -74,11 +74,15 @@ public struct Consumer: Sendable {
     var arrivalOrder: [NotificationUID: UInt64] = [:]
     var arrivals: UInt64 = 0
     /// App attributes per AppIdentifier, for this session only, oldest first.
-    /// AppIdentifiers are matched by their bytes, as the NP does: no Unicode
-    /// normalization (which would also pull its tables into firmware).
+    /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
+    /// eager fetches), as the NP does: no Unicode normalization (which would
+    /// also pull its tables into firmware), and two AppIdentifiers that are
+    /// not valid UTF-8 are never confused through their lenient decoding.
     var appCache: [AppAttributesResponse] = []
 
-    /// App attributes per AppIdentifier fetched in this session.
+    /// App attributes per AppIdentifier fetched in this session. Keyed by the
+    /// text: AppIdentifiers that are not valid UTF-8 may share a key here;
+    /// `cachedApp(appIdentifierBytes:)` tells them apart.
     public var appAttributes: [String: AppAttributesResponse] {
         var result: [String: AppAttributesResponse] = [:]
         for app in appCache { result[app.appIdentifier] = app }
@@ -87,12 +91,16 @@ public struct Consumer: Sendable {
 
     /// The cached app attributes of an AppIdentifier, if fetched in this session.
     public func cachedApp(_ appIdentifier: String) -> AppAttributesResponse? {
-        guard let index = cacheIndex(appIdentifier) else { return nil }
-        return appCache[index]
+        cacheIndex(appIdentifier.utf8).map { appCache[$0] }
     }
 
-    func cacheIndex(_ appIdentifier: String) -> Int? {
-        appCache.firstIndex { $0.appIdentifier.utf8.elementsEqual(appIdentifier.utf8) }
+    /// The cached app attributes of the AppIdentifier with exactly these bytes.
+    public func cachedApp(appIdentifierBytes: [UInt8]) -> AppAttributesResponse? {
+        cacheIndex(appIdentifierBytes).map { appCache[$0] }
+    }
+
+    func cacheIndex<Bytes: Collection<UInt8>>(_ appIdentifier: Bytes) -> Int? {
+        appCache.firstIndex { $0.appIdentifierBytes.elementsEqual(appIdentifier) }
     }
 
     var entries: [Entry] = []
@@ -142,6 +150,11 @@ public struct Consumer: Sendable {
     /// The cached display name of an app, if fetched in this session.
     public func displayName(of appIdentifier: String) -> AttributeValue? {
         cachedApp(appIdentifier)?[.displayName]
+    }
+
+    /// The cached display name of the app whose AppIdentifier has exactly these bytes.
+    public func displayName(ofAppBytes appIdentifier: [UInt8]) -> AttributeValue? {
+        cachedApp(appIdentifierBytes: appIdentifier)?[.displayName]
     }
 
     // MARK: - Link and session inputs
@@ -336,6 +349,12 @@ public struct Consumer: Sendable {
         submit(.getAppAttributes(GetAppAttributes(appIdentifier: appIdentifier, attributes: attributes)), at: now)
     }
 
+    /// Fetch attributes of the app whose AppIdentifier has exactly these bytes
+    /// (as a notification's AppIdentifier attribute carries them, valid UTF-8 or not).
+    public mutating func fetchAppAttributes(appIdentifierBytes: [UInt8], _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+        submit(.getAppAttributes(GetAppAttributes(appIdentifierBytes: appIdentifierBytes, attributes: attributes)), at: now)
+    }
+
     /// Perform the positive or negative action of a notification whose flags announce it.
     public mutating func performAction(_ action: ActionID, on uid: NotificationUID, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
         submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), at: now)
@@ -396,10 +415,10 @@ public struct Consumer: Sendable {
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
         case .getAppAttributes(let request):
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
-            if let cached = cachedApp(request.appIdentifier),
+            if let cached = cachedApp(appIdentifierBytes: request.appIdentifierBytes),
                request.attributes.allSatisfy({ id in cached.attributes.contains { $0.id == id } }) {
                 let answer = AppAttributesResponse(
-                    appIdentifier: request.appIdentifier,
+                    appIdentifierBytes: request.appIdentifierBytes,
                     attributes: request.attributes.map { id in AppAttribute(id, cached[id] ?? .empty) })
                 actions.append(.emit(.completed(id, .success(.appAttributes(answer)))))
                 return (id, actions)
@@ -488,12 +507,13 @@ public struct Consumer: Sendable {
             }
             actions.append(.emit(.attributes(value)))
             if configuration.eagerAppNames, !configuration.eagerAttributes.isEmpty,
-               let identifier = value[.appIdentifier]?.string, !identifier.isEmpty {
-                fetchAppNameEagerly(identifier, at: now)
+               let identifier = value[.appIdentifier], !identifier.isEmpty {
+                // Its bytes as received: a lenient decoding could name another app.
+                fetchAppNameEagerly(identifier.bytes, at: now)
             }
         case .appAttributes(let value):
-            let cached = cacheIndex(value.appIdentifier)
-            var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifier: value.appIdentifier, attributes: [])
+            let cached = cacheIndex(value.appIdentifierBytes)
+            var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
             if appCache.count >= configuration.maximumCachedApps { appCache.removeFirst() }
             for attribute in value.attributes {
                 if let index = merged.attributes.firstIndex(where: { $0.id == attribute.id }) {
@@ -517,14 +537,14 @@ public struct Consumer: Sendable {
         pump(at: now, into: &actions)
     }
 
-    private mutating func fetchAppNameEagerly(_ identifier: String, at now: Timestamp) {
+    private mutating func fetchAppNameEagerly(_ identifier: [UInt8], at now: Timestamp) {
         guard cacheIndex(identifier) == nil, dataSourceAvailable else { return }
         let alreadyAsked = entries.contains { entry in
-            if case .getAppAttributes(let request) = entry.command { return request.appIdentifier.utf8.elementsEqual(identifier.utf8) }
+            if case .getAppAttributes(let request) = entry.command { return request.appIdentifierBytes == identifier }
             return false
         }
         guard !alreadyAsked, entries.count < configuration.maximumRequests else { return }
-        let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifier: identifier, attributes: [.displayName]))
+        let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
         // Placed ahead of queued attribute fetches: the name is needed to show them.
         guard let bytes = try? command.encode() else { return }
         enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))

@@ -512,8 +512,9 @@ public struct DataSourceReassembler: Sendable {
                 let response = NotificationAttributesResponse(notificationUID: uid, attributes: notificationAttributes)
                 notificationAttributes = []
                 handler(.response(finished.id, .notificationAttributes(response)))
-            case .app(let identifier):
-                let response = AppAttributesResponse(appIdentifier: identifier, attributes: appAttributes)
+            case .app:
+                let header = finished.request.header
+                let response = AppAttributesResponse(appIdentifierBytes: Array(header[1..<(header.count - 1)]), attributes: appAttributes)
                 appAttributes = []
                 handler(.response(finished.id, .appAttributes(response)))
             }
