@@ -495,6 +495,35 @@ extension ProviderTests {
             #expect(responses(try write(.getAppAttributes(command), from: phone, to: &provider)) == [.success])
         }
 
+        @Test("AppIdentifiers are matched by their bytes: no Unicode equivalence, no lenient decoding; an unknown one is 0xA2")
+        func appIdentifiersMatchByBytes() throws {
+            var provider = makeProvider()
+            let precomposed = "caf\u{E9}"
+            let decomposed = "cafe\u{301}"
+            provider.registerApp(identifier: precomposed, displayName: "Precomposed")
+            provider.registerApp(identifier: "c\u{FFFD}", displayName: "Replacement")
+
+            // "é" decomposed names another app than "é" precomposed.
+            let other = GetAppAttributes(appIdentifier: decomposed)
+            #expect(try write(.getAppAttributes(other), from: phone, to: &provider)
+                == [.respond(phone, .attError(.invalidParameter)), .emit(.commandRejected(phone, .unknownApp(decomposed)))])
+            // Invalid UTF-8 names no app, not even the one its lenient decoding spells.
+            let invalid = GetAppAttributes(appIdentifierBytes: [0x63, 0xFF])
+            let rejected = provider.controlPointWritten(phone, [0x01, 0x63, 0xFF, 0x00, 0x00])
+            #expect(responses(rejected) == [.attError(.invalidParameter)])
+            #expect(dataSourceCount(rejected) == 0)
+
+            // Registered separately, each is answered with its own name and its own bytes echoed.
+            provider.registerApp(identifier: decomposed, displayName: "Decomposed")
+            for (identifier, name) in [(precomposed, "Precomposed"), (decomposed, "Decomposed"), ("c\u{FFFD}", "Replacement")] {
+                let command = GetAppAttributes(appIdentifier: identifier)
+                let fragments = dataSourceFragments(try write(.getAppAttributes(command), from: phone, to: &provider), to: phone)
+                #expect(Array(fragments.joined().prefix(1 + identifier.utf8.count + 1)) == [0x01] + Array(identifier.utf8) + [0x00])
+                #expect(appAttributes(fragments, answering: command)?[.displayName] == AttributeValue(name))
+            }
+            #expect(provider.notificationCenter.displayName(ofAppBytes: invalid.appIdentifierBytes) == nil)
+        }
+
         // MARK: Errors
 
         @Test("0xA0 Unknown command: CommandID not recognized")

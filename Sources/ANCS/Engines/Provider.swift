@@ -226,10 +226,11 @@ public struct Provider: Sendable {
     private func answer(_ request: GetAppAttributes, on index: Int) -> [ProviderAction] {
         let link = links[index]
         guard link.dataSource else { return reject(link.id, .dataSourceNotSubscribed) }
-        guard let displayName = notificationCenter.displayName(ofApp: request.appIdentifier) else {
+        // Matched by bytes: no Unicode equivalence, and invalid UTF-8 names no app.
+        guard let displayName = notificationCenter.displayName(ofAppBytes: request.appIdentifierBytes) else {
             return reject(link.id, .unknownApp(request.appIdentifier))
         }
-        var budget = configuration.maximumResponseLength - 2 - request.appIdentifier.utf8.count - 3 * request.attributes.count
+        var budget = configuration.maximumResponseLength - 2 - request.appIdentifierBytes.count - 3 * request.attributes.count
         var attributes: [AppAttribute] = []
         attributes.reserveCapacity(request.attributes.count)
         for id in request.attributes {
@@ -238,7 +239,7 @@ public struct Provider: Sendable {
         }
         // The header echoes the AppIdentifier as asked, so the consumer can match it.
         let response = DataSourceResponse.appAttributes(
-            AppAttributesResponse(appIdentifier: request.appIdentifier, attributes: attributes))
+            AppAttributesResponse(appIdentifierBytes: request.appIdentifierBytes, attributes: attributes))
         var actions = respond(response, to: link)
         actions.append(.emit(.appAttributesSent(link.id, request)))
         return actions
