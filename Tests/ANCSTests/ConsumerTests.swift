@@ -1124,6 +1124,31 @@ struct ConsumerTests {
         #expect(written.map(\.command) == [standardCommand(1), standardCommand(2), displayNameCommand(mailApp), standardCommand(3)])
     }
 
+    @Test("A Removed event drops the notification's requests not yet written; requests waiting on them end with notificationRemoved")
+    func removedDropsUnwrittenRequests() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
+        let write1 = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        // Notification 2's eager fetch waits behind the first; the application joins it and asks more.
+        #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 2, flags: [.negativeAction]), at: .zero)).isEmpty)
+        let (joined, joinedActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let (other, otherActions) = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 32)], for: uid(2), at: .zero)
+        let (action, actionActions) = consumer.performAction(.negative, on: uid(2), at: .zero)
+        #expect(joinedActions.isEmpty && otherActions.isEmpty && actionActions.isEmpty)
+        #expect(consumer.entries.count == 4)
+
+        let removed = consumer.received(notificationSource: sourceEvent(.removed, 2), at: .zero)
+        for id in [joined, other, action] {
+            #expect(results(removed, for: id) == [.failure(.notificationRemoved)])
+        }
+        #expect(consumer.pendingRequestCount == 0)
+        #expect(consumer.entries.count == 1)
+        // Nothing for notification 2 is ever written.
+        _ = consumer.writeCompleted(write1.token, .success, at: .zero)
+        #expect(try writes(deliver(standardResponse(1), to: &consumer)).isEmpty)
+        #expect(consumer.entries.isEmpty)
+        #expect(consumer.nextDeadline == nil)
+    }
+
     @Test("Eager policy without eagerAppNames fetches no app names")
     func eagerWithoutAppNames() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))

@@ -268,6 +268,7 @@ public struct Consumer: Sendable {
             var removed = notification
             removed.categoryCount = event.categoryCount
             actions.append(.emit(.removed(removed)))
+            dropUnwrittenRequests(for: uid, into: &actions)
         default:
             actions.append(.emit(.unknownEvent(event)))
         }
@@ -551,6 +552,26 @@ public struct Consumer: Sendable {
         if let firstQueued = entries.firstIndex(where: { $0.state == .queued }), firstQueued < entries.count - 1 {
             let entry = entries.removeLast()
             entries.insert(entry, at: firstQueued)
+        }
+    }
+
+    /// A removed notification names nothing on the NP any more (it would
+    /// answer 0xA2): its requests not yet written (eager fetches, application
+    /// fetches and actions) are dropped, and whoever waits on them is told.
+    private mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
+        var index = 0
+        while index < entries.count {
+            let target: NotificationUID?
+            switch entries[index].command {
+            case .getNotificationAttributes(let request): target = request.notificationUID
+            case .performNotificationAction(let request): target = request.notificationUID
+            case .getAppAttributes: target = nil
+            }
+            if entries[index].state == .queued, target == uid {
+                finish(entries.remove(at: index), .failure(.notificationRemoved), into: &actions)
+            } else {
+                index += 1
+            }
         }
     }
 

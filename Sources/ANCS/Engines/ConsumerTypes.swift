@@ -108,6 +108,9 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
     case encoding(EncodingError)
     /// More requests are outstanding than the configuration allows.
     case tooManyRequests
+    /// The notification was removed before the request was written: it
+    /// names nothing on the NP any more, so the request was dropped.
+    case notificationRemoved
 
     init(_ result: ATTResult) {
         switch result {
@@ -141,6 +144,7 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
         case .actionNotAvailable: "the notification offers no such action"
         case .encoding(let error): "\(error)"
         case .tooManyRequests: "too many requests outstanding"
+        case .notificationRemoved: "the notification was removed before the request was written"
         }
     }
 }
