@@ -326,13 +326,17 @@ struct ConsumerTests {
         #expect(consumer.isInSession)
     }
 
-    @Test("The model is bounded: beyond maximumNotifications the oldest notification is dropped")
+    @Test("The model is bounded: beyond maximumNotifications the oldest notification is dropped, and emitted as removed")
     func boundedModel() {
         var consumer = sessionConsumer(ConsumerConfiguration(maximumNotifications: 3), with: [(1, []), (2, []), (3, [])])
         // Modified does not make a notification younger.
         _ = consumer.received(notificationSource: sourceEvent(.modified, 1, count: 2), at: .zero)
+        let dropped = consumer.notifications[uid(1)]!
         let actions = consumer.received(notificationSource: sourceEvent(.added, 4), at: .zero)
-        #expect(actions == [.emit(.added(ConsumerNotification(uid: uid(4), eventFlags: [], categoryID: .email, categoryCount: 1, isPreExisting: false)))])
+        #expect(actions == [
+            .emit(.removed(dropped)),
+            .emit(.added(ConsumerNotification(uid: uid(4), eventFlags: [], categoryID: .email, categoryCount: 1, isPreExisting: false))),
+        ])
         #expect(Set(consumer.notifications.keys) == [uid(2), uid(3), uid(4)])
         _ = consumer.received(notificationSource: sourceEvent(.added, 5), at: .zero)
         #expect(Set(consumer.notifications.keys) == [uid(3), uid(4), uid(5)])
@@ -1147,6 +1151,49 @@ struct ConsumerTests {
         #expect(try writes(deliver(standardResponse(1), to: &consumer)).isEmpty)
         #expect(consumer.entries.isEmpty)
         #expect(consumer.nextDeadline == nil)
+    }
+
+    @Test("Eager policy: a Modified notification is fetched again (a fetch already written may have read the old content); a burst of Modified costs one fetch")
+    func eagerRefetchOnModified() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
+        let first = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        for _ in 0..<3 {
+            #expect(try writes(consumer.received(notificationSource: sourceEvent(.modified, 1), at: .zero)).isEmpty)
+        }
+        #expect(consumer.entries.count == 2)
+        _ = consumer.writeCompleted(first.token, .success, at: .zero)
+        let again = try onlyWrite(deliver(standardResponse(1, title: "old"), to: &consumer))
+        #expect(again.command == standardCommand(1))
+        _ = consumer.writeCompleted(again.token, .success, at: .zero)
+        #expect(try writes(deliver(standardResponse(1, title: "new"), to: &consumer)).isEmpty)
+        #expect(consumer.notifications[uid(1)]?[.title] == "new")
+        #expect(consumer.entries.isEmpty)
+    }
+
+    @Test("Eager policy: an app the NP answered 0xA2 for is not asked again in the session, however many notifications it posts")
+    func eagerUnknownAppAskedOnce() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes))
+        var appFetches = 0
+        for raw in UInt32(1)...3 {
+            let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, raw), at: .zero))
+            _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+            for write in try writes(deliver(standardResponse(raw), to: &consumer)) {
+                #expect(write.command == displayNameCommand(mailApp))
+                appFetches += 1
+                #expect(consumer.writeCompleted(write.token, .attError(.invalidParameter), at: .zero).isEmpty)
+            }
+        }
+        #expect(appFetches == 1)
+        #expect(consumer.entries.isEmpty)
+        // The application may still ask; a new session asks again.
+        #expect(try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1).command == displayNameCommand(mailApp))
+        _ = consumer.serviceChanged(published: false, at: .zero)
+        _ = consumer.serviceChanged(published: true, at: .zero)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 4), at: .zero))
+        _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+        #expect(try onlyWrite(deliver(standardResponse(4), to: &consumer)).command == displayNameCommand(mailApp))
     }
 
     @Test("Eager policy without eagerAppNames fetches no app names")

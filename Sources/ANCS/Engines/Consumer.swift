@@ -79,6 +79,10 @@ public struct Consumer: Sendable {
     /// also pull its tables into firmware), and two AppIdentifiers that are
     /// not valid UTF-8 are never confused through their lenient decoding.
     var appCache: [AppAttributesResponse] = []
+    /// AppIdentifiers the NP answered 0xA2 (Invalid parameter) for in this
+    /// session, oldest first (at most `maximumCachedApps`): eager fetches do
+    /// not ask for their names again with every notification.
+    var unknownApps: [[UInt8]] = []
 
     /// App attributes per AppIdentifier fetched in this session. Keyed by the
     /// text: AppIdentifiers that are not valid UTF-8 may share a key here;
@@ -246,9 +250,9 @@ public struct Consumer: Sendable {
             let notification = ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
                 categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            insert(notification)
+            insert(notification, into: &actions)
             actions.append(.emit(.added(notification)))
-            fetchEagerly(uid, at: now, into: &actions)
+            fetchEagerly(uid, modified: false, at: now, into: &actions)
         case .modified:
             var notification = notifications[uid] ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
@@ -257,9 +261,9 @@ public struct Consumer: Sendable {
             notification.eventFlags = event.eventFlags
             notification.categoryID = event.categoryID
             notification.categoryCount = event.categoryCount
-            if known { notifications[uid] = notification } else { insert(notification) }
+            if known { notifications[uid] = notification } else { insert(notification, into: &actions) }
             actions.append(.emit(.modified(notification)))
-            fetchEagerly(uid, at: now, into: &actions)
+            fetchEagerly(uid, modified: true, at: now, into: &actions)
         case .removed:
             let notification = notifications.removeValue(forKey: uid) ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
@@ -325,6 +329,11 @@ public struct Consumer: Sendable {
             if result != .success {
                 entries.remove(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: false)
+                if result == .attError(.invalidParameter), case .getAppAttributes(let request) = entry.command,
+                   !unknownApps.contains(request.appIdentifierBytes) {
+                    if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
+                    unknownApps.append(request.appIdentifierBytes)
+                }
                 finish(entry, .failure(ConsumerError(result)), into: &actions)
             } else if entry.expectsResponse {
                 entries[index].state = .awaitingResponse
@@ -528,18 +537,24 @@ public struct Consumer: Sendable {
         }
     }
 
-    private mutating func fetchEagerly(_ uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) {
+    /// The eager fetch of an Added or Modified notification. A Modified
+    /// notification changed on the NP, so a fetch already written may have
+    /// read the old content: it is fetched again unless an identical fetch is
+    /// still queued (so a burst of Modified events costs one fetch).
+    private mutating func fetchEagerly(_ uid: NotificationUID, modified: Bool, at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard !configuration.eagerAttributes.isEmpty, dataSourceAvailable else { return }
         let command = ControlPointCommand.getNotificationAttributes(
             GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
-        guard let bytes = try? command.encode(), !entries.contains(where: { $0.bytes == bytes }),
+        guard let bytes = try? command.encode(),
+              !entries.contains(where: { $0.bytes == bytes && (!modified || $0.state == .queued) }),
               entries.count < configuration.maximumRequests else { return }
         enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
         pump(at: now, into: &actions)
     }
 
     private mutating func fetchAppNameEagerly(_ identifier: [UInt8], at now: Timestamp) {
-        guard cacheIndex(identifier) == nil, dataSourceAvailable else { return }
+        guard cacheIndex(identifier) == nil, dataSourceAvailable,
+              !unknownApps.contains(identifier) else { return }
         let alreadyAsked = entries.contains { entry in
             if case .getAppAttributes(let request) = entry.command { return request.appIdentifierBytes == identifier }
             return false
@@ -575,12 +590,15 @@ public struct Consumer: Sendable {
         }
     }
 
-    private mutating func insert(_ notification: ConsumerNotification) {
+    private mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) {
         if notifications[notification.uid] == nil && notifications.count >= configuration.maximumNotifications {
             // Oldest first: a bounded model under an NP that never removes.
-            if let oldest = arrivalOrder.min(by: { $0.value < $1.value })?.key {
-                notifications.removeValue(forKey: oldest)
+            // The application hears it as removed (from the model; the NP
+            // still has it), so a display never shows what the model lost.
+            if let oldest = arrivalOrder.min(by: { $0.value < $1.value })?.key,
+               let dropped = notifications.removeValue(forKey: oldest) {
                 arrivalOrder.removeValue(forKey: oldest)
+                actions.append(.emit(.removed(dropped)))
             }
         }
         arrivals &+= 1
@@ -610,6 +628,7 @@ public struct Consumer: Sendable {
         notifications.removeAll()
         arrivalOrder.removeAll()
         appCache.removeAll()
+        unknownApps.removeAll()
         dataSourceAvailable = false
         phase = .idle
         if hadSession { actions.append(.emit(.sessionEnded(reason))) }
