@@ -61,7 +61,7 @@ func checkResponse(_ response: DataSourceResponse, answers request: DataSourceRe
         ids = r.attributes.map { $0.id.rawValue }
         lengths = r.attributes.map { $0.value.count }
     case (.appAttributes(let r), .app(let identifier)):
-        check(r.appIdentifier.utf8.elementsEqual(identifier.utf8), "response for app \(r.appIdentifier), asked \(identifier)")
+        check(r.appIdentifierBytes == request.appIdentifierBytes, "response for app \(r.appIdentifier), asked \(identifier)")
         ids = r.attributes.map { $0.id.rawValue }
         lengths = r.attributes.map { $0.value.count }
     default:

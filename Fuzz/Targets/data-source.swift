@@ -189,8 +189,8 @@ func reference(_ request: DataSourceRequest, _ bytes: [UInt8], _ unlimited: Int)
     case .notification(let uid):
         return .complete(.notificationAttributes(NotificationAttributesResponse(notificationUID: uid, attributes:
             zip(request.tuples, values).map { NotificationAttribute(NotificationAttributeID(rawValue: $0.id), $1) })))
-    case .app(let identifier):
-        return .complete(.appAttributes(AppAttributesResponse(appIdentifier: identifier, attributes:
+    case .app:
+        return .complete(.appAttributes(AppAttributesResponse(appIdentifierBytes: request.appIdentifierBytes ?? [], attributes:
             zip(request.tuples, values).map { AppAttribute(AppAttributeID(rawValue: $0.id), $1) })))
     }
 }

@@ -456,6 +456,9 @@ struct CodecTests {
         CutCase(name: "4-byte 🚲 cut after 3", bytes: Array("go ".utf8) + [0xF0, 0x9F, 0x9A], string: "go "),
         CutCase(name: "only a cut 4-byte sequence", bytes: [0xF0, 0x9F, 0x9A], string: ""),
         CutCase(name: "whole 🚲 then a cut €", bytes: [0xF0, 0x9F, 0x9A, 0xB2, 0xE2, 0x82], string: "🚲"),
+        CutCase(name: "E0 A0 cut (U+0800…)", bytes: [0x61, 0xE0, 0xA0], string: "a"),
+        CutCase(name: "ED 9F cut (below the surrogates)", bytes: [0x61, 0xED, 0x9F], string: "a"),
+        CutCase(name: "F4 8F BF cut (U+10FFFF)", bytes: [0x61, 0xF4, 0x8F, 0xBF], string: "a"),
     ]
 
     @Test("lenient UTF-8: a value cut inside a multi-byte sequence drops the partial character and keeps the raw bytes", arguments: cutValues)
@@ -477,6 +480,16 @@ struct CodecTests {
         CutCase(name: "a 2-byte lead followed by ASCII", bytes: [0xC3, 0x61], string: "\u{FFFD}a"),
         CutCase(name: "a continuation byte after a whole 🚲", bytes: [0xF0, 0x9F, 0x9A, 0xB2, 0x80], string: "🚲\u{FFFD}"),
         CutCase(name: "invalid mid-value and a cut sequence at the end", bytes: [0x61, 0xFE, 0x62, 0xE2, 0x82], string: "a\u{FFFD}b"),
+        // At the end, bytes no valid UTF-8 can start with are invalid, not cut.
+        CutCase(name: "C0 at the end", bytes: [0x61, 0xC0], string: "a\u{FFFD}"),
+        CutCase(name: "C1 at the end", bytes: [0x61, 0xC1], string: "a\u{FFFD}"),
+        CutCase(name: "F5 at the end", bytes: [0x61, 0xF5], string: "a\u{FFFD}"),
+        CutCase(name: "F7 and a continuation byte at the end", bytes: [0x61, 0xF7, 0x80], string: "a\u{FFFD}\u{FFFD}"),
+        CutCase(name: "FF at the end", bytes: [0x61, 0xFF], string: "a\u{FFFD}"),
+        CutCase(name: "E0 80 at the end (overlong)", bytes: [0x61, 0xE0, 0x80], string: "a\u{FFFD}\u{FFFD}"),
+        CutCase(name: "ED A0 at the end (surrogate)", bytes: [0x61, 0xED, 0xA0], string: "a\u{FFFD}\u{FFFD}"),
+        CutCase(name: "F0 8F at the end (overlong)", bytes: [0x61, 0xF0, 0x8F], string: "a\u{FFFD}\u{FFFD}"),
+        CutCase(name: "F4 90 80 at the end (above U+10FFFF)", bytes: [0x61, 0xF4, 0x90, 0x80], string: "a\u{FFFD}\u{FFFD}\u{FFFD}"),
     ]
 
     @Test("lenient UTF-8: invalid bytes inside a value become U+FFFD, raw bytes are kept", arguments: invalidMidValue)

@@ -326,13 +326,17 @@ struct ConsumerTests {
         #expect(consumer.isInSession)
     }
 
-    @Test("The model is bounded: beyond maximumNotifications the oldest notification is dropped")
+    @Test("The model is bounded: beyond maximumNotifications the oldest notification is dropped, and emitted as removed")
     func boundedModel() {
         var consumer = sessionConsumer(ConsumerConfiguration(maximumNotifications: 3), with: [(1, []), (2, []), (3, [])])
         // Modified does not make a notification younger.
         _ = consumer.received(notificationSource: sourceEvent(.modified, 1, count: 2), at: .zero)
+        let dropped = consumer.notifications[uid(1)]!
         let actions = consumer.received(notificationSource: sourceEvent(.added, 4), at: .zero)
-        #expect(actions == [.emit(.added(ConsumerNotification(uid: uid(4), eventFlags: [], categoryID: .email, categoryCount: 1, isPreExisting: false)))])
+        #expect(actions == [
+            .emit(.removed(dropped)),
+            .emit(.added(ConsumerNotification(uid: uid(4), eventFlags: [], categoryID: .email, categoryCount: 1, isPreExisting: false))),
+        ])
         #expect(Set(consumer.notifications.keys) == [uid(2), uid(3), uid(4)])
         _ = consumer.received(notificationSource: sourceEvent(.added, 5), at: .zero)
         #expect(Set(consumer.notifications.keys) == [uid(3), uid(4), uid(5)])
@@ -613,6 +617,31 @@ struct ConsumerTests {
         #expect(results(right, for: second) == [.success(.notificationAttributes(standardResponse(2)))])
     }
 
+    @Test("A response that cannot be framed fails only its own request: the next request's response, written meanwhile, still parses",
+          arguments: [23, 185])
+    func unframeableResponseSparesTheNextRequest(_ mtu: Int) throws {
+        var consumer = sessionConsumer(with: [(1, []), (2, [])])
+        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let write1 = try onlyWrite(firstActions)
+        _ = consumer.writeCompleted(write1.token, .success, at: .zero)
+        // The NP answers with an unknown CommandID and bytes no framing explains, in three notifications.
+        let size = mtu - 3
+        let garbage = DataSourceResponse.fragment([0x07] + [UInt8](repeating: 0x41, count: 3 * size - 1), mtu: mtu)
+        #expect(garbage.count == 3)
+        let failedFirst = consumer.received(dataSource: garbage[0], at: .zero)
+        #expect(invalidResponse(results(failedFirst, for: first))?.reason == .wrongCommandID(expected: .getNotificationAttributes, actual: CommandID(rawValue: 7)))
+        // The first request ended, so the second one is written while the garbage still streams.
+        let write2 = try onlyWrite(failedFirst)
+        #expect(write2.command == standardCommand(2))
+        var actions = consumer.writeCompleted(write2.token, .success, at: .zero)
+        for fragment in garbage.dropFirst() { actions += consumer.received(dataSource: fragment, at: .zero) }
+        #expect(results(actions, for: second).isEmpty)
+        #expect(events(actions).allSatisfy { if case .protocolError = $0 { true } else { false } })
+        let answered = deliver(.notificationAttributes(standardResponse(2)), mtu: mtu, to: &consumer)
+        #expect(results(answered, for: second) == [.success(.notificationAttributes(standardResponse(2)))])
+    }
+
     @Test("Data Source arriving before the write response still completes the request, once")
     func dataSourceBeforeWriteResponse() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
@@ -841,21 +870,29 @@ struct ConsumerTests {
         #expect(consumer.nextDeadline == at(milliseconds: 12_000))
     }
 
-    @Test("A session that ends while the link stays up leaves its write in flight: the next session's first write waits for its result")
-    func writeInFlightAcrossSessions() throws {
+    @Test("A session that ends with a write in flight does not hold the next one: its first fetch writes at once, the old write's late result is ignored",
+          arguments: SessionEnd.allCases)
+    func writeInFlightAcrossSessions(_ end: SessionEnd) throws {
         var consumer = sessionConsumer(with: [(1, [])])
         let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
         let write1 = try onlyWrite(firstActions)
-        #expect(results(consumer.serviceChanged(published: false, at: .zero), for: first) == [.failure(.sessionEnded)])
-        _ = consumer.serviceChanged(published: true, at: .zero)
+        #expect(results(end.end(&consumer, at: .zero), for: first) == [.failure(.sessionEnded)])
+        // The caller drops the results of an earlier session's writes: nothing may wait for them.
+        #expect(consumer.nextDeadline == nil)
+        switch end {
+        case .linkDown: _ = consumer.linkUp(mtu: 23, at: .zero)
+        case .stop, .serviceUnpublished: _ = consumer.serviceChanged(published: true, at: .zero)
+        }
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         _ = consumer.received(notificationSource: sourceEvent(.added, 2), at: .zero)
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
-        #expect(secondActions.isEmpty)
-        let write2 = try onlyWrite(consumer.writeCompleted(write1.token, .success, at: .zero))
+        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 1))
+        let write2 = try onlyWrite(secondActions)
         #expect(write2.command == standardCommand(2))
-        _ = consumer.writeCompleted(write2.token, .success, at: .zero)
+        #expect(write2.token != write1.token)
+        // A late result of the old write, should one still arrive, changes nothing.
+        #expect(consumer.writeCompleted(write1.token, .success, at: at(milliseconds: 2)).isEmpty)
+        _ = consumer.writeCompleted(write2.token, .success, at: at(milliseconds: 3))
         #expect(results(deliver(standardResponse(2), to: &consumer), for: second) == [.success(.notificationAttributes(standardResponse(2)))])
     }
 
@@ -1040,6 +1077,37 @@ struct ConsumerTests {
         #expect(completionCount(all) == 0)
     }
 
+    @Test("AppIdentifiers are compared as bytes: two that differ only in invalid UTF-8 get their own Get App Attributes, with their exact bytes, and their own cache entries")
+    func appIdentifiersAsBytes() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes))
+        let prefix = Array("com.example.".utf8)
+        // Both decode leniently to "com.example.\u{FFFD}".
+        let apps: [(bytes: [UInt8], name: AttributeValue)] = [(prefix + [0xFF], "Alpha"), (prefix + [0xFE], "Beta"), (prefix + [0xC0], "Gamma")]
+        for (index, app) in apps.enumerated() {
+            let raw = UInt32(index + 1)
+            let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, raw), at: .zero))
+            _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+            let attributes = NotificationAttributesResponse(notificationUID: uid(raw), attributes: [
+                NotificationAttribute(.appIdentifier, AttributeValue(bytes: app.bytes)),
+                NotificationAttribute(.title, "Hi"),
+                NotificationAttribute(.date, "20140322T154200"),
+            ])
+            let name = try onlyWrite(deliver(.notificationAttributes(attributes), to: &consumer))
+            #expect(name.bytes == [0x01] + app.bytes + [0x00, 0x00], "the command carries the AppIdentifier's bytes as received")
+            _ = consumer.writeCompleted(name.token, .success, at: .zero)
+            let answer = AppAttributesResponse(appIdentifierBytes: app.bytes, attributes: [AppAttribute(.displayName, app.name)])
+            #expect(events(deliver(.appAttributes(answer), to: &consumer)).contains(.appAttributes(answer)))
+        }
+        #expect(consumer.appCache.count == apps.count)
+        for app in apps {
+            #expect(consumer.appCache.first { $0.appIdentifierBytes == app.bytes }?[.displayName] == app.name)
+            #expect(consumer.displayName(ofAppBytes: app.bytes) == app.name)
+        }
+        // An application request by bytes is answered from the cache, per app.
+        let (request, actions) = consumer.fetchAppAttributes(appIdentifierBytes: apps[1].bytes, at: .zero)
+        #expect(results(actions, for: request) == [.success(.appAttributes(AppAttributesResponse(appIdentifierBytes: apps[1].bytes, attributes: [AppAttribute(.displayName, "Beta")])))])
+    }
+
     @Test("Eager policy: the app name is asked once even when its notifications' attributes arrive before the name does")
     func eagerAppNameAskedOnce() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2, eagerAttributes: standardAttributes))
@@ -1058,6 +1126,74 @@ struct ConsumerTests {
         written += try writes(deliver(displayNameResponse(mailApp, "Mail"), to: &consumer))
         written += try writes(consumer.received(notificationSource: sourceEvent(.added, 3), at: .zero))
         #expect(written.map(\.command) == [standardCommand(1), standardCommand(2), displayNameCommand(mailApp), standardCommand(3)])
+    }
+
+    @Test("A Removed event drops the notification's requests not yet written; requests waiting on them end with notificationRemoved")
+    func removedDropsUnwrittenRequests() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
+        let write1 = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        // Notification 2's eager fetch waits behind the first; the application joins it and asks more.
+        #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 2, flags: [.negativeAction]), at: .zero)).isEmpty)
+        let (joined, joinedActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let (other, otherActions) = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 32)], for: uid(2), at: .zero)
+        let (action, actionActions) = consumer.performAction(.negative, on: uid(2), at: .zero)
+        #expect(joinedActions.isEmpty && otherActions.isEmpty && actionActions.isEmpty)
+        #expect(consumer.entries.count == 4)
+
+        let removed = consumer.received(notificationSource: sourceEvent(.removed, 2), at: .zero)
+        for id in [joined, other, action] {
+            #expect(results(removed, for: id) == [.failure(.notificationRemoved)])
+        }
+        #expect(consumer.pendingRequestCount == 0)
+        #expect(consumer.entries.count == 1)
+        // Nothing for notification 2 is ever written.
+        _ = consumer.writeCompleted(write1.token, .success, at: .zero)
+        #expect(try writes(deliver(standardResponse(1), to: &consumer)).isEmpty)
+        #expect(consumer.entries.isEmpty)
+        #expect(consumer.nextDeadline == nil)
+    }
+
+    @Test("Eager policy: a Modified notification is fetched again (a fetch already written may have read the old content); a burst of Modified costs one fetch")
+    func eagerRefetchOnModified() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
+        let first = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        for _ in 0..<3 {
+            #expect(try writes(consumer.received(notificationSource: sourceEvent(.modified, 1), at: .zero)).isEmpty)
+        }
+        #expect(consumer.entries.count == 2)
+        _ = consumer.writeCompleted(first.token, .success, at: .zero)
+        let again = try onlyWrite(deliver(standardResponse(1, title: "old"), to: &consumer))
+        #expect(again.command == standardCommand(1))
+        _ = consumer.writeCompleted(again.token, .success, at: .zero)
+        #expect(try writes(deliver(standardResponse(1, title: "new"), to: &consumer)).isEmpty)
+        #expect(consumer.notifications[uid(1)]?[.title] == "new")
+        #expect(consumer.entries.isEmpty)
+    }
+
+    @Test("Eager policy: an app the NP answered 0xA2 for is not asked again in the session, however many notifications it posts")
+    func eagerUnknownAppAskedOnce() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes))
+        var appFetches = 0
+        for raw in UInt32(1)...3 {
+            let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, raw), at: .zero))
+            _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+            for write in try writes(deliver(standardResponse(raw), to: &consumer)) {
+                #expect(write.command == displayNameCommand(mailApp))
+                appFetches += 1
+                #expect(consumer.writeCompleted(write.token, .attError(.invalidParameter), at: .zero).isEmpty)
+            }
+        }
+        #expect(appFetches == 1)
+        #expect(consumer.entries.isEmpty)
+        // The application may still ask; a new session asks again.
+        #expect(try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1).command == displayNameCommand(mailApp))
+        _ = consumer.serviceChanged(published: false, at: .zero)
+        _ = consumer.serviceChanged(published: true, at: .zero)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 4), at: .zero))
+        _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+        #expect(try onlyWrite(deliver(standardResponse(4), to: &consumer)).command == displayNameCommand(mailApp))
     }
 
     @Test("Eager policy without eagerAppNames fetches no app names")
@@ -1556,8 +1692,11 @@ private struct RandomRun {
             inSession = false
             live.removeAll()
             appsAnswered.removeAll()
-            // The NP's answers to the old session are not delivered into a later one.
+            // The NP's answers to the old session are not delivered into a
+            // later one, nor the results of its writes: the caller drops them.
             dataSource.removeAll()
+            unansweredWrites.removeAll()
+            writeResults.removeAll()
             check(consumer.notifications.isEmpty, "\(consumer.notifications.count) notifications survive the session")
             check(consumer.appAttributes.isEmpty, "cached apps survive the session")
             check(consumer.pendingRequestCount == 0, "\(consumer.pendingRequestCount) requests survive the session")

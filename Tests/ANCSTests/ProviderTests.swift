@@ -495,6 +495,35 @@ extension ProviderTests {
             #expect(responses(try write(.getAppAttributes(command), from: phone, to: &provider)) == [.success])
         }
 
+        @Test("AppIdentifiers are matched by their bytes: no Unicode equivalence, no lenient decoding; an unknown one is 0xA2")
+        func appIdentifiersMatchByBytes() throws {
+            var provider = makeProvider()
+            let precomposed = "caf\u{E9}"
+            let decomposed = "cafe\u{301}"
+            provider.registerApp(identifier: precomposed, displayName: "Precomposed")
+            provider.registerApp(identifier: "c\u{FFFD}", displayName: "Replacement")
+
+            // "é" decomposed names another app than "é" precomposed.
+            let other = GetAppAttributes(appIdentifier: decomposed)
+            #expect(try write(.getAppAttributes(other), from: phone, to: &provider)
+                == [.respond(phone, .attError(.invalidParameter)), .emit(.commandRejected(phone, .unknownApp(decomposed)))])
+            // Invalid UTF-8 names no app, not even the one its lenient decoding spells.
+            let invalid = GetAppAttributes(appIdentifierBytes: [0x63, 0xFF])
+            let rejected = provider.controlPointWritten(phone, [0x01, 0x63, 0xFF, 0x00, 0x00])
+            #expect(responses(rejected) == [.attError(.invalidParameter)])
+            #expect(dataSourceCount(rejected) == 0)
+
+            // Registered separately, each is answered with its own name and its own bytes echoed.
+            provider.registerApp(identifier: decomposed, displayName: "Decomposed")
+            for (identifier, name) in [(precomposed, "Precomposed"), (decomposed, "Decomposed"), ("c\u{FFFD}", "Replacement")] {
+                let command = GetAppAttributes(appIdentifier: identifier)
+                let fragments = dataSourceFragments(try write(.getAppAttributes(command), from: phone, to: &provider), to: phone)
+                #expect(Array(fragments.joined().prefix(1 + identifier.utf8.count + 1)) == [0x01] + Array(identifier.utf8) + [0x00])
+                #expect(appAttributes(fragments, answering: command)?[.displayName] == AttributeValue(name))
+            }
+            #expect(provider.notificationCenter.displayName(ofAppBytes: invalid.appIdentifierBytes) == nil)
+        }
+
         // MARK: Errors
 
         @Test("0xA0 Unknown command: CommandID not recognized")
@@ -656,8 +685,37 @@ extension ProviderTests {
             let response = try #require(notificationAttributes(fragments, answering: command))
             #expect(response.attributes.count == 101)
             #expect(response.attributes.reduce(0) { $0 + $1.value.count } == 1000 - 5 - 3 * 101)
-            #expect(response.attributes[0].value.count == 692)
+            // The AppIdentifier is never cut: the messages share what is left after it.
+            #expect(response.attributes[0].value.count == 692 - 20)
             #expect(response.attributes[1].value.count == 0)
+            #expect(response.attributes[100] == NotificationAttribute(.appIdentifier, "com.apple.mobilemail"))
+        }
+
+        @Test("The response budget cuts only Title, Subtitle and Message: a 16 KB message keeps MessageSize, Date, AppIdentifier and the labels whole",
+              arguments: [23, 185, 517])
+        func budgetNeverCutsShortAttributes(_ mtu: Int) throws {
+            var provider = makeProvider([(phone, mtu, true, true)])
+            var long = mail
+            long.message = String(repeating: "m", count: 16_384)
+            long.positiveActionLabel = "Reply"
+            let uid = try add(long, to: &provider)
+            let all = (0...7).map { NotificationAttributeRequest(NotificationAttributeID(rawValue: $0), maxLength: 0xFFFF) }
+            let command = GetNotificationAttributes(notificationUID: uid, attributes: all)
+            let actions = try write(.getNotificationAttributes(command), from: phone, to: &provider)
+            let fragments = dataSourceFragments(actions, to: phone)
+            #expect(fragments.allSatisfy { $0.count <= mtu - 3 })
+            #expect(fragments.reduce(0) { $0 + $1.count } == ProviderConfiguration.default.maximumResponseLength)
+            let response = try #require(notificationAttributes(fragments, answering: command))
+            #expect(response[.appIdentifier] == "com.apple.mobilemail")
+            #expect(response[.title] == "Alice")
+            #expect(response[.subtitle] == "Lunch")
+            #expect(response[.messageSize] == "16384")
+            #expect(response[.date] == "20140322T154200")
+            #expect(response[.positiveActionLabel] == "Reply")
+            #expect(response[.negativeActionLabel] == "Clear")
+            // The message alone is cut, to what the budget leaves.
+            let short = 20 + 5 + 5 + 5 + 15 + 5 + 5
+            #expect(response[.message]?.count == 16_384 - 5 - 3 * 8 - short)
         }
     }
 }

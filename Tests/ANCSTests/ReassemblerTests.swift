@@ -197,6 +197,37 @@ struct ReassemblerTests {
         #expect(harness.feed(DataSourceResponse.fragment(Self.responseB.encode(), mtu: 23)) == [.response(2, Self.responseB)])
     }
 
+    @Test("a response that cannot be framed, over several notifications, never fails the next request: the rest is unsolicited, the next response parses",
+          arguments: [[UInt8](repeating: 0x41, count: 40), [0x07] + [UInt8](repeating: 0x00, count: 39), (0..<40).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 3) }])
+    func unframeableResponseSparesTheNext(_ garbageTail: [UInt8]) {
+        var harness = Harness()
+        harness.expect(Self.requestA, id: 1)
+        harness.expect(Self.requestB, id: 2)
+        // An unknown CommandID (7), then bytes no framing explains, over three notifications.
+        let garbage = pieces([0x07] + garbageTail, size: 20)
+        let first = harness.feed(garbage[0])
+        #expect(first == [.failed(1, DecodingError(.wrongCommandID(expected: .getNotificationAttributes, actual: CommandID(rawValue: 7)), at: 0))])
+        for fragment in garbage.dropFirst() {
+            #expect(harness.feed(fragment) == [.unsolicited(DecodingError(.unsolicitedResponse, at: 0))])
+        }
+        #expect(harness.reassembler.outstandingCount == 1)
+        #expect(harness.feed(pieces(Self.responseB.encode(), size: 20)) == [.response(2, Self.responseB)])
+        // Back in step: a wrong response now fails its request again.
+        harness.expect(Self.requestA, id: 3)
+        #expect(harness.feed([0x05, 0x00]).count == 1)
+        #expect(harness.reassembler.outstandingCount == 0)
+    }
+
+    @Test("unsolicited bytes over several notifications never fail a request registered while they arrive")
+    func unsolicitedSparesTheNext() {
+        var harness = Harness()
+        let unsolicited = ReassemblyEvent.unsolicited(DecodingError(.unsolicitedResponse, at: 0))
+        #expect(harness.feed([0x09, 0x01, 0x02]) == [unsolicited])
+        harness.expect(Self.requestA, id: 1)
+        #expect(harness.feed([0x33, 0x34, 0x35]) == [unsolicited])
+        #expect(harness.feed(pieces(Self.responseA.encode(), size: 7)) == [.response(1, Self.responseA)])
+    }
+
     @Test("wrong CommandID (reserved value) and a next request registered afterwards")
     func wrongCommandIDReserved() {
         var harness = Harness()

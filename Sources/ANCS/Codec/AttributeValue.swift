@@ -128,7 +128,11 @@ public struct AttributeValue: Hashable, Sendable, CustomStringConvertible, Expre
     }
 
     /// How many bytes at the end form the start of a multi-byte sequence that
-    /// the end cut short (0 when the value ends on a whole character).
+    /// the end cut short (0 when the value ends on a whole character). Only a
+    /// start that valid UTF-8 could go on from counts: a lead byte C2–F4 and,
+    /// after E0, ED, F0 or F4, a second byte in its allowed range (Unicode
+    /// Table 3-7). C0, C1, F5–FF or an impossible second byte are invalid,
+    /// not cut, and become U+FFFD.
     static func truncatedSuffixLength(_ bytes: [UInt8]) -> Int {
         var index = bytes.count - 1
         var continuation = 0
@@ -139,11 +143,24 @@ public struct AttributeValue: Hashable, Sendable, CustomStringConvertible, Expre
         guard index >= 0 else { return 0 }
         let lead = bytes[index]
         let needed: Int
-        if lead & 0xE0 == 0xC0 { needed = 1 }
-        else if lead & 0xF0 == 0xE0 { needed = 2 }
-        else if lead & 0xF8 == 0xF0 { needed = 3 }
-        else { return 0 }
-        return continuation < needed ? continuation + 1 : 0
+        switch lead {
+        case 0xC2...0xDF: needed = 1
+        case 0xE0...0xEF: needed = 2
+        case 0xF0...0xF4: needed = 3
+        default: return 0
+        }
+        guard continuation < needed else { return 0 }
+        if continuation > 0 {
+            let second = bytes[index + 1]
+            switch lead {
+            case 0xE0: guard second >= 0xA0 else { return 0 }
+            case 0xED: guard second <= 0x9F else { return 0 }
+            case 0xF0: guard second >= 0x90 else { return 0 }
+            case 0xF4: guard second <= 0x8F else { return 0 }
+            default: break
+            }
+        }
+        return continuation + 1
     }
 }
 

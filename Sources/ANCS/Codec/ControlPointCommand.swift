@@ -34,12 +34,30 @@ public struct GetNotificationAttributes: Hashable, Sendable {
 }
 
 /// Get App Attributes (CommandID 1).
+///
+/// The AppIdentifier is kept as the bytes that go on the wire: the NP names
+/// apps by those bytes (no Unicode equivalence), and an AppIdentifier that
+/// is not valid UTF-8 must be asked for exactly as the NP sent it. Equality
+/// is byte equality.
 public struct GetAppAttributes: Hashable, Sendable {
-    public var appIdentifier: String
+    /// The AppIdentifier's bytes, without the NUL terminator.
+    public var appIdentifierBytes: [UInt8]
     public var attributes: [AppAttributeID]
 
+    /// The AppIdentifier as text (invalid UTF-8 shown as U+FFFD); setting it
+    /// sets its UTF-8 bytes.
+    public var appIdentifier: String {
+        get { String(decoding: appIdentifierBytes, as: UTF8.self) }
+        set { appIdentifierBytes = Array(newValue.utf8) }
+    }
+
     public init(appIdentifier: String, attributes: [AppAttributeID] = [.displayName]) {
-        self.appIdentifier = appIdentifier
+        self.appIdentifierBytes = Array(appIdentifier.utf8)
+        self.attributes = attributes
+    }
+
+    public init(appIdentifierBytes: [UInt8], attributes: [AppAttributeID] = [.displayName]) {
+        self.appIdentifierBytes = appIdentifierBytes
         self.attributes = attributes
     }
 }
@@ -86,7 +104,7 @@ public enum ControlPointCommand: Hashable, Sendable {
             }
         case .getAppAttributes(let command):
             guard !command.attributes.isEmpty else { throw EncodingError(.noAttributesRequested) }
-            let identifier = command.appIdentifier.utf8
+            let identifier = command.appIdentifierBytes
             guard !identifier.contains(0) else { throw EncodingError(.appIdentifierContainsNUL) }
             bytes.reserveCapacity(2 + identifier.count + command.attributes.count)
             bytes.append(CommandID.getAppAttributes.rawValue)
@@ -131,10 +149,9 @@ public enum ControlPointCommand: Hashable, Sendable {
             guard let nul = bytes[1...].firstIndex(of: 0) else {
                 throw DecodingError(.missingNULTerminator, at: bytes.count)
             }
-            let identifier = String(decoding: bytes[1..<nul], as: UTF8.self)
             let attributes = bytes[(nul + 1)...].map { AppAttributeID(rawValue: $0) }
             guard !attributes.isEmpty else { throw DecodingError(.noAttributesRequested, at: nul + 1) }
-            return .getAppAttributes(GetAppAttributes(appIdentifier: identifier, attributes: attributes))
+            return .getAppAttributes(GetAppAttributes(appIdentifierBytes: Array(bytes[1..<nul]), attributes: attributes))
         case .performNotificationAction:
             guard bytes.count == 6 else {
                 throw DecodingError(.performActionLength(actual: bytes.count), at: min(bytes.count, 6))

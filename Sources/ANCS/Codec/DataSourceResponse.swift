@@ -40,13 +40,27 @@ public struct NotificationAttributesResponse: Hashable, Sendable {
     }
 }
 
-/// Get App Attributes response (CommandID 1).
+/// Get App Attributes response (CommandID 1). The AppIdentifier is kept as
+/// its bytes, as in `GetAppAttributes`; equality is byte equality.
 public struct AppAttributesResponse: Hashable, Sendable {
-    public var appIdentifier: String
+    /// The AppIdentifier's bytes, without the NUL terminator.
+    public var appIdentifierBytes: [UInt8]
     public var attributes: [AppAttribute]
 
+    /// The AppIdentifier as text (invalid UTF-8 shown as U+FFFD); setting it
+    /// sets its UTF-8 bytes.
+    public var appIdentifier: String {
+        get { String(decoding: appIdentifierBytes, as: UTF8.self) }
+        set { appIdentifierBytes = Array(newValue.utf8) }
+    }
+
     public init(appIdentifier: String, attributes: [AppAttribute]) {
-        self.appIdentifier = appIdentifier
+        self.appIdentifierBytes = Array(appIdentifier.utf8)
+        self.attributes = attributes
+    }
+
+    public init(appIdentifierBytes: [UInt8], attributes: [AppAttribute]) {
+        self.appIdentifierBytes = appIdentifierBytes
         self.attributes = attributes
     }
 
@@ -78,7 +92,7 @@ public enum DataSourceResponse: Hashable, Sendable {
             for attribute in response.attributes { appendTuple(attribute.id.rawValue, attribute.value, to: &bytes) }
         case .appAttributes(let response):
             bytes.append(CommandID.getAppAttributes.rawValue)
-            bytes.append(contentsOf: response.appIdentifier.utf8)
+            bytes.append(contentsOf: response.appIdentifierBytes)
             bytes.append(0)
             for attribute in response.attributes { appendTuple(attribute.id.rawValue, attribute.value, to: &bytes) }
         }

@@ -29,6 +29,8 @@
 // reassembler still consumes its response if it comes. An abandoned write
 // keeps the link busy until its result comes (ATT allows one write at a
 // time), or until a request timeout after it was issued if it never does.
+// A session's end forgets its write in flight: the caller drops results of
+// an earlier session's writes, so the next session writes at once.
 
 public struct Consumer: Sendable {
     enum Phase: Hashable, Sendable {
@@ -72,11 +74,19 @@ public struct Consumer: Sendable {
     var arrivalOrder: [NotificationUID: UInt64] = [:]
     var arrivals: UInt64 = 0
     /// App attributes per AppIdentifier, for this session only, oldest first.
-    /// AppIdentifiers are matched by their bytes, as the NP does: no Unicode
-    /// normalization (which would also pull its tables into firmware).
+    /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
+    /// eager fetches), as the NP does: no Unicode normalization (which would
+    /// also pull its tables into firmware), and two AppIdentifiers that are
+    /// not valid UTF-8 are never confused through their lenient decoding.
     var appCache: [AppAttributesResponse] = []
+    /// AppIdentifiers the NP answered 0xA2 (Invalid parameter) for in this
+    /// session, oldest first (at most `maximumCachedApps`): eager fetches do
+    /// not ask for their names again with every notification.
+    var unknownApps: [[UInt8]] = []
 
-    /// App attributes per AppIdentifier fetched in this session.
+    /// App attributes per AppIdentifier fetched in this session. Keyed by the
+    /// text: AppIdentifiers that are not valid UTF-8 may share a key here;
+    /// `cachedApp(appIdentifierBytes:)` tells them apart.
     public var appAttributes: [String: AppAttributesResponse] {
         var result: [String: AppAttributesResponse] = [:]
         for app in appCache { result[app.appIdentifier] = app }
@@ -85,12 +95,16 @@ public struct Consumer: Sendable {
 
     /// The cached app attributes of an AppIdentifier, if fetched in this session.
     public func cachedApp(_ appIdentifier: String) -> AppAttributesResponse? {
-        guard let index = cacheIndex(appIdentifier) else { return nil }
-        return appCache[index]
+        cacheIndex(appIdentifier.utf8).map { appCache[$0] }
     }
 
-    func cacheIndex(_ appIdentifier: String) -> Int? {
-        appCache.firstIndex { $0.appIdentifier.utf8.elementsEqual(appIdentifier.utf8) }
+    /// The cached app attributes of the AppIdentifier with exactly these bytes.
+    public func cachedApp(appIdentifierBytes: [UInt8]) -> AppAttributesResponse? {
+        cacheIndex(appIdentifierBytes).map { appCache[$0] }
+    }
+
+    func cacheIndex<Bytes: Collection<UInt8>>(_ appIdentifier: Bytes) -> Int? {
+        appCache.firstIndex { $0.appIdentifierBytes.elementsEqual(appIdentifier) }
     }
 
     var entries: [Entry] = []
@@ -140,6 +154,11 @@ public struct Consumer: Sendable {
     /// The cached display name of an app, if fetched in this session.
     public func displayName(of appIdentifier: String) -> AttributeValue? {
         cachedApp(appIdentifier)?[.displayName]
+    }
+
+    /// The cached display name of the app whose AppIdentifier has exactly these bytes.
+    public func displayName(ofAppBytes appIdentifier: [UInt8]) -> AttributeValue? {
+        cachedApp(appIdentifierBytes: appIdentifier)?[.displayName]
     }
 
     // MARK: - Link and session inputs
@@ -231,9 +250,9 @@ public struct Consumer: Sendable {
             let notification = ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
                 categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            insert(notification)
+            insert(notification, into: &actions)
             actions.append(.emit(.added(notification)))
-            fetchEagerly(uid, at: now, into: &actions)
+            fetchEagerly(uid, modified: false, at: now, into: &actions)
         case .modified:
             var notification = notifications[uid] ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
@@ -242,9 +261,9 @@ public struct Consumer: Sendable {
             notification.eventFlags = event.eventFlags
             notification.categoryID = event.categoryID
             notification.categoryCount = event.categoryCount
-            if known { notifications[uid] = notification } else { insert(notification) }
+            if known { notifications[uid] = notification } else { insert(notification, into: &actions) }
             actions.append(.emit(.modified(notification)))
-            fetchEagerly(uid, at: now, into: &actions)
+            fetchEagerly(uid, modified: true, at: now, into: &actions)
         case .removed:
             let notification = notifications.removeValue(forKey: uid) ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
@@ -253,6 +272,7 @@ public struct Consumer: Sendable {
             var removed = notification
             removed.categoryCount = event.categoryCount
             actions.append(.emit(.removed(removed)))
+            dropUnwrittenRequests(for: uid, into: &actions)
         default:
             actions.append(.emit(.unknownEvent(event)))
         }
@@ -309,6 +329,11 @@ public struct Consumer: Sendable {
             if result != .success {
                 entries.remove(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: false)
+                if result == .attError(.invalidParameter), case .getAppAttributes(let request) = entry.command,
+                   !unknownApps.contains(request.appIdentifierBytes) {
+                    if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
+                    unknownApps.append(request.appIdentifierBytes)
+                }
                 finish(entry, .failure(ConsumerError(result)), into: &actions)
             } else if entry.expectsResponse {
                 entries[index].state = .awaitingResponse
@@ -332,6 +357,12 @@ public struct Consumer: Sendable {
     /// the session's cache when the app was already fetched.
     public mutating func fetchAppAttributes(_ appIdentifier: String, _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
         submit(.getAppAttributes(GetAppAttributes(appIdentifier: appIdentifier, attributes: attributes)), at: now)
+    }
+
+    /// Fetch attributes of the app whose AppIdentifier has exactly these bytes
+    /// (as a notification's AppIdentifier attribute carries them, valid UTF-8 or not).
+    public mutating func fetchAppAttributes(appIdentifierBytes: [UInt8], _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+        submit(.getAppAttributes(GetAppAttributes(appIdentifierBytes: appIdentifierBytes, attributes: attributes)), at: now)
     }
 
     /// Perform the positive or negative action of a notification whose flags announce it.
@@ -394,10 +425,10 @@ public struct Consumer: Sendable {
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
         case .getAppAttributes(let request):
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
-            if let cached = cachedApp(request.appIdentifier),
+            if let cached = cachedApp(appIdentifierBytes: request.appIdentifierBytes),
                request.attributes.allSatisfy({ id in cached.attributes.contains { $0.id == id } }) {
                 let answer = AppAttributesResponse(
-                    appIdentifier: request.appIdentifier,
+                    appIdentifierBytes: request.appIdentifierBytes,
                     attributes: request.attributes.map { id in AppAttribute(id, cached[id] ?? .empty) })
                 actions.append(.emit(.completed(id, .success(.appAttributes(answer)))))
                 return (id, actions)
@@ -486,12 +517,13 @@ public struct Consumer: Sendable {
             }
             actions.append(.emit(.attributes(value)))
             if configuration.eagerAppNames, !configuration.eagerAttributes.isEmpty,
-               let identifier = value[.appIdentifier]?.string, !identifier.isEmpty {
-                fetchAppNameEagerly(identifier, at: now)
+               let identifier = value[.appIdentifier], !identifier.isEmpty {
+                // Its bytes as received: a lenient decoding could name another app.
+                fetchAppNameEagerly(identifier.bytes, at: now)
             }
         case .appAttributes(let value):
-            let cached = cacheIndex(value.appIdentifier)
-            var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifier: value.appIdentifier, attributes: [])
+            let cached = cacheIndex(value.appIdentifierBytes)
+            var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
             if appCache.count >= configuration.maximumCachedApps { appCache.removeFirst() }
             for attribute in value.attributes {
                 if let index = merged.attributes.firstIndex(where: { $0.id == attribute.id }) {
@@ -505,24 +537,30 @@ public struct Consumer: Sendable {
         }
     }
 
-    private mutating func fetchEagerly(_ uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) {
+    /// The eager fetch of an Added or Modified notification. A Modified
+    /// notification changed on the NP, so a fetch already written may have
+    /// read the old content: it is fetched again unless an identical fetch is
+    /// still queued (so a burst of Modified events costs one fetch).
+    private mutating func fetchEagerly(_ uid: NotificationUID, modified: Bool, at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard !configuration.eagerAttributes.isEmpty, dataSourceAvailable else { return }
         let command = ControlPointCommand.getNotificationAttributes(
             GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
-        guard let bytes = try? command.encode(), !entries.contains(where: { $0.bytes == bytes }),
+        guard let bytes = try? command.encode(),
+              !entries.contains(where: { $0.bytes == bytes && (!modified || $0.state == .queued) }),
               entries.count < configuration.maximumRequests else { return }
         enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
         pump(at: now, into: &actions)
     }
 
-    private mutating func fetchAppNameEagerly(_ identifier: String, at now: Timestamp) {
-        guard cacheIndex(identifier) == nil, dataSourceAvailable else { return }
+    private mutating func fetchAppNameEagerly(_ identifier: [UInt8], at now: Timestamp) {
+        guard cacheIndex(identifier) == nil, dataSourceAvailable,
+              !unknownApps.contains(identifier) else { return }
         let alreadyAsked = entries.contains { entry in
-            if case .getAppAttributes(let request) = entry.command { return request.appIdentifier.utf8.elementsEqual(identifier.utf8) }
+            if case .getAppAttributes(let request) = entry.command { return request.appIdentifierBytes == identifier }
             return false
         }
         guard !alreadyAsked, entries.count < configuration.maximumRequests else { return }
-        let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifier: identifier, attributes: [.displayName]))
+        let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
         // Placed ahead of queued attribute fetches: the name is needed to show them.
         guard let bytes = try? command.encode() else { return }
         enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
@@ -532,12 +570,35 @@ public struct Consumer: Sendable {
         }
     }
 
-    private mutating func insert(_ notification: ConsumerNotification) {
+    /// A removed notification names nothing on the NP any more (it would
+    /// answer 0xA2): its requests not yet written (eager fetches, application
+    /// fetches and actions) are dropped, and whoever waits on them is told.
+    private mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
+        var index = 0
+        while index < entries.count {
+            let target: NotificationUID?
+            switch entries[index].command {
+            case .getNotificationAttributes(let request): target = request.notificationUID
+            case .performNotificationAction(let request): target = request.notificationUID
+            case .getAppAttributes: target = nil
+            }
+            if entries[index].state == .queued, target == uid {
+                finish(entries.remove(at: index), .failure(.notificationRemoved), into: &actions)
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    private mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) {
         if notifications[notification.uid] == nil && notifications.count >= configuration.maximumNotifications {
             // Oldest first: a bounded model under an NP that never removes.
-            if let oldest = arrivalOrder.min(by: { $0.value < $1.value })?.key {
-                notifications.removeValue(forKey: oldest)
+            // The application hears it as removed (from the model; the NP
+            // still has it), so a display never shows what the model lost.
+            if let oldest = arrivalOrder.min(by: { $0.value < $1.value })?.key,
+               let dropped = notifications.removeValue(forKey: oldest) {
                 arrivalOrder.removeValue(forKey: oldest)
+                actions.append(.emit(.removed(dropped)))
             }
         }
         arrivals &+= 1
@@ -557,12 +618,17 @@ public struct Consumer: Sendable {
         entries.removeAll()
         for entry in ended { finish(entry, .failure(.sessionEnded), into: &actions) }
         reassembler = DataSourceReassembler(configuration: reassembler.configuration)
-        // The link, if still up, stays busy with a write in flight until its result.
-        if reason == .linkDown { writeInFlight = nil } else if writeInFlight != nil { writeAbandoned = true }
+        // The caller drops the results of this session's writes (they answer
+        // nothing in the next one), so the next session must not wait for
+        // them: it writes at once, and the transport keeps ATT's one write at
+        // a time on a link that stays up.
+        writeInFlight = nil
+        writeAbandoned = false
         abandonedResponseKey = nil
         notifications.removeAll()
         arrivalOrder.removeAll()
         appCache.removeAll()
+        unknownApps.removeAll()
         dataSourceAvailable = false
         phase = .idle
         if hadSession { actions.append(.emit(.sessionEnded(reason))) }

@@ -42,7 +42,8 @@ public enum ConsumerEvent: Hashable, Sendable {
     /// An iOS notification was added (PreExisting ones at session start included).
     case added(ConsumerNotification)
     case modified(ConsumerNotification)
-    /// Removed; the notification as it was last known.
+    /// Removed; the notification as it was last known. Also emitted when the
+    /// model, full (`maximumNotifications`), drops its oldest notification.
     case removed(ConsumerNotification)
     /// An event with a reserved EventID, passed through unchanged.
     case unknownEvent(NotificationSourceEvent)
@@ -108,6 +109,9 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
     case encoding(EncodingError)
     /// More requests are outstanding than the configuration allows.
     case tooManyRequests
+    /// The notification was removed before the request was written: it
+    /// names nothing on the NP any more, so the request was dropped.
+    case notificationRemoved
 
     init(_ result: ATTResult) {
         switch result {
@@ -141,6 +145,7 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
         case .actionNotAvailable: "the notification offers no such action"
         case .encoding(let error): "\(error)"
         case .tooManyRequests: "too many requests outstanding"
+        case .notificationRemoved: "the notification was removed before the request was written"
         }
     }
 }
@@ -190,13 +195,16 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// Requests whose Control Point write went out and whose response has not
     /// yet fully arrived. 1 waits for each response before the next write.
     public var pipeliningDepth: Int
-    /// Attributes fetched for every Added notification without being asked;
-    /// empty means lazy (the spec's recommendation).
+    /// Attributes fetched for every Added notification without being asked,
+    /// and again for a Modified one (its content changed; a burst of Modified
+    /// events costs one fetch); empty means lazy (the spec's recommendation).
     public var eagerAttributes: [NotificationAttributeRequest]
     /// With eager attributes: also fetch the app's display name when its
-    /// AppIdentifier is first seen in the session.
+    /// AppIdentifier is first seen in the session (not again after the NP
+    /// answered 0xA2 for it in this session).
     public var eagerAppNames: Bool
-    /// Live notifications kept in the model; beyond it the oldest is dropped.
+    /// Live notifications kept in the model; beyond it the oldest is dropped
+    /// (and emitted as `removed`).
     public var maximumNotifications: Int
     /// App attribute responses cached per session.
     public var maximumCachedApps: Int

@@ -24,7 +24,8 @@
 // produces nothing more (spec: "Errors"). Nothing is queued, so a consumer
 // costs a fixed few bytes however it behaves, and one write's output is
 // bounded by `ProviderConfiguration.maximumResponseLength` (plus 3 bytes per
-// tuple asked).
+// tuple asked and the attributes that are never cut: AppIdentifier,
+// MessageSize, Date, the action labels).
 
 public struct Provider: Sendable {
     struct Link: Sendable {
@@ -185,18 +186,32 @@ public struct Provider: Sendable {
     }
 
     /// Get Notification Attributes: one tuple per requested attribute, in
-    /// order; Title, Subtitle and Message cut bytewise to their max length.
+    /// order; Title, Subtitle and Message cut bytewise to their max length
+    /// and to the response budget, every other attribute sent whole.
     private func answer(_ request: GetNotificationAttributes, on index: Int) -> [ProviderAction] {
         let link = links[index]
         guard link.dataSource else { return reject(link.id, .dataSourceNotSubscribed) }
         guard let notification = notificationCenter[request.notificationUID] else {
             return reject(link.id, .unknownNotification(request.notificationUID))
         }
+        // Only Title, Subtitle and Message (the attributes with a max length)
+        // are ever cut: AppIdentifier, MessageSize, Date and the labels are
+        // short and meaningless in part, so they are sent whole and the budget
+        // left after them is what the cuttable values share, in order.
         var budget = configuration.maximumResponseLength - 5 - 3 * request.attributes.count
+        for requested in request.attributes where !requested.id.takesMaxLength {
+            budget -= min(notification.value(of: requested.id)?.utf8.count ?? 0, Int(UInt16.max))
+        }
         var attributes: [NotificationAttribute] = []
         attributes.reserveCapacity(request.attributes.count)
         for requested in request.attributes {
-            let value = Provider.cut(notification.value(of: requested.id), maxLength: requested.maxLength, budget: &budget)
+            let value: AttributeValue
+            if requested.id.takesMaxLength {
+                value = Provider.cut(notification.value(of: requested.id), maxLength: requested.maxLength, budget: &budget)
+            } else {
+                var unlimited = Int(UInt16.max)
+                value = Provider.cut(notification.value(of: requested.id), maxLength: nil, budget: &unlimited)
+            }
             attributes.append(NotificationAttribute(requested.id, value))
         }
         let response = DataSourceResponse.notificationAttributes(
@@ -211,10 +226,11 @@ public struct Provider: Sendable {
     private func answer(_ request: GetAppAttributes, on index: Int) -> [ProviderAction] {
         let link = links[index]
         guard link.dataSource else { return reject(link.id, .dataSourceNotSubscribed) }
-        guard let displayName = notificationCenter.displayName(ofApp: request.appIdentifier) else {
+        // Matched by bytes: no Unicode equivalence, and invalid UTF-8 names no app.
+        guard let displayName = notificationCenter.displayName(ofAppBytes: request.appIdentifierBytes) else {
             return reject(link.id, .unknownApp(request.appIdentifier))
         }
-        var budget = configuration.maximumResponseLength - 2 - request.appIdentifier.utf8.count - 3 * request.attributes.count
+        var budget = configuration.maximumResponseLength - 2 - request.appIdentifierBytes.count - 3 * request.attributes.count
         var attributes: [AppAttribute] = []
         attributes.reserveCapacity(request.attributes.count)
         for id in request.attributes {
@@ -223,7 +239,7 @@ public struct Provider: Sendable {
         }
         // The header echoes the AppIdentifier as asked, so the consumer can match it.
         let response = DataSourceResponse.appAttributes(
-            AppAttributesResponse(appIdentifier: request.appIdentifier, attributes: attributes))
+            AppAttributesResponse(appIdentifierBytes: request.appIdentifierBytes, attributes: attributes))
         var actions = respond(response, to: link)
         actions.append(.emit(.appAttributesSent(link.id, request)))
         return actions

@@ -16,8 +16,16 @@ public struct ProviderNotificationCenter: Sendable {
     var entries: [Entry] = []
     /// Active notifications per category (absent means 0).
     var counts: [CategoryID: Int] = [:]
-    /// Display name per AppIdentifier; "" for an app known only from its notifications.
-    var apps: [String: String] = [:]
+    struct App: Sendable {
+        /// The AppIdentifier's UTF-8 bytes: apps are told apart by their
+        /// bytes, as on the wire, never by Unicode equivalence ("é"
+        /// precomposed and decomposed name two apps).
+        var identifier: [UInt8]
+        /// "" for an app known only from its notifications.
+        var displayName: String
+    }
+    /// The known apps, in the order they became known.
+    var apps: [App] = []
     /// The next NotificationUID to give out; nil once all have been.
     var nextUID: UInt32?
 
@@ -42,7 +50,18 @@ public struct ProviderNotificationCenter: Sendable {
 
     /// The DisplayName of an app: nil for an unknown app, "" for an app known
     /// only because notifications of it were added (never registered).
-    public func displayName(ofApp identifier: String) -> String? { apps[identifier] }
+    public func displayName(ofApp identifier: String) -> String? {
+        appIndex(identifier.utf8).map { apps[$0].displayName }
+    }
+
+    /// The DisplayName of the app whose AppIdentifier has exactly these bytes.
+    public func displayName(ofAppBytes identifier: [UInt8]) -> String? {
+        appIndex(identifier).map { apps[$0].displayName }
+    }
+
+    func appIndex<Bytes: Collection<UInt8>>(_ identifier: Bytes) -> Int? {
+        apps.firstIndex { $0.identifier.elementsEqual(identifier) }
+    }
 
     /// The CategoryCount byte of an event in this category (saturates at 255).
     func categoryCountByte(_ category: CategoryID) -> UInt8 {
@@ -50,13 +69,17 @@ public struct ProviderNotificationCenter: Sendable {
     }
 
     mutating func registerApp(identifier: String, displayName: String) {
-        apps[identifier] = displayName
+        if let index = appIndex(identifier.utf8) {
+            apps[index].displayName = displayName
+        } else {
+            apps.append(App(identifier: Array(identifier.utf8), displayName: displayName))
+        }
     }
 
     /// An app stays known once a notification of it was added, so a consumer
     /// may still ask its attributes after that notification is gone.
     private mutating func noteApp(_ identifier: String) {
-        if apps[identifier] == nil { apps[identifier] = "" }
+        if appIndex(identifier.utf8) == nil { apps.append(App(identifier: Array(identifier.utf8), displayName: "")) }
     }
 
     mutating func add(_ notification: ProviderNotification) throws(ProviderError) -> NotificationUID {

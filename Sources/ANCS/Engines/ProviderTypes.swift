@@ -131,11 +131,13 @@ public struct ProviderNotification: Hashable, Sendable {
 
 /// Tuning of the Provider engine.
 public struct ProviderConfiguration: Hashable, Sendable {
-    /// The longest Data Source response, in bytes: values are cut (after the
-    /// max length asked) so the response fits, which bounds what one
-    /// 512-byte Control Point write can make the provider send. Every
-    /// requested tuple is still present, so a response with very many tuples
-    /// may exceed it by their 3-byte headers.
+    /// The longest Data Source response, in bytes: Title, Subtitle and
+    /// Message are cut (after the max length asked) so the response fits,
+    /// which bounds what one 512-byte Control Point write can make the
+    /// provider send. Every requested tuple is still present and the other
+    /// attributes (AppIdentifier, MessageSize, Date, action labels) are never
+    /// cut, so a response with very many tuples may exceed it by their 3-byte
+    /// headers and those values.
     public var maximumResponseLength: Int
     /// The NotificationUID of the first notification added; each later one
     /// gets the next value.

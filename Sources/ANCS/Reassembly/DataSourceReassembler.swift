@@ -18,7 +18,10 @@
 // but its framing (the tuples the request asked for) is still followed so
 // the next response starts at the right byte. Only bytes that cannot be
 // framed at all are dropped up to the end of their fragment, because a new
-// response always starts a new notification on a real NP.
+// response always starts a new notification on a real NP. After such bytes
+// there is no telling where they end, so the reassembler resynchronizes:
+// until a notification begins like an outstanding request's response, each
+// notification is dropped as unsolicited, never charged to the next request.
 //
 // Cost: each byte is looked at once; values are copied in bulk; a value that
 // lies wholly inside one fragment is materialized straight from it; the only
@@ -75,6 +78,10 @@ public struct DataSourceReassembler: Sendable {
     var phase: Phase = .header(matched: 0)
     /// Set once the current response has failed: keep framing, store nothing.
     var failed = false
+    /// Set after bytes that could not be framed (a wrong CommandID, bytes no
+    /// request explains): a notification that does not begin like the
+    /// response of an outstanding request is dropped as unsolicited.
+    var resynchronizing = false
     var tupleIndex = 0
     /// Bytes of the current response seen so far.
     var offset = 0
@@ -148,6 +155,7 @@ public struct DataSourceReassembler: Sendable {
         }
         queue.removeAll()
         resetResponse()
+        resynchronizing = false
     }
 
     public mutating func feed(_ fragment: [UInt8], _ handler: (ReassemblyEvent) -> Void) {
@@ -176,6 +184,13 @@ public struct DataSourceReassembler: Sendable {
     @inline(never)
     private mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
         if case .discardingFragment = phase { phase = .header(matched: 0) }
+        if resynchronizing, case .header(matched: 0) = phase {
+            guard beginsResponse(fragment) else {
+                if fragment.count > 0 { handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0))) }
+                return
+            }
+            resynchronizing = false
+        }
         if (failed || current?.abandoned == true) && shouldResynchronize(at: fragment) {
             // The response being skipped was given up on (timed out or
             // invalid) and this notification starts exactly like the next
@@ -331,6 +346,25 @@ public struct DataSourceReassembler: Sendable {
         return true
     }
 
+    /// Whether `fragment` begins with the header of the first live request,
+    /// or of an abandoned one ahead of it: the whole header, or as much as a
+    /// notification holds at the smallest ATT MTU (20 bytes) when it is
+    /// longer. (A response's first notification is never shorter: it is
+    /// either the whole response or a full one.)
+    private func beginsResponse(_ fragment: UnsafeRawBufferPointer) -> Bool {
+        for pending in queue {
+            let header = pending.request.header
+            var matches = fragment.count >= min(header.count, DataSourceResponse.mtuRange.lowerBound - 3)
+            for index in 0..<min(header.count, fragment.count) where fragment[index] != header[index] {
+                matches = false
+                break
+            }
+            if matches { return true }
+            if !pending.abandoned { return false }
+        }
+        return false
+    }
+
     // MARK: - Header
 
     /// The header's length when `fragment` holds, from `index`, the whole
@@ -364,6 +398,7 @@ public struct DataSourceReassembler: Sendable {
         guard var head = queue.first else {
             handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
             phase = .discardingFragment
+            resynchronizing = true
             return
         }
         if head.request.header[matched] != byte {
@@ -375,6 +410,7 @@ public struct DataSourceReassembler: Sendable {
                 guard let next = queue.first else {
                     handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
                     phase = .discardingFragment
+                    resynchronizing = true
                     return
                 }
                 head = next
@@ -409,6 +445,7 @@ public struct DataSourceReassembler: Sendable {
             fail(.wrongCommandID(expected: head.request.commandID, actual: CommandID(rawValue: actual)), at: 0, handler)
             resetResponse()
             phase = .discardingFragment
+            resynchronizing = true
             return
         }
         switch head.request.subject {
@@ -475,8 +512,9 @@ public struct DataSourceReassembler: Sendable {
                 let response = NotificationAttributesResponse(notificationUID: uid, attributes: notificationAttributes)
                 notificationAttributes = []
                 handler(.response(finished.id, .notificationAttributes(response)))
-            case .app(let identifier):
-                let response = AppAttributesResponse(appIdentifier: identifier, attributes: appAttributes)
+            case .app:
+                let header = finished.request.header
+                let response = AppAttributesResponse(appIdentifierBytes: Array(header[1..<(header.count - 1)]), attributes: appAttributes)
                 appAttributes = []
                 handler(.response(finished.id, .appAttributes(response)))
             }

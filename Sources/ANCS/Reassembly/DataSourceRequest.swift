@@ -4,6 +4,8 @@
 public struct DataSourceRequest: Hashable, Sendable {
     public enum Subject: Hashable, Sendable {
         case notification(NotificationUID)
+        /// The AppIdentifier as text; the response is matched, and answered
+        /// with, its exact bytes (`appIdentifierBytes`).
         case app(String)
     }
 
@@ -32,7 +34,7 @@ public struct DataSourceRequest: Hashable, Sendable {
         subject = .app(command.appIdentifier)
         commandID = .getAppAttributes
         var header: [UInt8] = [CommandID.getAppAttributes.rawValue]
-        header.append(contentsOf: command.appIdentifier.utf8)
+        header.append(contentsOf: command.appIdentifierBytes)
         header.append(0)
         self.header = header
         tuples = command.attributes.map { ExpectedTuple(id: $0.rawValue, maxLength: nil) }
@@ -46,6 +48,12 @@ public struct DataSourceRequest: Hashable, Sendable {
         case .getAppAttributes(let command): self.init(command)
         case .performNotificationAction: return nil
         }
+    }
+
+    /// The AppIdentifier's bytes of a Get App Attributes request, nil for Get
+    /// Notification Attributes.
+    public var appIdentifierBytes: [UInt8]? {
+        commandID == .getAppAttributes ? Array(header[1..<(header.count - 1)]) : nil
     }
 
     /// Number of attribute tuples the response carries.
