@@ -137,7 +137,7 @@ public struct ConsumerDriver<Waiter> {
         _ waiter: Waiter, at now: Timestamp,
         _ request: (inout Consumer, Timestamp) -> (ConsumerRequestID, [ConsumerAction])
     ) -> (ConsumerRequestID?, [Output]) {
-        guard !finished else { return (nil, [.resume(waiter, .failure(.sessionEnded))]) }
+        guard !finished else { return (nil, [.resume(waiter, .failure(.notConnected))]) }
         let (id, actions) = request(&engine, now)
         waiters[id] = .host(waiter)
         return (id, perform(actions, at: now))
@@ -273,7 +273,8 @@ public struct ConsumerDriver<Waiter> {
             } else {
                 showIfStillLive(uid, into: &outputs)
             }
-        case .failure(.sessionEnded):
+        case .failure(.sessionEnded), .failure(.notificationRemoved), .failure(.cancelled):
+            // Nothing to show: the session or the notification is gone.
             displayed.removeValue(forKey: uid)
         case .failure(let error):
             displayed.removeValue(forKey: uid)
