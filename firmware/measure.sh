@@ -87,17 +87,17 @@ for image, what in (("entry", "consumer (scripts/embedded/consumer-entry.swift)"
     for arch in ("arm", "riscv"):
         print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'flash_text')} | {g(arch, image, 'data')} | {g(arch, image, 'bss')} |")
 print()
-print("RAM of one consumer session at MTU 23 (heap: blocks with their 16-byte headers; stack: deepest use from the top):")
+print("RAM of one consumer session at MTU 23 (heap peak: blocks with this allocator's 16-byte headers and 16-byte rounding, then the bytes asked for; stack: deepest use from the top):")
 print()
-print("| session | arch | heap peak | stack peak | instructions |")
-print("|---|---|---:|---:|---:|")
+print("| session | arch | heap peak | heap asked for | stack peak | instructions |")
+print("|---|---|---:|---:|---:|---:|")
 for image, what in (("entry", "consumer-entry.swift driven from C"), ("test", "scripted session in the test image")):
     for arch in ("arm", "riscv"):
-        print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'session_heap_peak')} B | {g(arch, image, 'session_stack_peak')} B | {g(arch, image, 'session_instructions')} |")
+        print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'session_heap_peak')} B | {g(arch, image, 'session_heap_requested_peak')} B | {g(arch, image, 'session_stack_peak')} B | {g(arch, image, 'session_instructions')} |")
 print()
 nordic = {"mtu23": 25385, "mtu185": 24206, "mtu517": 24114}
 n = g("arm", "test", "workload_responses")
-print(f"Instructions per Data Source response (device: first {n} responses of the standard workload; host: all 1000, callgrind):")
+print(f"Instructions per Data Source response, every value taken as a String (device: first {n} responses of the standard workload; host: all 1000, callgrind); in brackets the ratio to Nordic's x86-64 figure (lower is fewer instructions; device rows compare another instruction set):")
 print()
 print("| path | where | MTU 23 | MTU 185 | MTU 517 |")
 print("|---|---|---:|---:|---:|")
@@ -112,7 +112,11 @@ for path in ("reassembler", "consumer"):
             cells.append(f"{v:,}".replace(",", " ") + f" ({v / nordic[m]:.2f}×)")
         print(f"| {label} | x86-64, callgrind | " + " | ".join(cells) + " |")
     for arch, where in (("arm", "Cortex-M4, QEMU"), ("riscv", "RV32IMAC, QEMU")):
-        print(f"| {label} | {where} | " + " | ".join(g(arch, "test", f"workload_{path}_{m}") for m in ("mtu23", "mtu185", "mtu517")) + " |")
+        cells = []
+        for m in ("mtu23", "mtu185", "mtu517"):
+            v = fig.get((arch, "test", f"workload_{path}_{m}"))
+            cells.append("–" if v is None else f"{v:,}".replace(",", " ") + f" ({v / nordic[m]:.2f}×)")
+        print(f"| {label} | {where} | " + " | ".join(cells) + " |")
 print()
 print("One 80-byte response (conformance vector) through the Consumer engine, instructions for its fragments:")
 print()

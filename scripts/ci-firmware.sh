@@ -30,5 +30,7 @@ fi
 
 echo "== firmware images on QEMU (Cortex-M4, RV32IMAC)"
 firmware/run.sh all
+echo "== firmware harness self-check (a trap, out of heap, a hang, a failed check, over budget: each must fail)"
+firmware/selfcheck.sh all
 echo "== firmware figures"
 firmware/measure.sh --no-build --firmware-only

@@ -71,6 +71,7 @@ void firmware_main(void) {
 #ifndef FW_HOST
   fw_stack_mark();
   size_t baseline = fw_heap_mark();
+  size_t requested_baseline = fw_heap_requested();
   uint64_t start = fw_instructions();
 #endif
   static const uint8_t sms_added[] = {0x00, 0x04, 0x04, 0x01, 0x02, 0x00, 0x00, 0x00};  // PreExisting, social, uid 2
@@ -114,15 +115,20 @@ void firmware_main(void) {
 #ifndef FW_HOST
   uint64_t spent = fw_instructions() - start;
   size_t heap = fw_heap_peak() - baseline, stack = fw_stack_peak();
+  size_t requested = fw_heap_requested_peak() - requested_baseline;
   fw_puts("# session: heap peak ");
   fw_put_uint(heap);
-  fw_puts(" B, stack peak ");
+  fw_puts(" B (");
+  fw_put_uint(requested);
+  fw_puts(" B asked for), stack peak ");
   fw_put_uint(stack);
   fw_puts(" B, ");
   fw_put_uint(spent);
   fw_puts(" instructions\n");
   fw_puts("figure session_heap_peak ");
   fw_put_uint(heap);
+  fw_puts("\nfigure session_heap_requested_peak ");
+  fw_put_uint(requested);
   fw_puts("\nfigure session_stack_peak ");
   fw_put_uint(stack);
   fw_puts("\nfigure session_instructions ");

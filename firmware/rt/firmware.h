@@ -28,6 +28,10 @@ size_t fw_heap_in_use(void);
 size_t fw_heap_peak(void);
 // Starts a new measurement: the peak becomes what is in use now; returns it.
 size_t fw_heap_mark(void);
+// The same for the bytes asked for (no headers, no rounding): what a leaner
+// allocator would need at least.
+size_t fw_heap_requested(void);
+size_t fw_heap_requested_peak(void);
 size_t fw_heap_size(void);
 size_t fw_heap_allocations(void);
 

@@ -109,6 +109,7 @@ typedef struct heap_block {
 static heap_block *free_blocks;
 static char *heap_break;  // first byte never handed out
 static size_t heap_used, heap_used_peak, heap_allocations;
+static size_t heap_requested, heap_requested_peak;  // the bytes asked for, without headers
 
 void *malloc(size_t size) {
   if (heap_break == 0) {
@@ -143,6 +144,8 @@ void *malloc(size_t size) {
   block->requested = size;
   heap_used += block->size;
   if (heap_used > heap_used_peak) heap_used_peak = heap_used;
+  heap_requested += size;
+  if (heap_requested > heap_requested_peak) heap_requested_peak = heap_requested;
   heap_allocations++;
   return (char *)block + HEAP_HEADER;
 }
@@ -151,6 +154,7 @@ void free(void *pointer) {
   if (pointer == 0) return;
   heap_block *block = (heap_block *)((char *)pointer - HEAP_HEADER);
   heap_used -= block->size;
+  heap_requested -= block->requested;
   // Insert by address and merge with the neighbours.
   heap_block *before = 0, *after = free_blocks;
   while (after && after < block) {
@@ -193,6 +197,8 @@ void *realloc(void *pointer, size_t size) {
   if (pointer == 0) return malloc(size);
   heap_block *block = (heap_block *)((char *)pointer - HEAP_HEADER);
   if (block->size - HEAP_HEADER >= size) {
+    heap_requested = heap_requested - block->requested + size;
+    if (heap_requested > heap_requested_peak) heap_requested_peak = heap_requested;
     block->requested = size;
     return pointer;
   }
@@ -207,8 +213,11 @@ size_t fw_heap_in_use(void) { return heap_used; }
 size_t fw_heap_peak(void) { return heap_used_peak; }
 size_t fw_heap_mark(void) {
   heap_used_peak = heap_used;
+  heap_requested_peak = heap_requested;
   return heap_used;
 }
+size_t fw_heap_requested(void) { return heap_requested; }
+size_t fw_heap_requested_peak(void) { return heap_requested_peak; }
 size_t fw_heap_size(void) { return (size_t)(__heap_end - __heap_start); }
 size_t fw_heap_allocations(void) { return heap_allocations; }
 

@@ -23,7 +23,7 @@ public func firmwareMain() {
     let total = Int(truncatingIfNeeded: fwInstructions() &- start)
 
     let budget = fwSessionHeapBudget()
-    print("Consumer session: heap peak \(session.heapPeak) B (\(session.allocations) allocations), stack peak \(session.stackPeak) B, \(session.instructions) instructions")
+    print("Consumer session: heap peak \(session.heapPeak) B (\(session.heapRequestedPeak) B asked for, \(session.allocations) allocations), stack peak \(session.stackPeak) B, \(session.instructions) instructions")
     if session.heapPeak > budget {
         print("  OVER BUDGET: heap peak \(session.heapPeak) B exceeds the budget of \(budget) B by \(session.heapPeak - budget) B")
     }
@@ -32,6 +32,7 @@ public func firmwareMain() {
     print("heap: \(fwHeapSize()) B, \(fwHeapAllocations()) allocations in all; stack: \(fwStackSize()) B")
 
     log.figure("session_heap_peak", session.heapPeak)
+    log.figure("session_heap_requested_peak", session.heapRequestedPeak)
     log.figure("session_stack_peak", session.stackPeak)
     log.figure("session_instructions", session.instructions)
     log.figure("session_allocations", session.allocations)

@@ -7,6 +7,7 @@ import ANCS
 
 struct SessionFigures {
     var heapPeak = 0
+    var heapRequestedPeak = 0
     var stackPeak = 0
     var instructions = 0
     var allocations = 0
@@ -85,6 +86,7 @@ func runConsumerSession(_ log: inout Log) -> SessionFigures {
                                smsApp: smsApp, preExisting: preExisting, appAnswer: appAnswer, call: call, callGone: callGone)
     fwStackMark()
     let baseline = fwHeapMark()
+    let requestedBaseline = fwHeapRequested()
     let allocationsBefore = fwHeapAllocations()
     let start = fwInstructions()
     var heard = EventCount()
@@ -92,6 +94,7 @@ func runConsumerSession(_ log: inout Log) -> SessionFigures {
     var figures = SessionFigures()
     figures.instructions = Int(truncatingIfNeeded: fwInstructions() &- start)
     figures.heapPeak = fwHeapPeak() - baseline
+    figures.heapRequestedPeak = fwHeapRequestedPeak() - requestedBaseline
     figures.stackPeak = fwStackPeak()
     figures.allocations = fwHeapAllocations() - allocationsBefore
     log.check(fwHeapInUse() == baseline, "no heap left in use after the session (\(fwHeapInUse() - baseline) B)")
