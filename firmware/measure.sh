@@ -65,6 +65,10 @@ fi
   echo "         $(qemu-system-arm --version | head -n 1); $(valgrind --version 2>/dev/null || echo 'valgrind not used')"
 } > "$out/machine.txt"
 
+for arch in arm riscv; do
+  python3 firmware/tools/flash-by-input.py "$out/$arch/entry.map" > "$out/$arch/entry-inputs.txt"
+done
+
 python3 - "$out" <<'PY'
 import sys
 out = sys.argv[1]
@@ -86,6 +90,27 @@ print("|---|---|---:|---:|---:|")
 for image, what in (("entry", "consumer (scripts/embedded/consumer-entry.swift)"), ("test", "test image (both engines, vectors, workload slice)")):
     for arch in ("arm", "riscv"):
         print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'flash_text')} | {g(arch, image, 'data')} | {g(arch, image, 'bss')} |")
+print()
+inputs = {}
+for arch in ("arm", "riscv"):
+    for line in open(f"{out}/{arch}/entry-inputs.txt"):
+        name, size = line.split()
+        inputs[(arch, name)] = int(size)
+def part(arch, names):
+    return sum(v for (a, n), v in inputs.items() if a == arch and n in names)
+def b(v):
+    return f"{v:,}".replace(",", " ")
+print("The consumer image's flash by input (`firmware/tools/flash-by-input.py`, from the link map):")
+print()
+print("| input | Cortex-M4 | RV32IMAC |")
+print("|---|---:|---:|")
+for label, names in (("core + Swift runtime it reaches (`entry.o`)", {"entry.o"}),
+                     ("libgcc (soft-float double, 64-bit division)", {"libgcc.a"}),
+                     ("C runtime (`firmware/rt/runtime.c`)", {"runtime.o"}),
+                     ("start-up code and vectors", {"startup-arm.o", "startup-riscv.o"}),
+                     ("session driver (`firmware/entry/entry-driver.c`)", {"entry-driver.o"}),
+                     ("linker-made (`<internal>`)", {"<internal>"})):
+    print(f"| {label} | {b(part('arm', names))} | {b(part('riscv', names))} |")
 print()
 print("RAM of one consumer session at MTU 23 (heap peak: blocks with this allocator's 16-byte headers and 16-byte rounding, then the bytes asked for; stack: deepest use from the top):")
 print()
