@@ -22,6 +22,9 @@ void fw_exit(int status) __attribute__((noreturn));
 // Instructions retired since reset (RISC-V: minstret; Cortex-M: SysTick under
 // QEMU -icount shift=0, to within 40 instructions).
 uint64_t fw_instructions(void);
+// Runs a loop of exactly 2 * iterations instructions and returns what the
+// counter says it took (a check of the counter).
+uint64_t fw_count_loop(uint32_t iterations);
 
 // Heap: bytes in blocks handed out (headers and rounding included).
 size_t fw_heap_in_use(void);

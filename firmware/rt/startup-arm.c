@@ -54,6 +54,14 @@ uint64_t fw_instructions(void) {
   return ((uint64_t)periods * (SYST_RELOAD + 1u) + (SYST_RELOAD - value)) * INSTRUCTIONS_PER_TICK;
 }
 
+// A loop of exactly 2 * iterations instructions (subs, bne), counted: the
+// test image checks the counter with it.
+uint64_t fw_count_loop(uint32_t iterations) {
+  uint64_t start = fw_instructions();
+  __asm__ volatile("1: subs %0, %0, #1\n bne 1b\n" : "+r"(iterations) : : "cc");
+  return fw_instructions() - start;
+}
+
 void reset_continue(void) {
   const uint32_t *from = __data_load;
   for (uint32_t *to = __data_start; to < __data_end;) *to++ = *from++;

@@ -68,3 +68,11 @@ uint64_t fw_instructions(void) {
   } while (high != again);
   return ((uint64_t)high << 32) | low;
 }
+
+// A loop of exactly 2 * iterations instructions (addi, bnez), counted: the
+// test image checks the counter with it.
+uint64_t fw_count_loop(uint32_t iterations) {
+  uint64_t start = fw_instructions();
+  __asm__ volatile("1: addi %0, %0, -1\n bnez %0, 1b\n" : "+r"(iterations));
+  return fw_instructions() - start;
+}

@@ -8,6 +8,11 @@ import ANCS
 public func firmwareMain() {
     print("swift-ancs firmware test")
     var log = Log()
+    // The instruction counter against a loop of known length (2 instructions
+    // per iteration); the call around it adds a few dozen.
+    let counted = Int(truncatingIfNeeded: fwCountLoop(100_000))
+    log.check(counted >= 200_000 - 40 && counted <= 200_000 + 120, "instruction counter: a 200 000-instruction loop counts \(counted)")
+    log.figure("counter_loop_200000", counted)
     let start = fwInstructions()
 
     let ns = runNotificationSourceVectors(&log)

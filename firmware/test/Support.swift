@@ -4,6 +4,7 @@ import ANCS
 
 @_extern(c, "fw_exit") func fwExit(_ status: Int32)
 @_extern(c, "fw_instructions") func fwInstructions() -> UInt64
+@_extern(c, "fw_count_loop") func fwCountLoop(_ iterations: UInt32) -> UInt64
 @_extern(c, "fw_heap_in_use") func fwHeapInUse() -> Int
 @_extern(c, "fw_heap_peak") func fwHeapPeak() -> Int
 @_extern(c, "fw_heap_mark") func fwHeapMark() -> Int
