@@ -58,12 +58,12 @@ static void response_send(const char *what) {
   }
 }
 
+// Get App Attributes response: CommandID 1, the AppIdentifier with its NUL, DisplayName.
 static void app_response(const char *identifier, const char *name) {
   static const uint8_t command[] = {1};
-  static const uint8_t nul[] = {0};
   response_start(command, 1);
   response_text(identifier);
-  response[response_length++] = nul[0];
+  response[response_length++] = 0;
   response_tuple(0, name);
 }
 
