@@ -83,9 +83,9 @@ def g(arch, image, key):
     return "–" if v is None else f"{v:,}".replace(",", " ")
 print(open(f"{out}/machine.txt").read().rstrip())
 print()
-print("Sizes as linked (bytes; flash = .text + .rodata + .ARM.exidx, plus .data's initial values):")
+print("Sizes as linked, in bytes (.text: code and read-only data, with .ARM.exidx on Cortex-M4; flash holds .text and the initial values of .data):")
 print()
-print("| image | arch | flash (.text) | .data | .bss |")
+print("| image | arch | .text | .data | .bss |")
 print("|---|---|---:|---:|---:|")
 for image, what in (("entry", "consumer (scripts/embedded/consumer-entry.swift)"), ("test", "test image (both engines, vectors, workload slice)")):
     for arch in ("arm", "riscv"):
