@@ -1,0 +1,155 @@
+// Host program for instruction counts (valgrind --tool=callgrind): the
+// standard Data Source workload at one MTU through the DataSourceReassembler
+// alone (as ds-throughput runs it) or through the Consumer engine (request,
+// write, fragments, completion), every value taken as a String. One pass is
+// checked against the workload's FNV-1a 64 checksum first; then `countedPasses`
+// runs the passes callgrind counts (--toggle-collect='*countedPasses*').
+//
+//   ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM
+import ANCS
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let attributes: [NotificationAttributeRequest] = [
+    NotificationAttributeRequest(.appIdentifier), NotificationAttributeRequest(.title, maxLength: 0xFFFF),
+    NotificationAttributeRequest(.subtitle, maxLength: 0xFFFF), NotificationAttributeRequest(.message, maxLength: 0xFFFF),
+    NotificationAttributeRequest(.date),
+]
+
+func fail(_ message: String) -> Never {
+    print("ds-instructions: \(message)")
+    exit(1)
+}
+
+func readFile(_ path: String) -> [UInt8] {
+    guard let file = fopen(path, "rb") else { fail("cannot open \(path)") }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+        if count == 0 { break }
+        bytes += chunk[0..<count]
+    }
+    return bytes
+}
+
+struct Workload {
+    var uids: [UInt32] = []
+    var bytes: [UInt8] = []
+    /// Per response: the end offsets of its notifications in `bytes`.
+    var fragmentEnds: [[Int]] = []
+
+    init(records: [UInt8]) {
+        var at = 0
+        while at < records.count {
+            switch records[at] {
+            case 0 where at + 5 <= records.count:
+                uids.append(UInt32(records[at + 1]) | UInt32(records[at + 2]) << 8 | UInt32(records[at + 3]) << 16 | UInt32(records[at + 4]) << 24)
+                fragmentEnds.append([])
+                at += 5
+            case 1 where at + 3 <= records.count && !uids.isEmpty:
+                let length = Int(records[at + 1]) | Int(records[at + 2]) << 8
+                guard at + 3 + length <= records.count else { fail("truncated record at byte \(at)") }
+                bytes += records[(at + 3)..<(at + 3 + length)]
+                fragmentEnds[fragmentEnds.count - 1].append(bytes.count)
+                at += 3 + length
+            default:
+                fail("bad record at byte \(at)")
+            }
+        }
+    }
+}
+
+func reassemblerPass(_ workload: Workload, _ body: (NotificationAttributesResponse) -> Void) {
+    var reassembler = DataSourceReassembler()
+    workload.bytes.withUnsafeBytes { raw in
+        var start = 0
+        for (number, uid) in workload.uids.enumerated() {
+            reassembler.expect(DataSourceRequest(GetNotificationAttributes(notificationUID: NotificationUID(uid), attributes: attributes)),
+                               id: UInt32(truncatingIfNeeded: number))
+            for end in workload.fragmentEnds[number] {
+                reassembler.feed(UnsafeRawBufferPointer(rebasing: raw[start..<end])) { event in
+                    guard case .response(_, .notificationAttributes(let response)) = event else { fail("response \(number) did not decode") }
+                    body(response)
+                }
+                start = end
+            }
+        }
+    }
+}
+
+func consumerPass(_ workload: Workload, mtu: Int, _ body: (NotificationAttributesResponse) -> Void) {
+    var consumer = Consumer(configuration: ConsumerConfiguration(eagerAttributes: [], eagerAppNames: false))
+    _ = consumer.linkUp(mtu: mtu, at: .zero)
+    _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
+    _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+    workload.bytes.withUnsafeBytes { raw in
+        var start = 0
+        for (number, uid) in workload.uids.enumerated() {
+            let (request, actions) = consumer.fetchAttributes(attributes, for: NotificationUID(uid), at: .zero)
+            var token: WriteToken?
+            for action in actions { if case .writeControlPoint(_, let written) = action { token = written } }
+            guard let token else { fail("no Control Point write for response \(number)") }
+            _ = consumer.writeCompleted(token, .success, at: .zero)
+            for end in workload.fragmentEnds[number] {
+                for action in consumer.received(dataSource: UnsafeRawBufferPointer(rebasing: raw[start..<end]), at: .zero) {
+                    guard case .emit(.completed(let id, let result)) = action, id == request else { continue }
+                    guard case .success(.notificationAttributes(let response)) = result else { fail("response \(number) failed") }
+                    body(response)
+                }
+                start = end
+            }
+        }
+    }
+}
+
+func pass(_ mode: String, _ workload: Workload, mtu: Int, _ body: (NotificationAttributesResponse) -> Void) {
+    if mode == "consumer" { consumerPass(workload, mtu: mtu, body) } else { reassemblerPass(workload, body) }
+}
+
+@inline(never)
+func countedPasses(_ mode: String, _ workload: Workload, mtu: Int, passes: Int) -> (values: Int, bytes: Int) {
+    var values = 0, bytes = 0
+    for _ in 0..<passes {
+        pass(mode, workload, mtu: mtu) { response in
+            for attribute in response.attributes {
+                let text = attribute.value.string
+                values &+= 1
+                bytes &+= text.utf8.count
+            }
+        }
+    }
+    return (values, bytes)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 5, arguments[2] == "reassembler" || arguments[2] == "consumer",
+      let passes = Int(arguments[3]), passes > 0, let expected = UInt64(arguments[4].hasPrefix("0x") ? String(arguments[4].dropFirst(2)) : arguments[4], radix: 16)
+else { fail("usage: ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM") }
+let path = arguments[1]
+guard let mtuText = path.split(separator: "mtu").last?.split(separator: ".").first, let mtu = Int(mtuText) else {
+    fail("\(path): the file name does not give the MTU (ds_workload_mtuN.bin)")
+}
+let workload = Workload(records: readFile(path))
+struct FNV1a64 {
+    var value: UInt64 = 0xCBF2_9CE4_8422_2325
+    mutating func add(_ byte: UInt8) { value = (value ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+}
+var hash = FNV1a64()
+pass(arguments[2], workload, mtu: mtu) { response in
+    for attribute in response.attributes {
+        let text = attribute.value.string
+        let length = text.utf8.count
+        for shift in [0, 8, 16, 24] as [UInt32] { hash.add(UInt8(truncatingIfNeeded: response.notificationUID.rawValue >> shift)) }
+        hash.add(attribute.id.rawValue)
+        hash.add(UInt8(truncatingIfNeeded: length))
+        hash.add(UInt8(truncatingIfNeeded: length >> 8))
+        for byte in text.utf8 { hash.add(byte) }
+    }
+}
+guard hash.value == expected else { fail("decoded checksum 0x\(String(hash.value, radix: 16)) is not the manifest's 0x\(String(expected, radix: 16))") }
+let counted = countedPasses(arguments[2], workload, mtu: mtu, passes: passes)
+print("\(workload.uids.count) responses, \(passes) passes, \(counted.values) values, \(counted.bytes) value bytes")

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The figures of BENCHMARKS.md, "Firmware: size, RAM, instructions", as
+# Markdown tables:
+#   - per firmware image and architecture: flash, .data, .bss; the consumer
+#     session's heap and stack peaks; instructions per Data Source response
+#     on the emulated device (from firmware/run.sh's figures);
+#   - on the host: instructions per response of the Data Source path on the
+#     whole standard workload at MTU 23/185/517 (valgrind --tool=callgrind,
+#     firmware/host/ds-instructions.swift), next to Nordic's parser
+#     (../shared/bench/README.md: 25 385 / 24 206 / 24 114).
+#
+#   firmware/measure.sh [--no-build] [--firmware-only]
+#     --no-build       use the figures of the last firmware/run.sh
+#     --firmware-only  skip the host (callgrind) measurement
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.build/firmware
+build=true host=true
+for argument in "$@"; do
+  case $argument in
+    --no-build) build=false ;;
+    --firmware-only) host=false ;;
+    *) echo "usage: firmware/measure.sh [--no-build] [--firmware-only]" >&2; exit 2 ;;
+  esac
+done
+[ -d /opt/swift/usr/bin ] && export PATH=/opt/swift/usr/bin:$PATH
+
+if $build; then
+  firmware/run.sh all > "$out.log" 2>&1 || { cat "$out.log"; echo "error: firmware/run.sh failed" >&2; exit 1; }
+fi
+for arch in arm riscv; do
+  [ -f "$out/$arch/figures.txt" ] || { echo "error: no $out/$arch/figures.txt: run firmware/run.sh" >&2; exit 1; }
+done
+
+: > "$out/host-figures.txt"
+if $host; then
+  command -v valgrind >/dev/null || { echo "error: valgrind not found (apt-get install valgrind)" >&2; exit 1; }
+  dir=$out/hostbench
+  mkdir -p "$dir/modules"
+  mapfile -t core < <(find Sources/ANCS -name '*.swift' | sort)
+  # The core as its own module, optimized as a release build of the package
+  # would be (whole module, cross-module optimization), then the program.
+  swiftc -O -wmo -parse-as-library -swift-version 6 -cross-module-optimization -module-name ANCS \
+    -emit-module -emit-module-path "$dir/modules/ANCS.swiftmodule" -c "${core[@]}" -o "$dir/ancs.o"
+  swiftc -O -wmo -swift-version 6 -I "$dir/modules" firmware/host/ds-instructions.swift "$dir/ancs.o" -o "$dir/ds-instructions"
+  workload=$out/workload
+  python3 ../shared/bench/gen_ds_workload.py --out "$workload" --check >/dev/null 2>&1 ||
+    python3 ../shared/bench/gen_ds_workload.py --out "$workload" >/dev/null
+  checksum=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['checksum_fnv1a64'])" "$workload/ds_workload.json")
+  responses=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['responses'])" "$workload/ds_workload.json")
+  passes=2
+  for mode in reassembler consumer; do
+    for mtu in 23 185 517; do
+      collected=$(valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.$mode.$mtu.out" \
+        --toggle-collect='*countedPasses*' "$dir/ds-instructions" "$workload/ds_workload_mtu$mtu.bin" "$mode" "$passes" "$checksum" 2>&1 |
+        awk '/Collected :/ { print $NF }')
+      [ -n "$collected" ] || { echo "error: callgrind gave no count for $mode at MTU $mtu" >&2; exit 1; }
+      echo "figure host $mode mtu$mtu $((collected / (passes * responses)))" >> "$out/host-figures.txt"
+    done
+  done
+fi
+
+{
+  echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs; $(swiftc --version 2>&1 | head -n 1);"
+  echo "         $(qemu-system-arm --version | head -n 1); $(valgrind --version 2>/dev/null || echo 'valgrind not used')"
+} > "$out/machine.txt"
+
+for arch in arm riscv; do
+  python3 firmware/tools/flash-by-input.py "$out/$arch/entry.map" > "$out/$arch/entry-inputs.txt"
+done
+
+python3 - "$out" <<'PY'
+import sys
+out = sys.argv[1]
+fig = {}
+for name in ("arm/figures.txt", "riscv/figures.txt", "host-figures.txt"):
+    for line in open(f"{out}/{name}"):
+        parts = line.split()
+        if len(parts) == 5 and parts[0] == "figure":
+            fig[(parts[1], parts[2], parts[3])] = int(parts[4])
+def g(arch, image, key):
+    v = fig.get((arch, image, key))
+    return "–" if v is None else f"{v:,}".replace(",", " ")
+print(open(f"{out}/machine.txt").read().rstrip())
+print()
+print("Sizes as linked, in bytes (.text: code and read-only data, with .ARM.exidx on Cortex-M4; flash holds .text and the initial values of .data):")
+print()
+print("| image | arch | .text | .data | .bss |")
+print("|---|---|---:|---:|---:|")
+for image, what in (("entry", "consumer (scripts/embedded/consumer-entry.swift)"), ("test", "test image (both engines, vectors, workload slice)")):
+    for arch in ("arm", "riscv"):
+        print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'flash_text')} | {g(arch, image, 'data')} | {g(arch, image, 'bss')} |")
+print()
+inputs = {}
+for arch in ("arm", "riscv"):
+    for line in open(f"{out}/{arch}/entry-inputs.txt"):
+        name, size = line.split()
+        inputs[(arch, name)] = int(size)
+def part(arch, names):
+    return sum(v for (a, n), v in inputs.items() if a == arch and n in names)
+def b(v):
+    return f"{v:,}".replace(",", " ")
+print("The consumer image's flash by input (`firmware/tools/flash-by-input.py`, from the link map):")
+print()
+print("| input | Cortex-M4 | RV32IMAC |")
+print("|---|---:|---:|")
+for label, names in (("core + Swift runtime it reaches (`entry.o`)", {"entry.o"}),
+                     ("libgcc (soft-float double, 64-bit division)", {"libgcc.a"}),
+                     ("C runtime (`firmware/rt/runtime.c`)", {"runtime.o"}),
+                     ("start-up code and vectors", {"startup-arm.o", "startup-riscv.o"}),
+                     ("session driver (`firmware/entry/entry-driver.c`)", {"entry-driver.o"}),
+                     ("linker-made (`<internal>`)", {"<internal>"})):
+    print(f"| {label} | {b(part('arm', names))} | {b(part('riscv', names))} |")
+print()
+print("RAM of one consumer session at MTU 23 (heap peak: blocks with this allocator's 16-byte headers and 16-byte rounding, then the bytes asked for; stack: deepest use from the top):")
+print()
+print("| session | arch | heap peak | heap asked for | stack peak | instructions |")
+print("|---|---|---:|---:|---:|---:|")
+for image, what in (("entry", "consumer-entry.swift driven from C"), ("test", "scripted session in the test image")):
+    for arch in ("arm", "riscv"):
+        print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'session_heap_peak')} B | {g(arch, image, 'session_heap_requested_peak')} B | {g(arch, image, 'session_stack_peak')} B | {g(arch, image, 'session_instructions')} |")
+print()
+nordic = {"mtu23": 25385, "mtu185": 24206, "mtu517": 24114}
+n = g("arm", "test", "workload_responses")
+print(f"Instructions per Data Source response, every value taken as a String (device: first {n} responses of the standard workload; host: all 1000, callgrind); in brackets the ratio to Nordic's x86-64 figure (lower is fewer instructions; device rows compare another instruction set):")
+print()
+print("| path | where | MTU 23 | MTU 185 | MTU 517 |")
+print("|---|---|---:|---:|---:|")
+print("| Nordic `ancs_attr_parser.c` (reference) | x86-64, callgrind | 25 385 | 24 206 | 24 114 |")
+rows = []
+for path in ("reassembler", "consumer"):
+    label = "DataSourceReassembler" if path == "reassembler" else "Consumer engine"
+    if ("host", path, "mtu23") in fig:
+        cells = []
+        for m in ("mtu23", "mtu185", "mtu517"):
+            v = fig[("host", path, m)]
+            cells.append(f"{v:,}".replace(",", " ") + f" ({v / nordic[m]:.2f}×)")
+        print(f"| {label} | x86-64, callgrind | " + " | ".join(cells) + " |")
+    for arch, where in (("arm", "Cortex-M4, QEMU"), ("riscv", "RV32IMAC, QEMU")):
+        cells = []
+        for m in ("mtu23", "mtu185", "mtu517"):
+            v = fig.get((arch, "test", f"workload_{path}_{m}"))
+            cells.append("–" if v is None else f"{v:,}".replace(",", " ") + f" ({v / nordic[m]:.2f}×)")
+        print(f"| {label} | {where} | " + " | ".join(cells) + " |")
+print()
+print("One 80-byte response (conformance vector) through the Consumer engine, instructions for its fragments:")
+print()
+print("| arch | 1 fragment | 4 fragments (MTU 23, emoji split) | 80 one-byte fragments |")
+print("|---|---:|---:|---:|")
+for arch in ("arm", "riscv"):
+    print(f"| {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'test', 'ds_1_fragment')} | {g(arch, 'test', 'ds_mtu23_fragments')} | {g(arch, 'test', 'ds_1_byte_fragments')} |")
+PY

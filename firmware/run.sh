@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Builds the firmware images and runs them on QEMU (see README.md, "Firmware").
+#
+#   firmware/run.sh [arm|riscv|all]        (default: all)
+#
+# Per architecture (arm: Cortex-M4 on mps2-an386; riscv: RV32IMAC on virt):
+#   test   firmware/test/*.swift, a module of its own that imports ANCS (so it
+#          uses the public API only), with every conformance vector
+#          (../shared/vectors/conformance.json) and a slice of the standard
+#          Data Source workload linked in: drives the Consumer and Provider
+#          engines, prints a line per check, exits 0 only if all pass and the
+#          consumer session's heap peak is within SESSION_HEAP_BUDGET.
+#   entry  scripts/embedded/consumer-entry.swift with the core in one module,
+#          as scripts/check-embedded.sh builds the consumer (the footprint an
+#          accessory links), driven from C through a whole session; its output
+#          must equal the same driver built for the host.
+# QEMU's exit status is each run's verdict; a hang is cut after QEMU_TIMEOUT s.
+# Outputs: .build/firmware/<arch>/{test,entry}.{elf,map,txt}, figures.txt.
+#
+# Needs: Swift 6.3 (swiftc, clang, ld.lld, llvm-size; on PATH or in
+# /opt/swift/usr/bin), python3, and the Debian packages qemu-system-arm,
+# qemu-system-misc, gcc-arm-none-eabi, gcc-riscv64-unknown-elf (their libgcc
+# supplies soft-float and 64-bit helpers). scripts/ci-firmware.sh installs them.
+#
+# Env: SESSION_HEAP_BUDGET (bytes, default 2048), QEMU_TIMEOUT (s, default 60),
+#      WORKLOAD_RESPONSES (default 50), VECTORS (default ../shared/vectors/conformance.json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+fw=$repo/firmware
+out=$repo/.build/firmware
+[ -d /opt/swift/usr/bin ] && export PATH=/opt/swift/usr/bin:$PATH
+vectors=${VECTORS:-$repo/../shared/vectors/conformance.json}
+budget=${SESSION_HEAP_BUDGET:-2048}
+responses=${WORKLOAD_RESPONSES:-50}
+arches=()
+case ${1:-all} in
+  arm|riscv) arches=("$1") ;;
+  all) arches=(arm riscv) ;;
+  *) echo "usage: firmware/run.sh [arm|riscv|all]" >&2; exit 2 ;;
+esac
+
+need() { command -v "$1" >/dev/null || { echo "error: $1 not found${2:+ ($2)}" >&2; exit 1; }; }
+for tool in swiftc clang ld.lld python3 timeout; do need "$tool"; done
+size_tool=$(command -v llvm-size || ls /usr/bin/llvm-size-* 2>/dev/null | head -n 1 || true)
+[ -n "$size_tool" ] || { echo "error: llvm-size not found" >&2; exit 1; }
+for arch in "${arches[@]}"; do
+  case $arch in
+    arm) need qemu-system-arm "apt-get install qemu-system-arm"; need arm-none-eabi-gcc "apt-get install gcc-arm-none-eabi" ;;
+    riscv) need qemu-system-riscv32 "apt-get install qemu-system-misc"; need riscv64-unknown-elf-gcc "apt-get install gcc-riscv64-unknown-elf" ;;
+  esac
+done
+[ -f "$vectors" ] || { echo "error: no conformance vectors at $vectors" >&2; exit 1; }
+
+mkdir -p "$out"
+# Generated files are replaced only when they change, so that up-to-date
+# objects are not rebuilt (a fresh checkout builds everything).
+python3 "$fw/tools/gen-vectors.py" "$vectors" "$out/Vectors.swift.new"
+cmp -s "$out/Vectors.swift.new" "$out/Vectors.swift" || mv "$out/Vectors.swift.new" "$out/Vectors.swift"
+if ! python3 ../shared/bench/gen_ds_workload.py --out "$out/workload" --check >/dev/null 2>&1; then
+  python3 ../shared/bench/gen_ds_workload.py --out "$out/workload" >/dev/null
+fi
+python3 "$fw/tools/gen-workload.py" "$out/workload" "$responses" "$out/workload.c"
+
+mapfile -t core < <(find Sources/ANCS -name '*.swift' | sort)
+mapfile -t consumer_core < <(printf '%s\n' "${core[@]}" | grep -v '/Provider')
+mapfile -t tests < <(find "$fw/test" -name '*.swift' | sort)
+# The entry image is compiled as scripts/check-embedded.sh compiles it (its
+# globals are plain vars, so not in Swift 6 mode); the test module in Swift 6 mode.
+embedded_flags=(-enable-experimental-feature Embedded -enable-experimental-feature Extern
+  -wmo -parse-as-library -Osize -Xfrontend -function-sections -Xcc -fdata-sections)
+swift_flags=(-swift-version 6 "${embedded_flags[@]}")
+c_flags=(-Os -std=c11 -ffunction-sections -fdata-sections -ffreestanding -fno-builtin -Wall -Wextra
+  -Wno-initializer-overrides -I "$fw/rt" -DFW_SESSION_HEAP_BUDGET="$budget")
+
+# True when $1 exists and is newer than every other argument.
+fresh() {
+  local target=$1; shift
+  [ -f "$target" ] || return 1
+  local input
+  for input in "$@" "$0"; do [ "$input" -nt "$target" ] && return 1; done
+  return 0
+}
+
+stamp() { echo "$EPOCHREALTIME"; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+
+# The entry image's reference output: the same driver on the host (Embedded
+# Swift for x86_64 with the host's C library), built once alongside.
+host_reference() {
+  local dir=$out/host
+  mkdir -p "$dir"
+  fresh "$dir/entry.o" "${consumer_core[@]}" scripts/embedded/consumer-entry.swift ||
+  swiftc -target x86_64-unknown-linux-gnu "${embedded_flags[@]}" -module-name ANCS -c \
+    "${consumer_core[@]}" scripts/embedded/consumer-entry.swift -o "$dir/entry.o"
+  clang -O1 -DFW_HOST -I "$fw/rt" "$fw/entry/entry-driver.c" "$fw/entry/host.c" "$dir/entry.o" \
+    "$(dirname "$(command -v swiftc)")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a" \
+    -lm -o "$dir/entry"
+  "$dir/entry" > "$dir/entry-expected.txt"
+}
+
+build_arch() { # arch
+  local arch=$1 dir=$out/$1 target ctarget libgcc
+  mkdir -p "$dir"
+  case $arch in
+    arm)
+      target=armv7em-none-none-eabi
+      ctarget=(--target=thumbv7em-none-eabi -mcpu=cortex-m4 -mfloat-abi=soft)
+      libgcc=$(arm-none-eabi-gcc -mthumb -march=armv7e-m+fp -mfloat-abi=softfp -print-libgcc-file-name) ;;
+    riscv)
+      target=riscv32-none-none-eabi
+      ctarget=(--target=riscv32-none-elf -march=rv32imac -mabi=ilp32)
+      libgcc=$(riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32 -print-libgcc-file-name) ;;
+  esac
+  local tables
+  tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$target/libswiftUnicodeDataTables.a
+  for source in runtime "startup-$arch"; do
+    clang "${ctarget[@]}" "${c_flags[@]}" -c "$fw/rt/$source.c" -o "$dir/$source.o"
+  done
+  clang "${ctarget[@]}" "${c_flags[@]}" -c "$fw/entry/entry-driver.c" -o "$dir/entry-driver.o"
+  clang "${ctarget[@]}" "${c_flags[@]}" -Wno-unused-parameter -c "$out/workload.c" -o "$dir/workload.o"
+  # The test image: module ANCS (the core, every file), then the test module.
+  fresh "$dir/ancs.o" "${core[@]}" ||
+  swiftc -target "$target" "${swift_flags[@]}" -module-name ANCS -emit-module \
+    -emit-module-path "$dir/modules/ANCS.swiftmodule" -c "${core[@]}" -o "$dir/ancs.o"
+  fresh "$dir/test.o" "${tests[@]}" "$out/Vectors.swift" "$dir/ancs.o" ||
+  swiftc -target "$target" "${swift_flags[@]}" -module-name FirmwareTest -I "$dir/modules" -c \
+    "${tests[@]}" "$out/Vectors.swift" -o "$dir/test.o"
+  ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/test.map" -o "$dir/test.elf" \
+    "$dir/startup-$arch.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/runtime.o" "$tables" "$libgcc"
+  # The entry image: the consumer footprint build, exactly as check-embedded.sh compiles it.
+  fresh "$dir/entry.o" "${consumer_core[@]}" scripts/embedded/consumer-entry.swift ||
+  swiftc -target "$target" "${embedded_flags[@]}" -module-name ANCS -c \
+    "${consumer_core[@]}" scripts/embedded/consumer-entry.swift -o "$dir/entry.o"
+  ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/entry.map" -o "$dir/entry.elf" \
+    "$dir/startup-$arch.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/runtime.o" "$tables" "$libgcc"
+}
+
+run_image() { # arch image -> 0 pass
+  local arch=$1 image=$2 dir=$out/$1 qemu status=0
+  case $arch in
+    arm) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
+    riscv) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
+  esac
+  # Semihosting output goes to QEMU's stderr. -icount shift=0: one instruction
+  # is 1 ns of virtual time, which the images' instruction counters rely on.
+  timeout "${QEMU_TIMEOUT:-60}" "${qemu[@]}" -nographic -monitor none -serial none -icount shift=0 \
+    -semihosting-config enable=on,target=native -kernel "$dir/$image.elf" > "$dir/$image.txt" 2>&1 || status=$?
+  grep -v '^figure ' "$dir/$image.txt" | sed "s/^/[$arch $image] /"
+  "$size_tool" -A "$dir/$image.elf" | awk -v a="$arch" -v i="$image" '
+    $1 == ".text" || $1 == ".ARM.exidx" { text += $2 } $1 == ".data" { data += $2 } $1 == ".bss" { bss += $2 }
+    END { printf "figure %s %s flash_text %d\nfigure %s %s data %d\nfigure %s %s bss %d\n", a, i, text, a, i, data, a, i, bss }' >> "$dir/figures.txt"
+  grep '^figure ' "$dir/$image.txt" | sed "s/^figure /figure $arch $image /" >> "$dir/figures.txt" || true
+  local verdict=ok
+  if [ "$status" -eq 124 ]; then
+    echo "[$arch $image] TIMEOUT after ${QEMU_TIMEOUT:-60} s" >&2; verdict=failed
+  elif [ "$status" -ne 0 ]; then
+    echo "[$arch $image] exit status $status" >&2; verdict=failed
+  elif [ "$image" = test ]; then
+    grep -qx PASS "$dir/$image.txt" || verdict=failed
+  else
+    grep -v -e '^#' -e '^figure ' "$dir/$image.txt" | diff -u "$out/host/entry-expected.txt" - || verdict=failed
+  fi
+  echo "== $arch $image: $([ $verdict = ok ] && echo PASS || echo FAILED) (QEMU exit status $status)"
+  [ $verdict = ok ]
+}
+
+t0=$(stamp)
+host_reference &
+host_pid=$!
+pids=()
+for arch in "${arches[@]}"; do
+  rm -f "$out/$arch/figures.txt"
+  build_arch "$arch" &
+  pids+=($!)
+done
+build_failed=0
+wait "$host_pid" || { echo "error: the host reference build failed" >&2; build_failed=1; }
+for pid in "${pids[@]}"; do wait "$pid" || build_failed=1; done
+[ $build_failed = 0 ] || { echo "error: firmware build failed" >&2; exit 1; }
+echo "== built in $(since "$t0") s"
+
+failed=0
+for arch in "${arches[@]}"; do
+  for image in test entry; do
+    run_image "$arch" "$image" || failed=1
+  done
+done
+for arch in "${arches[@]}"; do cat "$out/$arch/figures.txt"; done
+[ $failed = 0 ] && echo "== firmware: all images PASS" || echo "== firmware: FAILED" >&2
+exit $failed
