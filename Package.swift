@@ -32,10 +32,13 @@ let package = Package(
         // Bumble (Python, any OS, USB/UART dongles and virtual controllers)
         // through a host process speaking a line protocol (Host/PROTOCOL.md).
         .target(name: "ANCSBumble", dependencies: ["ANCS", "ANCSRuntime"], resources: [.copy("Host")]),
+        // Captures: btsnoop files, HCI ACL and L2CAP reassembly, ATT, the
+        // ANCS handles and an ANCS transcript (`ancs decode --btsnoop`).
+        .target(name: "ANCSCapture", dependencies: ["ANCS", "ANCSFormat"]),
         .executableTarget(
             name: "ancs",
             dependencies: [
-                "ANCS", "ANCSFormat", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", "ANCSBlueZ", "ANCSBumble",
+                "ANCS", "ANCSFormat", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", "ANCSBlueZ", "ANCSBumble", "ANCSCapture",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -46,6 +49,7 @@ let package = Package(
         .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ"]),
         .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBumble", "ANCSDemo"],
                     exclude: ["Interop"]),
+        .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ancsCLITests", dependencies: ["ANCS"]),
     ],
     swiftLanguageModes: [.v6]

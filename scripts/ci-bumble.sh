@@ -89,6 +89,21 @@ for title in "Team stand-up" "Pick up bike" "Alice" "Bike Shop" "Mum" "#release"
 done
 if grep -q '"event":"sessionStarted"' "$out/$run-provide.jsonl"; then echo "PASS provide saw the session"; else echo "FAIL provide saw no session"; failures=$((failures + 1)); fi
 
+echo "-- ancs decode --btsnoop: each capture against what each side logged"
+compare=Tests/ANCSBumbleTests/Interop/compare_capture.py
+decode() { "$ancs" decode --btsnoop "$1" --json >"${1%.btsnoop}.transcript.jsonl" && "$ancs" decode --btsnoop "$1" >"${1%.btsnoop}.transcript.txt"; }
+for mtu in 23 185; do
+  run="ancsclient-mtu$mtu"
+  decode "$out/$run-np.btsnoop"
+  python3 "$compare" "$out/$run-np.transcript.jsonl" --provide "$out/$run-provide.jsonl" --client "$out/$run-client.json" \
+    || failures=$((failures + 1))
+done
+run=listen-provide
+decode "$out/$run-np.btsnoop"
+decode "$out/$run-nc.btsnoop"
+python3 "$compare" "$out/$run-np.transcript.jsonl" --provide "$out/$run-provide.jsonl" || failures=$((failures + 1))
+python3 "$compare" "$out/$run-nc.transcript.jsonl" --listen "$out/$run-listen.jsonl" || failures=$((failures + 1))
+
 if [ "$failures" -ne 0 ]; then
   echo "ci-bumble: $failures failure(s); logs in $out"
   exit 1

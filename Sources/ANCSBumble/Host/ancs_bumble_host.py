@@ -137,6 +137,7 @@ class Server(Session):
         super().__init__(args)
         self.connections = {}       # handle -> Connection, once announced
         self.pending_writes = {}    # id -> Future
+        self.answered_writes = {}   # id -> Future, done once the ATT response has been sent
         self.next_write = 1
         self.advertising_data = b''
         self.scan_response = b''
@@ -175,16 +176,23 @@ class Server(Session):
             await self.announce(connection)
         write_id = self.next_write
         self.next_write += 1
-        future = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        answered = loop.create_future()
         self.pending_writes[write_id] = future
+        self.answered_writes[write_id] = answered
         emit('write', connection.handle, write_id, hex_or_dash(value))
         try:
             code = await asyncio.wait_for(future, WRITE_ANSWER_TIMEOUT)
         except asyncio.TimeoutError:
             log.warning('write %d not answered in %.0f s', write_id, WRITE_ANSWER_TIMEOUT)
+            self.answered_writes.pop(write_id, None)
             code = ATT_UNLIKELY_ERROR
         finally:
             self.pending_writes.pop(write_id, None)
+            # Bumble sends the ATT response in the same step of this task, once
+            # this handler returns or raises: a callback scheduled now runs after it.
+            loop.call_soon(lambda: answered.done() or answered.set_result(None))
         if code:
             raise ATT_Error(code)
 
@@ -230,6 +238,12 @@ class Server(Session):
             code = 0 if fields[2] == 'ok' else (int(fields[3], 16) if fields[2] == 'att' else ATT_UNLIKELY_ERROR)
             if future is not None and not future.done():
                 future.set_result(code)
+            # The response goes out before anything sent after this line
+            # (Data Source notifications the command causes).
+            answered = self.answered_writes.pop(int(fields[1]), None)
+            if answered is not None:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(answered), 5)
         elif command == 'notify':
             request, handle, name, value = int(fields[1]), int(fields[2]), fields[3], parse_hex(fields[4])
             emit('notified', request, await self.notify(handle, name, value))
