@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ"]),
         .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBumble", "ANCSDemo"],
-                    exclude: ["Interop"]),
+                    exclude: ["Interop", "Scenarios"]),
         .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ancsCLITests", dependencies: ["ANCS"]),
     ],

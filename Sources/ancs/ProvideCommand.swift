@@ -23,11 +23,12 @@ struct ProvideCommand: AsyncParsableCommand {
         """
     )
 
-    @Option(help: "The Bluetooth stack: bumble:<transport>.") var stack: String
+    @Option(help: "The Bluetooth stack: bumble:<transport>.") var stack: String?
     @OptionGroup var bumble: BumbleStackOptions
     @Option(help: "The largest ATT MTU accepted (23…517).") var mtu: Int = 517
     @Option(help: "Scenario file (JSON or YAML); the demo scenario by default.") var scenario: String?
     @Flag(help: "Error injection: every notification action fails with 0xA3 Action failed.") var failActions = false
+    @Flag(help: "Only read the scenario and print what it holds; no stack needed.") var check = false
     @Option(help: "Exit after this many sessions have ended (0: run until interrupted).") var sessions: Int = 0
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
     @Flag(help: "Print one JSON object per provider event instead of text.") var json = false
@@ -39,12 +40,17 @@ struct ProvideCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let transport = try bumbleTransport(fromStack: stack) else {
-            throw CommandFailure("provide runs on --stack bumble:<transport> (BlueZ turns ANCS errors 0xA0–0xA3 into 0x0E); got '\(stack)'")
-        }
         var play = ProvideScenario(demo: .standard)
         if let scenario { play = try ProvideScenario.load(scenario) }
         if failActions { play.failAllActions() }
+        if check {
+            printLine(play.summary)
+            return
+        }
+        guard let stack else { throw CommandFailure("provide: --stack bumble:<transport> is required (or --check)") }
+        guard let transport = try bumbleTransport(fromStack: stack) else {
+            throw CommandFailure("provide runs on --stack bumble:<transport> (BlueZ turns ANCS errors 0xA0–0xA3 into 0x0E); got '\(stack)'")
+        }
         let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu)
         let provider = ProviderServer(transport: server)
         let view = ProvideView(json: json)

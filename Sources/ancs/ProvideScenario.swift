@@ -42,6 +42,23 @@ struct ProvideScenario: Sendable {
             positiveActionLabel: n.positiveLabel, negativeActionLabel: n.negativeLabel)
     }
 
+    /// One line: what the scenario holds.
+    var summary: String {
+        var adds = 0, modifies = 0, removes = 0
+        for (_, step) in timeline {
+            switch step {
+            case .add: adds += 1
+            case .modify: modifies += 1
+            case .remove: removes += 1
+            }
+        }
+        let failing = (preExisting.map(\.notification) + timeline.compactMap { if case .add(_, let n) = $0.step { n } else { nil } })
+            .filter { $0.positiveActionEffect == .fail || $0.negativeActionEffect == .fail }.count
+        let seconds = timeline.last.map { Double($0.at.components.seconds) + Double($0.at.components.attoseconds) / 1e18 } ?? 0
+        return "scenario: \(apps.count) apps, \(preExisting.count) pre-existing, \(adds) added, \(modifies) modified, "
+            + "\(removes) removed over \(seconds) s, \(failing) with failing actions"
+    }
+
     /// Error injection: every action answers 0xA3 Action failed.
     mutating func failAllActions() {
         func failing(_ n: ProviderNotification) -> ProviderNotification {
@@ -100,7 +117,9 @@ extension ProvideScenario {
             } catch let failure as CommandFailure {
                 throw failure
             } catch {
-                throw CommandFailure("--scenario \(path): not valid YAML: \(error)")
+                let text = "\(error)".split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty && !$0.allSatisfy { $0 == "^" } }.joined(separator: "; ")
+                throw CommandFailure("--scenario \(path): not valid YAML: \(text)")
             }
         }
         do {
