@@ -73,6 +73,18 @@ for mtu in 23 185; do
   cleanup; pids=()
 done
 
+echo "-- Bumble AncsClient's known bugs, reproduced (each step passes when the bug shows)"
+run=ancsclient-known-bugs
+start_link "$run"
+timeout 60 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --scenario Tests/ANCSBumbleTests/Scenarios/ancsclient-bugs.yaml \
+  --sessions 1 --duration 50 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
+provide=$!; pids+=($provide)
+sleep 1
+timeout 60 "$ANCS_BUMBLE_PYTHON" -u Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py --transport "tcp-client:127.0.0.1:$port_b" \
+  --known-bugs 2>"$out/$run-client.err" | tee "$out/$run-client.log" || { echo "FAILED: $run"; failures=$((failures + 1)); }
+kill "$provide" 2>/dev/null || true; wait "$provide" 2>/dev/null || true
+cleanup; pids=()
+
 echo "-- ancs listen --stack bumble against ancs provide --stack bumble (two processes)"
 run=listen-provide
 start_link "$run"

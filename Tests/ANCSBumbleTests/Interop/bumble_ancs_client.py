@@ -8,6 +8,7 @@ record of what the client saw (for comparison with a capture).
 """
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 
@@ -70,6 +71,8 @@ async def main():
     parser.add_argument('--address', default='F2:F2:F2:F2:F2:F2')
     parser.add_argument('--keys', help='bonding keys file: also tests a bonded reconnection')
     parser.add_argument('--json', help='write what the client saw to this file')
+    parser.add_argument('--known-bugs', action='store_true',
+                        help='reproduce AncsClient bugs against the ancsclient-bugs.yaml scenario instead of the demo steps')
     args = parser.parse_args()
 
     transport = await open_transport(args.transport)
@@ -153,6 +156,11 @@ async def main():
     # notifications as soon as Notification Source is subscribed, before
     # start() has subscribed Data Source and returned.
     client.on('notification', on_notification)
+    if args.known_bugs:
+        code = await known_bugs(client, events, step)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(connection.disconnect(), 5)
+        return code
     await step('start (subscribe NS, DS)', client.start(), 10)
 
     async def next_event(predicate):
@@ -252,6 +260,57 @@ async def main():
     if args.json:
         with open(args.json, 'w') as output:
             json.dump(record, output, indent=1)
+    failed = [name for name, ok in results if not ok]
+    print(f'{len(results) - len(failed)}/{len(results)} steps passed', flush=True)
+    return 1 if failed else 0
+
+
+async def known_bugs(client, events, step):
+    """Each step passes when the bug shows: the client hangs (no answer
+    within 3 s) or refuses, where a correct client would answer."""
+    refused = []
+
+    def early(notification):
+        # What an application naturally does: ask for attributes on each event.
+        # PreExisting events arrive as soon as NS is subscribed, inside start().
+        async def fetch():
+            try:
+                await client.get_notification_attributes(notification.notification_uid, [NotificationAttributeId.TITLE])
+            except RuntimeError as error:
+                refused.append(str(error))
+        asyncio.get_running_loop().create_task(fetch())
+    client.on('notification', early)
+    await step('start (subscribe NS, DS)', client.start(), 10)
+    client.remove_listener('notification', early)
+
+    async def pre_existing_before_start():
+        await asyncio.sleep(0.5)
+        check(refused, 'attributes of PreExisting notifications could be fetched during start()')
+        return f'known bug shown: {len(refused)} fetches in PreExisting handlers refused ({refused[0]!r})'
+    await step('known bug: PreExisting before start() completes', pre_existing_before_start(), 5)
+
+    async def hangs(uid, attributes):
+        try:
+            await asyncio.wait_for(client.get_notification_attributes(uid, attributes), 3)
+        except asyncio.TimeoutError:
+            return True
+        return False
+
+    async def empty_date():
+        check(await hangs(0, [NotificationAttributeId.DATE]), 'an empty Date was answered')
+        return 'known bug shown: an empty Date (Length 0) makes get_notification_attributes hang'
+    await step('known bug: empty Date', empty_date(), 10)
+
+    async def cut_utf8():
+        check(await hangs(1, [(NotificationAttributeId.MESSAGE, 12)]), 'a cut UTF-8 value was answered')
+        return 'known bug shown: a value cut inside a UTF-8 sequence makes get_notification_attributes hang'
+    await step('known bug: value cut inside UTF-8', cut_utf8(), 10)
+
+    async def still_works():
+        values = await client.get_notification_attributes(1, [(NotificationAttributeId.MESSAGE, 10)])
+        check(values and values[0].value == 'On my way ', f'{values}')
+        return 'the same request cut at a character boundary is answered'
+    await step('control: cut at a character boundary', still_works(), 5)
     failed = [name for name, ok in results if not ok]
     print(f'{len(results) - len(failed)}/{len(results)} steps passed', flush=True)
     return 1 if failed else 0
