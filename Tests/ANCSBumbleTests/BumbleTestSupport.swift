@@ -17,6 +17,11 @@ enum BumbleTestEnvironment {
 
     static var isAvailable: Bool { python != nil }
 
+    /// Any Python 3 (for tests that only need an interpreter).
+    static let anyPython: String? = python ?? ["/usr/bin/python3", "/usr/local/bin/python3"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
     static func environment() throws -> BumbleEnvironment {
         guard let python else { throw TransportError("no Python with Bumble") }
         return BumbleEnvironment(python: python, script: try BumbleEnvironment.hostScript())

@@ -76,11 +76,12 @@ struct BumbleLineTests {
     }
 
     /// A host speaking another protocol version is refused with a message naming both.
-    @Test func refusesAnotherProtocolVersion() async throws {
+    @Test(.enabled(if: BumbleTestEnvironment.anyPython != nil, "needs a Python"))
+    func refusesAnotherProtocolVersion() async throws {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-fake-host-\(UInt32.random(in: 0...UInt32.max)).py")
         try Data("import sys, time\nprint('ancs-bumble 2 serve', flush=True)\ntime.sleep(5)\n".utf8).write(to: script)
         defer { try? FileManager.default.removeItem(at: script) }
-        let python = BumbleEnvironment(python: BumbleTestEnvironment.python ?? "/usr/bin/python3", script: script.path)
+        let python = BumbleEnvironment(python: try #require(BumbleTestEnvironment.anyPython), script: script.path)
         await #expect {
             _ = try await BumbleServerTransport.start(BumbleHostOptions(transport: "none", startTimeout: .seconds(10)), environment: python)
         } throws: { error in
@@ -89,8 +90,8 @@ struct BumbleLineTests {
     }
 
     /// A host that dies before `ready` fails the start with its reason.
-    @Test func reportsABadTransport() async throws {
-        guard BumbleTestEnvironment.isAvailable else { return }
+    @Test(.enabled(if: BumbleTestEnvironment.isAvailable, "needs Python with bumble"))
+    func reportsABadTransport() async throws {
         let environment = try BumbleTestEnvironment.environment()
         await #expect {
             _ = try await BumbleServerTransport.start(BumbleHostOptions(transport: "nonsense:1", startTimeout: .seconds(20)), environment: environment)
