@@ -68,6 +68,8 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
             case "finished":
                 // The link ended and the host does not reconnect.
                 sink.finish()
+            case "fatal":
+                break  // the host exits; its exit reports the reason
             case "error":
                 FileHandle.standardError.write(Data("bumble host: \(line.dropFirst(6))\n".utf8))
             default:

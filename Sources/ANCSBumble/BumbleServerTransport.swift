@@ -96,6 +96,8 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
         case "notified":
             guard let id = int(1) else { return malformed(line) }
             notifications.resolve(id, fields.dropFirst(2).joined(separator: " "))
+        case "fatal":
+            break  // the host exits; its exit reports the reason
         case "error":
             FileHandle.standardError.write(Data("bumble host: \(line.dropFirst(6))\n".utf8))
         default:
