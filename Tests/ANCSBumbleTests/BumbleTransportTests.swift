@@ -187,6 +187,61 @@ struct BumbleVirtualControllerTests {
         await reader.value
     }
 
+    /// The client transport on its own: link-up after pairing, subscribe,
+    /// PreExisting notifications, a Control Point write answered 0xA2 on air,
+    /// then a disconnection and a reconnection that re-encrypts with the
+    /// bond stored in the keys files (no pairing).
+    @Test func clientTransportBondsAndReconnects() async throws {
+        let link = try await VirtualLink()
+        defer { link.stop() }
+        let environment = try BumbleTestEnvironment.environment()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-bumble-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try await BumbleServerTransport.start(
+            BumbleHostOptions(transport: link.transports.0, keys: directory.appendingPathComponent("np.json").path), environment: environment)
+        let provider = ProviderServer(transport: server)
+        try await prepareDemo(provider)
+        let providerRun = Task { try await provider.run() }
+        let client = try await BumbleClientTransport.start(
+            BumbleHostOptions(transport: link.transports.1, keys: directory.appendingPathComponent("nc.json").path, mtu: 23, reconnect: true),
+            environment: environment)
+        let log = EventLog<GATTClientEvent>()
+        let reader = Task { for try await event in client.events { log.append(event) } }
+
+        let first = try await log.wait(timeout: .seconds(30), "the first link-up") { events in
+            events.compactMap { if case .linkUp(let info) = $0 { info } else { nil } }.first
+        }
+        #expect(first.mtu == 23)
+        #expect(first.isEncrypted)
+        #expect(first.peer == "F0:F0:F0:F0:F0:F0")
+        #expect(await client.subscribe(.dataSource) == .success)
+        #expect(await client.subscribe(.notificationSource) == .success)
+        let preExisting = try await log.wait(timeout: .seconds(10), "two PreExisting events") { events in
+            let sources = events.compactMap { event -> NotificationSourceEvent? in
+                guard case .notification(.notificationSource, let bytes) = event else { return nil }
+                return try? NotificationSourceEvent.decode(bytes)
+            }
+            return sources.count >= 2 ? sources : nil
+        }
+        #expect(preExisting.allSatisfy { $0.eventFlags.contains(.preExisting) })
+        let unknown = GetNotificationAttributes(notificationUID: NotificationUID(999), attributes: [NotificationAttributeRequest(.title, maxLength: 8)])
+        #expect(await client.writeControlPoint(try ControlPointCommand.getNotificationAttributes(unknown).encode()) == .attError(.invalidParameter))
+
+        client.disconnect()
+        _ = try await log.wait(timeout: .seconds(10), "link-down") { events in events.contains(.linkDown) ? true : nil }
+        let second = try await log.wait(timeout: .seconds(30), "the second link-up") { events in
+            let ups = events.compactMap { if case .linkUp(let info) = $0 { info } else { nil } }
+            return ups.count >= 2 ? ups[1] : nil
+        }
+        #expect(second.isBonded, "re-encrypted with the stored keys")
+        #expect(second.isEncrypted)
+        client.close()
+        server.close()
+        try await withTimeout(.seconds(10), "client events") { try await reader.value }
+        try await withTimeout(.seconds(10), "provider run") { try await providerRun.value }
+    }
+
     /// When the host process dies, the actor's run() throws the cause.
     @Test func hostDeathEndsTheRunWithTheCause() async throws {
         let link = try await VirtualLink()
