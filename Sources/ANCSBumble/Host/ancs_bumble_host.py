@@ -138,6 +138,7 @@ class Server(Session):
         self.connections = {}       # handle -> Connection, once announced
         self.pending_writes = {}    # id -> Future
         self.answered_writes = {}   # id -> Future, done once the ATT response has been sent
+        self.write_connections = {}  # id -> connection handle of the write
         self.next_write = 1
         self.advertising_data = b''
         self.scan_response = b''
@@ -181,6 +182,7 @@ class Server(Session):
         answered = loop.create_future()
         self.pending_writes[write_id] = future
         self.answered_writes[write_id] = answered
+        self.write_connections[write_id] = connection.handle
         emit('write', connection.handle, write_id, hex_or_dash(value))
         try:
             code = await asyncio.wait_for(future, WRITE_ANSWER_TIMEOUT)
@@ -190,6 +192,7 @@ class Server(Session):
             code = ATT_UNLIKELY_ERROR
         finally:
             self.pending_writes.pop(write_id, None)
+            self.write_connections.pop(write_id, None)
             # Bumble sends the ATT response in the same step of this task, once
             # this handler returns or raises: a callback scheduled now runs after it.
             loop.call_soon(lambda: answered.done() or answered.set_result(None))
@@ -216,6 +219,11 @@ class Server(Session):
         def on_disconnection(reason):
             if self.connections.pop(connection.handle, None) is not None:
                 emit('disconnected', connection.handle)
+            # Writes still held for this link have no one to answer to.
+            for write_id, handle in list(self.write_connections.items()):
+                future = self.pending_writes.get(write_id)
+                if handle == connection.handle and future is not None and not future.done():
+                    future.set_result(ATT_UNLIKELY_ERROR)
             asyncio.get_running_loop().create_task(self.advertise())
 
         connection.on('connection_encryption_change', on_encryption_change)
