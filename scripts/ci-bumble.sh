@@ -8,6 +8,7 @@
 # Every run has a timeout. Output and captures go to .build/ci-bumble.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "== Bumble stack: interop on virtual controllers"
 
 venv=.build/venv-bumble
 out=.build/ci-bumble
