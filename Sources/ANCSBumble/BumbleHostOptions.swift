@@ -16,10 +16,18 @@ public struct BumbleHostOptions: Sendable {
     public var snoop: String?
     /// The largest ATT MTU accepted (serve) or asked for (consume). Nil: 517.
     public var mtu: Int?
-    /// consume: connect to this address rather than the first advertiser soliciting ANCS.
+    /// Connect to this address rather than the first advertiser soliciting ANCS
+    /// (consume, or serve with `central`).
     public var peer: String?
     /// consume: connect again after a disconnection.
     public var reconnect: Bool
+    /// serve: be the central, as an iPhone is: connect to the accessory
+    /// advertising the ANCS solicitation (and again after a disconnection)
+    /// instead of advertising.
+    public var central: Bool
+    /// consume: be the peripheral, as an accessory is: advertise the ANCS
+    /// solicitation and wait for the phone instead of scanning.
+    public var peripheral: Bool
     /// Host log level on stderr (Python logging: WARNING, INFO, DEBUG).
     public var logLevel: String?
     /// How long to wait for the host to report `ready`.
@@ -27,6 +35,7 @@ public struct BumbleHostOptions: Sendable {
 
     public init(transport: String, address: String? = nil, name: String? = nil, keys: String? = nil,
                 snoop: String? = nil, mtu: Int? = nil, peer: String? = nil, reconnect: Bool = false,
+                central: Bool = false, peripheral: Bool = false,
                 logLevel: String? = nil, startTimeout: Duration = .seconds(30)) {
         self.transport = transport
         self.address = address
@@ -36,6 +45,8 @@ public struct BumbleHostOptions: Sendable {
         self.mtu = mtu
         self.peer = peer
         self.reconnect = reconnect
+        self.central = central
+        self.peripheral = peripheral
         self.logLevel = logLevel
         self.startTimeout = startTimeout
     }
@@ -48,9 +59,12 @@ public struct BumbleHostOptions: Sendable {
         if let snoop { arguments += ["--snoop", snoop] }
         if let mtu { arguments += ["--mtu", "\(mtu)"] }
         if let logLevel { arguments += ["--log-level", logLevel] }
+        if let peer { arguments += ["--peer", peer] }
         if role == "consume" {
-            if let peer { arguments += ["--peer", peer] }
             if reconnect { arguments.append("--reconnect") }
+            if peripheral { arguments.append("--peripheral") }
+        } else if central {
+            arguments.append("--central")
         }
         return arguments
     }

@@ -19,6 +19,8 @@ struct ListenCommand: AsyncParsableCommand {
     @Option(help: "The ATT MTU to ask for (23…517).") var mtu: Int = 517
     @Option(help: "Connect to this address rather than the first advertiser soliciting ANCS.") var peer: String?
     @Flag(help: "Connect again after the link is lost.") var reconnect = false
+    @Flag(help: "Advertise the ANCS solicitation and wait for the phone to connect, as an accessory does (a real iPhone), instead of scanning.")
+    var peripheral = false
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
     @Flag(help: "Print one JSON object per consumer event (as `ancs demo --json`).") var json = false
 
@@ -29,7 +31,7 @@ struct ListenCommand: AsyncParsableCommand {
 
     func consumerTransport() async throws -> (transport: any GATTClientTransport, close: @Sendable () -> Void) {
         if let transport = try bumbleTransport(fromStack: stack) {
-            let client = try await startBumbleClient(transport: transport, options: bumble, mtu: mtu, peer: peer, reconnect: reconnect)
+            let client = try await startBumbleClient(transport: transport, options: bumble, mtu: mtu, peer: peer, reconnect: reconnect, peripheral: peripheral)
             return (client, { client.close() })
         }
         throw CommandFailure("listen: unknown stack '\(stack)'; this build knows bumble:<transport>")

@@ -26,6 +26,9 @@ struct ProvideCommand: AsyncParsableCommand {
     @Option(help: "The Bluetooth stack: bumble:<transport>.") var stack: String?
     @OptionGroup var bumble: BumbleStackOptions
     @Option(help: "The largest ATT MTU accepted (23…517).") var mtu: Int = 517
+    @Flag(help: "Be the central, as an iPhone is: connect to the accessory advertising the ANCS solicitation (again after each disconnection) instead of advertising.")
+    var central = false
+    @Option(help: "With --central: connect to this address rather than the first ANCS solicitor.") var peer: String?
     @Option(help: "Scenario file (JSON or YAML); the demo scenario by default.") var scenario: String?
     @Flag(help: "Error injection: every notification action fails with 0xA3 Action failed.") var failActions = false
     @Flag(help: "Only read the scenario and print what it holds; no stack needed.") var check = false
@@ -51,7 +54,7 @@ struct ProvideCommand: AsyncParsableCommand {
         guard let transport = try bumbleTransport(fromStack: stack) else {
             throw CommandFailure("provide runs on --stack bumble:<transport> (BlueZ turns ANCS errors 0xA0–0xA3 into 0x0E); got '\(stack)'")
         }
-        let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu)
+        let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu, central: central, peer: peer)
         let provider = ProviderServer(transport: server)
         let view = ProvideView(json: json)
         view.ready(address: server.ready.address, transport: transport, scenario: play)
@@ -134,7 +137,7 @@ struct ProvideView: Sendable {
     var json: Bool
 
     func ready(address: String, transport: String, scenario: ProvideScenario) {
-        line("provide: advertising as \(address) on bumble:\(transport), \(scenario.preExisting.count) notifications waiting, "
+        line("provide: ready as \(address) on bumble:\(transport), \(scenario.preExisting.count) notifications waiting, "
              + "\(scenario.timeline.count) scenario steps",
              json: .object([("event", .string("ready")), ("address", .string(address)), ("transport", .string(transport))]))
     }

@@ -47,9 +47,13 @@ struct BumbleStackOptions: ParsableArguments {
 }
 
 /// Starts the Bumble host as an NP (GATT server) and returns its transport.
-func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?) async throws -> BumbleServerTransport {
+/// `central`: connect to the accessory, as an iPhone does, instead of advertising.
+func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?, central: Bool = false, peer: String? = nil) async throws -> BumbleServerTransport {
+    var host = options.hostOptions(transport: transport, mtu: mtu)
+    host.central = central
+    host.peer = peer
     do {
-        return try await BumbleServerTransport.start(options.hostOptions(transport: transport, mtu: mtu), progress: bumbleProgress)
+        return try await BumbleServerTransport.start(host, progress: bumbleProgress)
     } catch {
         throw CommandFailure("bumble:\(transport): \(error)")
     }
@@ -58,10 +62,13 @@ func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?
 /// Starts the Bumble host as an NC (GATT client) and returns its transport:
 /// the host finds the NP (the first advertiser soliciting ANCS, or `peer`),
 /// pairs or re-encrypts, and reports the link.
-func startBumbleClient(transport: String, options: BumbleStackOptions, mtu: Int?, peer: String?, reconnect: Bool) async throws -> BumbleClientTransport {
+/// `peripheral`: advertise and wait for the phone, as an accessory does, instead of scanning.
+func startBumbleClient(transport: String, options: BumbleStackOptions, mtu: Int?, peer: String?, reconnect: Bool,
+                       peripheral: Bool = false) async throws -> BumbleClientTransport {
     var host = options.hostOptions(transport: transport, mtu: mtu)
     host.peer = peer
     host.reconnect = reconnect
+    host.peripheral = peripheral
     do {
         return try await BumbleClientTransport.start(host, progress: bumbleProgress)
     } catch {

@@ -190,8 +190,11 @@ struct BumbleVirtualControllerTests {
     /// The client transport on its own: link-up after pairing, subscribe,
     /// PreExisting notifications, a Control Point write answered 0xA2 on air,
     /// then a disconnection and a reconnection that re-encrypts with the
-    /// bond stored in the keys files (no pairing).
-    @Test func clientTransportBondsAndReconnects() async throws {
+    /// bond stored in the keys files (no pairing). Either the accessory
+    /// scans and connects, or (`phoneIsCentral`) it advertises and the
+    /// provider connects to it, as an iPhone does.
+    @Test(arguments: [false, true])
+    func clientTransportBondsAndReconnects(phoneIsCentral: Bool) async throws {
         let link = try await VirtualLink()
         defer { link.stop() }
         let environment = try BumbleTestEnvironment.environment()
@@ -199,12 +202,14 @@ struct BumbleVirtualControllerTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await BumbleServerTransport.start(
-            BumbleHostOptions(transport: link.transports.0, keys: directory.appendingPathComponent("np.json").path), environment: environment)
+            BumbleHostOptions(transport: link.transports.0, keys: directory.appendingPathComponent("np.json").path, central: phoneIsCentral),
+            environment: environment)
         let provider = ProviderServer(transport: server)
         try await prepareDemo(provider)
         let providerRun = Task { try await provider.run() }
         let client = try await BumbleClientTransport.start(
-            BumbleHostOptions(transport: link.transports.1, keys: directory.appendingPathComponent("nc.json").path, mtu: 23, reconnect: true),
+            BumbleHostOptions(transport: link.transports.1, keys: directory.appendingPathComponent("nc.json").path, mtu: 23, reconnect: true,
+                              peripheral: phoneIsCentral),
             environment: environment)
         let log = EventLog<GATTClientEvent>()
         let reader = Task { for try await event in client.events { log.append(event) } }

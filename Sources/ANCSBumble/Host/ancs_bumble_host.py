@@ -98,6 +98,55 @@ class Session:
             return await keystore.get(str(address)) is not None
         return False
 
+    def advertising(self):
+        """Connectable advertising data with the ANCS solicitation (virtual
+        controllers carry no scan response, so it is in the advertising data)."""
+        name = self.args.name.encode()
+        data = bytes(AdvertisingData([
+            (AdvertisingData.FLAGS, bytes([0x06])),
+            (AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS, bytes(core.UUID(ANCS_SERVICE))),
+            (AdvertisingData.SHORTENED_LOCAL_NAME, name[:8]),
+        ]))
+        return data, bytes(AdvertisingData([(AdvertisingData.COMPLETE_LOCAL_NAME, name[:29])]))
+
+    async def advertise(self):
+        if self.device.is_advertising:
+            return
+        data, scan_response = self.advertising()
+        with contextlib.suppress(Exception):
+            await self.device.start_advertising(
+                advertising_data=data, scan_response_data=scan_response,
+                advertising_interval_min=100, advertising_interval_max=100)
+
+    async def find(self, timeout):
+        """The first connectable advertiser that solicits ANCS (or has the address --peer)."""
+        device = self.device
+        found = asyncio.get_running_loop().create_future()
+        wanted = self.args.peer.upper() if self.args.peer else None
+
+        def on_advertisement(advertisement):
+            data = advertisement.data
+            solicited = data.get(AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS) or []
+            ancs = any(str(uuid).upper() == ANCS_SERVICE for uuid in solicited)
+            address = str(advertisement.address).replace('/P', '').upper()
+            if advertisement.is_connectable and not found.done() and (address == wanted if wanted else ancs):
+                found.set_result(advertisement.address)
+
+        device.on('advertisement', on_advertisement)
+        await device.start_scanning(filter_duplicates=True)
+        try:
+            return await asyncio.wait_for(found, timeout)
+        finally:
+            device.remove_listener('advertisement', on_advertisement)
+            await device.stop_scanning()
+
+    async def secure(self, connection):
+        """As central: re-encrypt with a stored bond, or pair."""
+        if await self.is_bonded(connection.peer_address):
+            await asyncio.wait_for(connection.encrypt(), 20)
+        else:
+            await asyncio.wait_for(connection.pair(), 20)
+
     async def commands(self, handle):
         """Reads command lines from stdin until EOF, handing each to `handle` in order."""
         loop = asyncio.get_running_loop()
@@ -140,8 +189,6 @@ class Server(Session):
         self.answered_writes = {}   # id -> Future, done once the ATT response has been sent
         self.write_connections = {}  # id -> connection handle of the write
         self.next_write = 1
-        self.advertising_data = b''
-        self.scan_response = b''
 
     def build_service(self):
         encrypted_cccd = (Attribute.READABLE | Attribute.WRITEABLE
@@ -224,20 +271,13 @@ class Server(Session):
                 future = self.pending_writes.get(write_id)
                 if handle == connection.handle and future is not None and not future.done():
                     future.set_result(ATT_UNLIKELY_ERROR)
-            asyncio.get_running_loop().create_task(self.advertise())
+            if not self.args.central:
+                asyncio.get_running_loop().create_task(self.advertise())
 
         connection.on('connection_encryption_change', on_encryption_change)
         connection.on('connection_att_mtu_update', on_mtu)
         connection.on('disconnection', on_disconnection)
         connection.on('pairing_failure', lambda reason: log.warning('pairing failed: %s', reason))
-
-    async def advertise(self):
-        if self.device.is_advertising:
-            return
-        with contextlib.suppress(Exception):
-            await self.device.start_advertising(
-                advertising_data=self.advertising_data, scan_response_data=self.scan_response,
-                advertising_interval_min=100, advertising_interval_max=100)
 
     async def handle(self, fields):
         command = fields[0]
@@ -286,17 +326,37 @@ class Server(Session):
         self.build_service()
         device.on('connection', self.on_connection)
         await device.power_on()
-        name = self.args.name.encode()
-        self.advertising_data = bytes(AdvertisingData([
-            (AdvertisingData.FLAGS, bytes([0x06])),
-            (AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS, bytes(core.UUID(ANCS_SERVICE))),
-            (AdvertisingData.SHORTENED_LOCAL_NAME, name[:8]),
-        ]))
-        self.scan_response = bytes(AdvertisingData([(AdvertisingData.COMPLETE_LOCAL_NAME, name[:29])]))
-        await self.advertise()
+        if not self.args.central:
+            await self.advertise()
         handles = f'{self.ns.handle} {self.cp.handle} {self.ds.handle}'
         emit('ready', str(device.random_address).replace('/P', ''), handles)
-        await self.commands(self.handle)
+        if self.args.central:
+            loop = asyncio.get_running_loop()
+            connector = loop.create_task(self.connect_to_accessories())
+            commands = loop.create_task(self.commands(self.handle))
+            await asyncio.wait([connector, commands], return_when=asyncio.FIRST_COMPLETED)
+            connector.cancel()
+            await commands
+        else:
+            await self.commands(self.handle)
+
+    async def connect_to_accessories(self):
+        """--central, as an iPhone does: connect to the accessory that
+        advertises the ANCS solicitation (or --peer), pair or re-encrypt, and
+        connect again whenever the link is lost."""
+        while True:
+            try:
+                address = await self.find(self.args.scan_timeout)
+                connection = await self.device.connect(address, timeout=self.args.scan_timeout)
+                lost = asyncio.get_running_loop().create_future()
+                connection.on('disconnection', lambda reason: lost.done() or lost.set_result(reason))
+                await self.secure(connection)
+                await lost
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001
+                emit('error', f'connecting to the accessory failed: {type(error).__name__}: {error}')
+            await asyncio.sleep(1)
 
 
 # -----------------------------------------------------------------------------
@@ -315,43 +375,47 @@ class Client(Session):
             emit('notify', name, hex_or_dash(value))
         return on_value
 
-    async def find(self, timeout):
-        """The first connectable advertiser that solicits ANCS (or has the address asked for)."""
+    async def accept(self):
+        """--peripheral, as an accessory does: advertise the ANCS
+        solicitation, wait for the phone to connect, and ask it for security
+        (it pairs, or re-encrypts with the bond)."""
         device = self.device
-        found = asyncio.get_running_loop().create_future()
-        wanted = self.args.peer.upper() if self.args.peer else None
+        connected = asyncio.get_running_loop().create_future()
 
-        def on_advertisement(advertisement):
-            data = advertisement.data
-            solicited = data.get(AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS) or []
-            ancs = any(str(uuid).upper() == ANCS_SERVICE for uuid in solicited)
-            address = str(advertisement.address).replace('/P', '').upper()
-            if advertisement.is_connectable and not found.done() and (address == wanted if wanted else ancs):
-                found.set_result(advertisement.address)
-
-        device.on('advertisement', on_advertisement)
-        await device.start_scanning(filter_duplicates=True)
+        def on_connection(connection):
+            if not connected.done():
+                connected.set_result(connection)
+        device.on('connection', on_connection)
         try:
-            return await asyncio.wait_for(found, timeout)
+            await self.advertise()
+            connection = await connected
         finally:
-            device.remove_listener('advertisement', on_advertisement)
-            await device.stop_scanning()
+            device.remove_listener('connection', on_connection)
+        encrypted = asyncio.get_running_loop().create_future()
+        connection.on('connection_encryption_change',
+                      lambda *_: connection.is_encrypted and not encrypted.done() and encrypted.set_result(True))
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(encrypted), 1)
+        if not connection.is_encrypted:
+            device.request_pairing(connection)
+            await asyncio.wait_for(encrypted, 20)
+        return connection
 
     async def establish(self):
-        """Connects, encrypts (pairs or re-encrypts with the bond), exchanges the MTU and finds ANCS."""
+        """Connects (or is connected to), encrypts (pairs or re-encrypts with the bond), exchanges the MTU and finds ANCS."""
         device = self.device
-        address = await self.find(self.args.scan_timeout)
-        connection = await device.connect(address, timeout=self.args.scan_timeout)
+        if self.args.peripheral:
+            connection = await self.accept()
+        else:
+            address = await self.find(self.args.scan_timeout)
+            connection = await device.connect(address, timeout=self.args.scan_timeout)
         lost = asyncio.get_running_loop().create_future()
         connection.on('disconnection', lambda reason: lost.done() or lost.set_result(reason))
         connection.on('connection_att_mtu_update',
                       lambda *_: self.peer is not None and emit('mtu', connection.att_mtu))
+        if not self.args.peripheral:
+            await self.secure(connection)
         bonded = await self.is_bonded(connection.peer_address)
-        if bonded:
-            await asyncio.wait_for(connection.encrypt(), 20)
-        else:
-            await asyncio.wait_for(connection.pair(), 20)
-            bonded = await self.is_bonded(connection.peer_address)
         peer = Peer(connection)
         if self.args.mtu > 23:
             await asyncio.wait_for(peer.request_mtu(self.args.mtu), 10)
@@ -496,10 +560,15 @@ def main():
         sub.add_argument('--snoop', help='write a btsnoop capture of the HCI traffic to this file')
         sub.add_argument('--mtu', type=int, default=517, help='the largest ATT MTU accepted (serve) or asked for (consume)')
         sub.add_argument('--log-level', default='WARNING')
-        if role == 'consume':
-            sub.add_argument('--peer', help='connect to this address rather than the first ANCS solicitor')
-            sub.add_argument('--scan-timeout', type=float, default=20.0)
+        sub.add_argument('--peer', help='connect to this address rather than the first ANCS solicitor')
+        sub.add_argument('--scan-timeout', type=float, default=20.0)
+        if role == 'serve':
+            sub.add_argument('--central', action='store_true',
+                             help='connect to the accessory advertising the ANCS solicitation, as an iPhone does, instead of advertising')
+        else:
             sub.add_argument('--reconnect', action='store_true', help='connect again after a disconnection')
+            sub.add_argument('--peripheral', action='store_true',
+                             help='advertise the ANCS solicitation and wait for the phone, as an accessory does, instead of scanning')
     link = roles.add_parser('link')
     link.add_argument('--hci', action='append', required=True, help='HCI transport of one controller (at least two)')
     link.add_argument('--log-level', default='WARNING')
