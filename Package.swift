@@ -13,6 +13,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
     ],
     targets: [
         // The protocol core: no Foundation, no I/O, Embedded-compilable.
@@ -28,17 +29,27 @@ let package = Package(
         .target(name: "ANCSDemo", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation"]),
         // BlueZ over D-Bus (Linux).
         .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime"]),
+        // Bumble (Python, any OS, USB/UART dongles and virtual controllers)
+        // through a host process speaking a line protocol (Host/PROTOCOL.md).
+        .target(name: "ANCSBumble", dependencies: ["ANCS", "ANCSRuntime"], resources: [.copy("Host")]),
+        // Captures: btsnoop files, HCI ACL and L2CAP reassembly, ATT, the
+        // ANCS handles and an ANCS transcript (`ancs decode --btsnoop`).
+        .target(name: "ANCSCapture", dependencies: ["ANCS", "ANCSFormat"]),
         .executableTarget(
             name: "ancs",
             dependencies: [
-                "ANCS", "ANCSFormat", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", "ANCSBlueZ",
+                "ANCS", "ANCSFormat", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", "ANCSBlueZ", "ANCSBumble", "ANCSCapture",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat"]),
         .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ"]),
+        .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBumble", "ANCSDemo"],
+                    exclude: ["Interop", "Scenarios"]),
+        .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ancsCLITests", dependencies: ["ANCS"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,8 @@
 import ANCS
+import ANCSCapture
 import ANCSFormat
 import ArgumentParser
+import Foundation
 
 struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,6 +19,29 @@ struct DecodeCommand: ParsableCommand {
             """,
         subcommands: [NotificationSource.self, ControlPoint.self, DataSource.self]
     )
+
+    @Option(help: "A btsnoop capture (Bumble's --snoop, Android's HCI log, btmon -w): print its ANCS transcript.")
+    var btsnoop: String?
+    @Flag(help: "With --btsnoop: one JSON object per transcript entry.") var json = false
+
+    func run() throws {
+        guard let btsnoop else {
+            throw CommandFailure("decode: name a subcommand (ns, cp, ds) or --btsnoop FILE; see --help")
+        }
+        guard let data = FileManager.default.contents(atPath: btsnoop) else {
+            throw CommandFailure("--btsnoop: cannot read \(btsnoop)")
+        }
+        let records: [BTSnoopRecord]
+        do {
+            records = try BTSnoop.parse(Array(data))
+        } catch {
+            throw CommandFailure("--btsnoop \(btsnoop): \(error)")
+        }
+        let transcript = TranscriptBuilder.transcript(of: records)
+        for entry in transcript.entries {
+            printLine(json ? entry.json.rendered : entry.line)
+        }
+    }
 
     struct NotificationSource: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "ns", abstract: "A Notification Source event (8 bytes).")

@@ -1,0 +1,134 @@
+import ANCS
+import ANCSRuntime
+import Foundation
+
+/// The NC's GATT client on a Bumble host: the host scans for an advertiser
+/// soliciting ANCS (or connects to `peer`), pairs with LE Secure Connections
+/// (or re-encrypts with a stored bond), exchanges the MTU, discovers ANCS and
+/// reports `linkUp`; subscriptions and Control Point writes are request lines
+/// answered with the ATT result.
+public final class BumbleClientTransport: GATTClientTransport, Sendable {
+    public let events: AsyncThrowingStream<GATTClientEvent, any Error>
+    public let ready: BumbleHostReady
+
+    private let host: HostProcess
+    private let operations: PendingTable<ATTResultLine>
+    /// An operation not answered within this time ends with `.transportFailure`
+    /// (the host's own ATT timeout is 30 s).
+    static let operationTimeout: Duration = .seconds(35)
+
+    private init(host: HostProcess, ready: BumbleHostReady, events: AsyncThrowingStream<GATTClientEvent, any Error>,
+                 operations: PendingTable<ATTResultLine>) {
+        self.host = host
+        self.ready = ready
+        self.events = events
+        self.operations = operations
+    }
+
+    /// Starts the host (`consume`); it then looks for the NP on its own.
+    public static func start(_ options: BumbleHostOptions, environment: BumbleEnvironment? = nil,
+                             progress: @Sendable (String) -> Void = { _ in }) async throws(TransportError) -> BumbleClientTransport {
+        let resolved: BumbleEnvironment
+        if let environment { resolved = environment } else { resolved = try await BumbleEnvironment.resolve(progress: progress) }
+        let (events, sink) = AsyncThrowingStream<GATTClientEvent, any Error>.makeStream()
+        let handshake = Handshake(role: "consume")
+        let operations = PendingTable<ATTResultLine>()
+        let router = LineRouter()
+        let host = try HostProcess(
+            python: resolved.python, script: resolved.script, role: "consume", arguments: options.arguments(role: "consume"),
+            onLine: { line in router.route(line) },
+            onExit: { error in
+                handshake.failed(error ?? TransportError("the Bumble host was closed"))
+                operations.close(with: .failed)
+                if let error { sink.finish(throwing: error) } else { sink.finish() }
+            })
+        router.handler = { line in
+            let fields = line.split(separator: " ")
+            if handshake.consume(line, fields: fields) { return }
+            guard let kind = fields.first else { return }
+            switch kind {
+            case "link-up":
+                guard fields.count > 1, let mtu = Int(fields[1]) else { return malformed(line) }
+                let peer = fields.count > 2 ? String(fields[2]) : nil
+                let flag = { (index: Int) in index < fields.count && fields[index] == "1" }
+                sink.yield(.linkUp(LinkInfo(mtu: mtu, peer: peer, isEncrypted: flag(3), isBonded: flag(4))))
+            case "link-down":
+                // Operations in flight end with a failure before the event.
+                sink.yield(.linkDown)
+            case "notify":
+                guard fields.count > 2, let characteristic = ANCSCharacteristic(lineName: fields[1]),
+                      let value = hexBytes(fields[2]) else { return malformed(line) }
+                sink.yield(.notification(characteristic, value))
+            case "mtu":
+                guard fields.count > 1, let mtu = Int(fields[1]) else { return malformed(line) }
+                sink.yield(.mtuChanged(mtu))
+            case "result":
+                guard fields.count > 2, let id = Int(fields[1]) else { return malformed(line) }
+                operations.resolve(id, parseResult(fields.dropFirst(2)))
+            case "finished":
+                // The link ended and the host does not reconnect.
+                sink.finish()
+            case "fatal":
+                break  // the host exits; its exit reports the reason
+            case "error":
+                FileHandle.standardError.write(Data("bumble host: \(line.dropFirst(6))\n".utf8))
+            default:
+                malformed(line)
+            }
+        }
+        router.start()
+        let ready: BumbleHostReady
+        do {
+            ready = try await handshake.wait(timeout: options.startTimeout)
+        } catch {
+            host.terminate()
+            throw error
+        }
+        sink.onTermination = { _ in host.close() }
+        return BumbleClientTransport(host: host, ready: ready, events: events, operations: operations)
+    }
+
+    /// Sends `verb id argument` and waits for its result line.
+    private func perform(_ verb: String, _ argument: String) async -> ATTResult {
+        let host = self.host
+        let operations = self.operations
+        let id = operations.makeID()
+        let result = await withTaskCancellationHandler {
+            await operations.perform(id: id, timeout: Self.operationTimeout, expired: .failed,
+                                     { id in host.send("\(verb) \(id) \(argument)") }, failed: .failed)
+        } onCancel: {
+            // The host still completes the ATT operation; its result line is then ignored.
+            operations.resolve(id, .failed)
+        }
+        switch result {
+        case .ok: return .success
+        case .att(let code): return .attError(ANCSErrorCode(rawValue: code))
+        case .failed: return .transportFailure
+        }
+    }
+
+    public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
+        await perform("subscribe", characteristic.lineName)
+    }
+
+    public func unsubscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
+        await perform("unsubscribe", characteristic.lineName)
+    }
+
+    public func writeControlPoint(_ value: [UInt8]) async -> ATTResult {
+        await perform("write", hexString(value))
+    }
+
+    /// Disconnects the link (the host reconnects only with `reconnect`).
+    public func disconnect() {
+        host.send("disconnect")
+    }
+
+    /// The host process's id.
+    public var hostProcessIdentifier: Int32 { host.processIdentifier }
+
+    /// Stops the host: it disconnects and exits; `events` then finishes.
+    public func close() {
+        host.close()
+    }
+}

@@ -1,0 +1,180 @@
+import ANCS
+import ANCSRuntime
+
+/// How to start the Bumble host: which controller, as whom, with what.
+public struct BumbleHostOptions: Sendable {
+    /// A Bumble transport: `usb:0`, `usb:2fe3:000b`, `serial:/dev/ttyACM0,1000000`,
+    /// `hci-socket:0`, `tcp-client:127.0.0.1:9001`, `vhci`, ...
+    public var transport: String
+    /// This device's random static address (two top bits set). Nil: the host's default.
+    public var address: String?
+    /// The advertised (serve) or own (consume) device name.
+    public var name: String?
+    /// Bonding keys file (JSON, created when missing). Nil: keys live in memory only.
+    public var keys: String?
+    /// Write a btsnoop capture of the HCI traffic to this file.
+    public var snoop: String?
+    /// The largest ATT MTU accepted (serve) or asked for (consume). Nil: 517.
+    public var mtu: Int?
+    /// Connect to this address rather than the first advertiser soliciting ANCS
+    /// (consume, or serve with `central`).
+    public var peer: String?
+    /// consume: connect again after a disconnection.
+    public var reconnect: Bool
+    /// serve: be the central, as an iPhone is: connect to the accessory
+    /// advertising the ANCS solicitation (and again after a disconnection)
+    /// instead of advertising.
+    public var central: Bool
+    /// consume: be the peripheral, as an accessory is: advertise the ANCS
+    /// solicitation and wait for the phone instead of scanning.
+    public var peripheral: Bool
+    /// Host log level on stderr (Python logging: WARNING, INFO, DEBUG).
+    public var logLevel: String?
+    /// How long to wait for the host to report `ready`.
+    public var startTimeout: Duration
+
+    public init(transport: String, address: String? = nil, name: String? = nil, keys: String? = nil,
+                snoop: String? = nil, mtu: Int? = nil, peer: String? = nil, reconnect: Bool = false,
+                central: Bool = false, peripheral: Bool = false,
+                logLevel: String? = nil, startTimeout: Duration = .seconds(30)) {
+        self.transport = transport
+        self.address = address
+        self.name = name
+        self.keys = keys
+        self.snoop = snoop
+        self.mtu = mtu
+        self.peer = peer
+        self.reconnect = reconnect
+        self.central = central
+        self.peripheral = peripheral
+        self.logLevel = logLevel
+        self.startTimeout = startTimeout
+    }
+
+    func arguments(role: String) -> [String] {
+        var arguments = ["--transport", transport]
+        if let address { arguments += ["--address", address] }
+        if let name { arguments += ["--name", name] }
+        if let keys { arguments += ["--keys", keys] }
+        if let snoop { arguments += ["--snoop", snoop] }
+        if let mtu { arguments += ["--mtu", "\(mtu)"] }
+        if let logLevel { arguments += ["--log-level", logLevel] }
+        if let peer { arguments += ["--peer", peer] }
+        if role == "consume" {
+            if reconnect { arguments.append("--reconnect") }
+            if peripheral { arguments.append("--peripheral") }
+        } else if central {
+            arguments.append("--central")
+        }
+        return arguments
+    }
+}
+
+/// What the host says when it is ready.
+public struct BumbleHostReady: Sendable, Hashable {
+    /// This device's address.
+    public var address: String
+    /// serve: the value handles of Notification Source, Control Point and Data Source.
+    public var handles: [Int]
+}
+
+/// The handshake every host transport goes through: the protocol line, then
+/// `ready`, within a timeout, or the reason it failed.
+final class Handshake: Sendable {
+    private let pending = PendingTable<Result<BumbleHostReady, TransportError>>()
+    private let role: String
+
+    init(role: String) { self.role = role }
+
+    /// Feeds a line seen before `ready`; returns true when it was a handshake line.
+    func consume(_ line: String, fields: [Substring]) -> Bool {
+        if fields.first == "ancs-bumble" {
+            let version = fields.count > 1 ? String(fields[1]) : "?"
+            if version != "\(BumbleEnvironment.protocolVersion)" || fields.count < 3 || fields[2] != role {
+                pending.close(with: .failure(TransportError(
+                    "the Bumble host speaks `\(line)`, expected `ancs-bumble \(BumbleEnvironment.protocolVersion) \(role)`")))
+            }
+            return true
+        }
+        if fields.first == "ready" {
+            let address = fields.count > 1 ? String(fields[1]) : "?"
+            let handles = fields.dropFirst(2).compactMap { Int($0) }
+            pending.close(with: .success(BumbleHostReady(address: address, handles: handles)))
+            return true
+        }
+        return false
+    }
+
+    func failed(_ error: TransportError) {
+        pending.close(with: .failure(error))
+    }
+
+    func wait(timeout: Duration) async throws(TransportError) -> BumbleHostReady {
+        let result = await pending.perform(
+            timeout: timeout, expired: .failure(TransportError("the Bumble host did not report ready within \(timeout)")),
+            { _ in true }, failed: .failure(TransportError("the Bumble host is gone")))
+        return try result.get()
+    }
+}
+
+func parseResult(_ fields: ArraySlice<Substring>) -> ATTResultLine {
+    guard let first = fields.first else { return .failed }
+    if first == "ok" { return .ok }
+    if first == "att", let text = fields.dropFirst().first, let code = UInt8(text.dropFirst(text.hasPrefix("0x") ? 2 : 0), radix: 16) {
+        return .att(code)
+    }
+    return .failed
+}
+
+enum ATTResultLine: Sendable, Hashable {
+    case ok
+    case att(UInt8)
+    case failed
+}
+
+func hexBytes(_ text: Substring) -> [UInt8]? {
+    if text == "-" { return [] }
+    guard text.utf8.count % 2 == 0 else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(text.utf8.count / 2)
+    var index = text.startIndex
+    while index < text.endIndex {
+        let next = text.index(index, offsetBy: 2)
+        guard let byte = UInt8(text[index..<next], radix: 16) else { return nil }
+        bytes.append(byte)
+        index = next
+    }
+    return bytes
+}
+
+func hexString(_ bytes: [UInt8]) -> String {
+    if bytes.isEmpty { return "-" }
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 0x0F)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+extension ANCSCharacteristic {
+    /// The name in the line protocol.
+    var lineName: String {
+        switch self {
+        case .notificationSource: "ns"
+        case .controlPoint: "cp"
+        case .dataSource: "ds"
+        }
+    }
+
+    init?(lineName: Substring) {
+        switch lineName {
+        case "ns": self = .notificationSource
+        case "cp": self = .controlPoint
+        case "ds": self = .dataSource
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import ANCS
+import ANCSRuntime
+import Foundation
+
+/// The NP's GATT server on a Bumble host: the host publishes the ANCS
+/// service, advertises with the ANCS solicitation, pairs with LE Secure
+/// Connections, requires encryption, and hands every Control Point write to
+/// this process, holding it until it is answered, so the exact ANCS error
+/// codes (0xA0–0xA3) reach the consumer.
+///
+/// ```swift
+/// let transport = try await BumbleServerTransport.start(BumbleHostOptions(transport: "usb:0"))
+/// let server = ProviderServer(transport: transport)
+/// try await server.run()
+/// ```
+public final class BumbleServerTransport: GATTServerTransport, Sendable {
+    public let events: AsyncThrowingStream<GATTServerEvent, any Error>
+    /// This device's address and the ANCS value handles, as the host reported them.
+    public let ready: BumbleHostReady
+
+    private let host: HostProcess
+    private let notifications: PendingTable<String>
+    /// A notification not confirmed within this time is reported as not sent.
+    static let notifyTimeout: Duration = .seconds(10)
+
+    private init(host: HostProcess, ready: BumbleHostReady, events: AsyncThrowingStream<GATTServerEvent, any Error>,
+                 notifications: PendingTable<String>) {
+        self.host = host
+        self.notifications = notifications
+        self.ready = ready
+        self.events = events
+    }
+
+    /// Starts the host (`serve`) and waits until it advertises.
+    public static func start(_ options: BumbleHostOptions, environment: BumbleEnvironment? = nil,
+                             progress: @Sendable (String) -> Void = { _ in }) async throws(TransportError) -> BumbleServerTransport {
+        let resolved: BumbleEnvironment
+        if let environment { resolved = environment } else { resolved = try await BumbleEnvironment.resolve(progress: progress) }
+        let (events, sink) = AsyncThrowingStream<GATTServerEvent, any Error>.makeStream()
+        let handshake = Handshake(role: "serve")
+        let notifications = PendingTable<String>()
+        let router = LineRouter()
+        let host = try HostProcess(
+            python: resolved.python, script: resolved.script, role: "serve", arguments: options.arguments(role: "serve"),
+            onLine: { line in router.route(line) },
+            onExit: { error in
+                handshake.failed(error ?? TransportError("the Bumble host was closed"))
+                notifications.close(with: "failed host-gone")
+                if let error { sink.finish(throwing: error) } else { sink.finish() }
+            })
+        router.handler = { line in
+            let fields = line.split(separator: " ")
+            if handshake.consume(line, fields: fields) { return }
+            BumbleServerTransport.handle(fields, line: line, sink: sink, notifications: notifications, host: host)
+        }
+        router.start()
+        let ready: BumbleHostReady
+        do {
+            ready = try await handshake.wait(timeout: options.startTimeout)
+        } catch {
+            host.terminate()
+            throw error
+        }
+        sink.onTermination = { _ in host.close() }
+        return BumbleServerTransport(host: host, ready: ready, events: events, notifications: notifications)
+    }
+
+    private static func handle(_ fields: [Substring], line: String, sink: AsyncThrowingStream<GATTServerEvent, any Error>.Continuation,
+                               notifications: PendingTable<String>, host: HostProcess) {
+        guard let kind = fields.first else { return }
+        func int(_ index: Int) -> Int? { index < fields.count ? Int(fields[index]) : nil }
+        switch kind {
+        case "connected":
+            guard let handle = int(1), let mtu = int(2) else { return malformed(line) }
+            let peer = fields.count > 3 ? String(fields[3]) : nil
+            sink.yield(.connected(ConnectionID(UInt32(handle)), LinkInfo(mtu: mtu, peer: peer, isEncrypted: int(4) == 1, isBonded: int(5) == 1)))
+        case "disconnected":
+            guard let handle = int(1) else { return malformed(line) }
+            sink.yield(.disconnected(ConnectionID(UInt32(handle))))
+        case "mtu":
+            guard let handle = int(1), let mtu = int(2) else { return malformed(line) }
+            sink.yield(.mtuChanged(ConnectionID(UInt32(handle)), mtu))
+        case "subscription":
+            guard let handle = int(1), fields.count > 3, let characteristic = ANCSCharacteristic(lineName: fields[2]) else { return malformed(line) }
+            sink.yield(.subscriptionChanged(ConnectionID(UInt32(handle)), characteristic, enabled: fields[3] == "on"))
+        case "write":
+            guard let handle = int(1), let id = int(2), fields.count > 3, let value = hexBytes(fields[3]) else { return malformed(line) }
+            let reply = ATTResponder { result in
+                switch result {
+                case .success: host.send("reply \(id) ok")
+                case .attError(let code): host.send("reply \(id) att 0x\(String(code.rawValue, radix: 16, uppercase: true))")
+                case .transportFailure: host.send("reply \(id) failed")
+                }
+            }
+            sink.yield(.controlPointWrite(ConnectionID(UInt32(handle)), value, reply: reply))
+        case "notified":
+            guard let id = int(1) else { return malformed(line) }
+            notifications.resolve(id, fields.dropFirst(2).joined(separator: " "))
+        case "fatal":
+            break  // the host exits; its exit reports the reason
+        case "error":
+            FileHandle.standardError.write(Data("bumble host: \(line.dropFirst(6))\n".utf8))
+        default:
+            malformed(line)
+        }
+    }
+
+    /// Sends one notification, in call order; throws when the host could
+    /// not send it (no connection, not subscribed, longer than MTU − 3, host gone).
+    public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
+        let host = self.host
+        let line = "\(connection.rawValue) \(characteristic.lineName) \(hexString(value))"
+        let result = await notifications.perform(
+            timeout: Self.notifyTimeout, expired: "failed timed-out", { id in host.send("notify \(id) \(line)") },
+            failed: "failed host-gone")
+        guard result == "ok" else {
+            throw TransportError("\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
+        }
+    }
+
+    /// Disconnects a consumer.
+    public func disconnect(_ connection: ConnectionID) {
+        host.send("disconnect \(connection.rawValue)")
+    }
+
+    /// The host process's id.
+    public var hostProcessIdentifier: Int32 { host.processIdentifier }
+
+    /// Stops the host: it disconnects and exits; `events` then finishes.
+    public func close() {
+        host.close()
+    }
+}
+
+func malformed(_ line: String) {
+    FileHandle.standardError.write(Data("bumble host: unexpected line `\(line)`\n".utf8))
+}
+
+/// Holds lines that arrive before the handler is set (the process starts
+/// before the transport exists), then hands every line over in order.
+final class LineRouter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffered: [String] = []
+    private var started = false
+    var handler: (@Sendable (String) -> Void)?
+
+    func route(_ line: String) {
+        lock.lock()
+        if !started {
+            buffered.append(line)
+            lock.unlock()
+            return
+        }
+        lock.unlock()
+        handler?(line)
+    }
+
+    func start() {
+        lock.lock()
+        let lines = buffered
+        buffered = []
+        // Lines routed while the buffer drains wait for the lock, so order holds.
+        for line in lines { handler?(line) }
+        started = true
+        lock.unlock()
+    }
+}

@@ -1,0 +1,588 @@
+"""The Bumble host of swift-ancs: a Bluetooth LE host process driven over a
+line protocol on stdin/stdout (see PROTOCOL.md beside this file).
+
+    ancs_bumble_host.py serve   --transport SPEC [options]   # the NP: an iPhone's ANCS GATT server
+    ancs_bumble_host.py consume --transport SPEC [options]   # the NC: an accessory's ANCS GATT client
+    ancs_bumble_host.py link    --hci SPEC --hci SPEC ...    # virtual controllers on one virtual link
+
+It translates and never decides: every ANCS decision (what to notify, what to
+answer to a Control Point write) is made by the Swift process. Requires
+Bumble 0.0.236 (PyPI `bumble`).
+"""
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+
+from bumble import core, hci
+from bumble.att import ATT_Error, Attribute
+from bumble.controller import Controller
+from bumble.core import AdvertisingData
+from bumble.device import Device, Peer
+from bumble.gatt import (
+    GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR,
+    Characteristic,
+    CharacteristicValue,
+    Descriptor,
+    Service,
+)
+from bumble.keys import JsonKeyStore
+from bumble.link import LocalLink
+from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.snoop import create_snooper
+from bumble.transport import open_transport
+from bumble.transport.common import SnoopingTransport
+
+PROTOCOL = 'ancs-bumble 1'
+ANCS_SERVICE = '7905F431-B5CE-4E99-A40F-4B1E122D00D0'
+NOTIFICATION_SOURCE = '9FBF120D-6301-42D9-8C58-25E699A21DBD'
+CONTROL_POINT = '69D1D8F3-45E1-49A8-9821-9BBDFDAAD9D9'
+DATA_SOURCE = '22EAC6E9-24D6-4BB5-BE44-B36ACE7C7BFB'
+# A Control Point write not answered by the Swift process within this time is
+# answered with 0x0E (Unlikely Error), before the client's 30 s ATT timeout.
+WRITE_ANSWER_TIMEOUT = 25.0
+ATT_UNLIKELY_ERROR = 0x0E
+
+log = logging.getLogger('ancs-bumble-host')
+
+
+def emit(*fields):
+    """One event line on stdout."""
+    sys.stdout.write(' '.join(str(f) for f in fields) + '\n')
+    sys.stdout.flush()
+
+
+def fail(message):
+    emit('fatal', message.replace('\n', ' '))
+    sys.exit(2)
+
+
+class Session:
+    """What both roles share: the transport, the device, pairing and the command reader."""
+
+    def __init__(self, args):
+        self.args = args
+        self.device = None
+        self.transport = None
+
+    async def open(self):
+        args = self.args
+        try:
+            transport = await open_transport(args.transport)
+        except Exception as error:  # noqa: BLE001 - any failure is reported as a line
+            fail(f'cannot open transport {args.transport}: {type(error).__name__}: {error}')
+        if args.snoop:
+            # Bumble formats the file name with str.format: double the braces.
+            path = args.snoop.replace('{', '{{').replace('}', '}}')
+            transport = SnoopingTransport.create_with(transport, create_snooper(f'btsnoop:file:{path}'))
+        self.transport = transport
+        address = hci.Address(args.address, hci.Address.RANDOM_DEVICE_ADDRESS)
+        device = Device.with_hci(args.name, address, transport.source, transport.sink)
+        if args.keys:
+            device.keystore = JsonKeyStore(None, args.keys)
+        config = PairingConfig(
+            sc=True, mitm=False, bonding=True,
+            identity_address_type=hci.AddressType.RANDOM_DEVICE,
+            delegate=PairingDelegate(PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
+        device.pairing_config_factory = lambda connection: config
+        device.le_simultaneous_enabled = False
+        self.device = device
+
+    async def is_bonded(self, address):
+        keystore = self.device.keystore
+        if keystore is None:
+            return False
+        with contextlib.suppress(Exception):
+            return await keystore.get(str(address)) is not None
+        return False
+
+    def advertising(self):
+        """Connectable advertising data with the ANCS solicitation (virtual
+        controllers carry no scan response, so it is in the advertising data)."""
+        name = self.args.name.encode()
+        data = bytes(AdvertisingData([
+            (AdvertisingData.FLAGS, bytes([0x06])),
+            (AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS, bytes(core.UUID(ANCS_SERVICE))),
+            (AdvertisingData.SHORTENED_LOCAL_NAME, name[:8]),
+        ]))
+        return data, bytes(AdvertisingData([(AdvertisingData.COMPLETE_LOCAL_NAME, name[:29])]))
+
+    async def advertise(self):
+        if self.device.is_advertising:
+            return
+        data, scan_response = self.advertising()
+        with contextlib.suppress(Exception):
+            await self.device.start_advertising(
+                advertising_data=data, scan_response_data=scan_response,
+                advertising_interval_min=100, advertising_interval_max=100)
+
+    async def find(self, timeout):
+        """The first connectable advertiser that solicits ANCS (or has the address --peer)."""
+        device = self.device
+        found = asyncio.get_running_loop().create_future()
+        wanted = self.args.peer.upper() if self.args.peer else None
+
+        def on_advertisement(advertisement):
+            data = advertisement.data
+            solicited = data.get(AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS) or []
+            ancs = any(str(uuid).upper() == ANCS_SERVICE for uuid in solicited)
+            address = str(advertisement.address).replace('/P', '').upper()
+            if advertisement.is_connectable and not found.done() and (address == wanted if wanted else ancs):
+                found.set_result(advertisement.address)
+
+        device.on('advertisement', on_advertisement)
+        await device.start_scanning(filter_duplicates=True)
+        try:
+            return await asyncio.wait_for(found, timeout)
+        finally:
+            device.remove_listener('advertisement', on_advertisement)
+            await device.stop_scanning()
+
+    async def secure(self, connection):
+        """As central: re-encrypt with a stored bond, or pair."""
+        if await self.is_bonded(connection.peer_address):
+            await asyncio.wait_for(connection.encrypt(), 20)
+        else:
+            await asyncio.wait_for(connection.pair(), 20)
+
+    async def commands(self, handle):
+        """Reads command lines from stdin until EOF, handing each to `handle` in order."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while line := await reader.readline():
+            fields = line.decode('utf-8', 'replace').split()
+            if not fields:
+                continue
+            try:
+                await handle(fields)
+            except (ValueError, IndexError, KeyError) as error:
+                emit('error', f'bad command line {" ".join(fields)!r}: {error}')
+
+    async def main(self):
+        try:
+            await self.run()
+        finally:
+            if self.transport is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.transport.close(), 2)
+
+
+def parse_hex(text):
+    return bytes.fromhex(text) if text != '-' else b''
+
+
+def hex_or_dash(data):
+    return bytes(data).hex() if data else '-'
+
+
+# -----------------------------------------------------------------------------
+# serve: the Notification Provider (GATT server)
+# -----------------------------------------------------------------------------
+class Server(Session):
+    def __init__(self, args):
+        super().__init__(args)
+        self.connections = {}       # handle -> Connection, once announced
+        self.pending_writes = {}    # id -> Future
+        self.answered_writes = {}   # id -> Future, done once the ATT response has been sent
+        self.write_connections = {}  # id -> connection handle of the write
+        self.next_write = 1
+
+    def build_service(self):
+        encrypted_cccd = (Attribute.READABLE | Attribute.WRITEABLE
+                          | Attribute.READ_REQUIRES_ENCRYPTION | Attribute.WRITE_REQUIRES_ENCRYPTION)
+
+        def notifying(uuid):
+            characteristic = Characteristic(uuid, Characteristic.Properties.NOTIFY,
+                                            Attribute.READ_REQUIRES_ENCRYPTION, b'')
+            characteristic.descriptors = [Descriptor(
+                GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, encrypted_cccd,
+                self.device.gatt_server.make_descriptor_value(characteristic))]
+            return characteristic
+
+        self.ns = notifying(NOTIFICATION_SOURCE)
+        self.ds = notifying(DATA_SOURCE)
+        self.cp = Characteristic(
+            CONTROL_POINT, Characteristic.Properties.WRITE,
+            Attribute.WRITEABLE | Attribute.WRITE_REQUIRES_ENCRYPTION,
+            CharacteristicValue(write=self.on_control_point_write))
+        self.service = Service(ANCS_SERVICE, [self.ns, self.cp, self.ds])
+        self.device.add_service(self.service)
+        for name, characteristic in (('ns', self.ns), ('ds', self.ds)):
+            characteristic.on('subscription', self.subscription_handler(name))
+
+    def subscription_handler(self, name):
+        def on_subscription(connection, notify, _indicate):
+            if connection.handle in self.connections:
+                emit('subscription', connection.handle, name, 'on' if notify else 'off')
+        return on_subscription
+
+    async def on_control_point_write(self, connection, value):
+        if connection.handle not in self.connections:
+            await self.announce(connection)
+        write_id = self.next_write
+        self.next_write += 1
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        answered = loop.create_future()
+        self.pending_writes[write_id] = future
+        self.answered_writes[write_id] = answered
+        self.write_connections[write_id] = connection.handle
+        emit('write', connection.handle, write_id, hex_or_dash(value))
+        try:
+            code = await asyncio.wait_for(future, WRITE_ANSWER_TIMEOUT)
+        except asyncio.TimeoutError:
+            log.warning('write %d not answered in %.0f s', write_id, WRITE_ANSWER_TIMEOUT)
+            self.answered_writes.pop(write_id, None)
+            code = ATT_UNLIKELY_ERROR
+        finally:
+            self.pending_writes.pop(write_id, None)
+            self.write_connections.pop(write_id, None)
+            # Bumble sends the ATT response in the same step of this task, once
+            # this handler returns or raises: a callback scheduled now runs after it.
+            loop.call_soon(lambda: answered.done() or answered.set_result(None))
+        if code:
+            raise ATT_Error(code)
+
+    async def announce(self, connection):
+        if connection.handle in self.connections:
+            return
+        self.connections[connection.handle] = connection
+        bonded = await self.is_bonded(connection.peer_address)
+        emit('connected', connection.handle, connection.att_mtu, str(connection.peer_address).replace(' ', ''),
+             1 if connection.is_encrypted else 0, 1 if bonded else 0)
+
+    def on_connection(self, connection):
+        def on_encryption_change(*_):
+            if connection.is_encrypted:
+                asyncio.get_running_loop().create_task(self.announce(connection))
+
+        def on_mtu(*_):
+            if connection.handle in self.connections:
+                emit('mtu', connection.handle, connection.att_mtu)
+
+        def on_disconnection(reason):
+            if self.connections.pop(connection.handle, None) is not None:
+                emit('disconnected', connection.handle)
+            # Writes still held for this link have no one to answer to.
+            for write_id, handle in list(self.write_connections.items()):
+                future = self.pending_writes.get(write_id)
+                if handle == connection.handle and future is not None and not future.done():
+                    future.set_result(ATT_UNLIKELY_ERROR)
+            if not self.args.central:
+                asyncio.get_running_loop().create_task(self.advertise())
+
+        connection.on('connection_encryption_change', on_encryption_change)
+        connection.on('connection_att_mtu_update', on_mtu)
+        connection.on('disconnection', on_disconnection)
+        connection.on('pairing_failure', lambda reason: log.warning('pairing failed: %s', reason))
+
+    async def handle(self, fields):
+        command = fields[0]
+        if command == 'reply':
+            future = self.pending_writes.get(int(fields[1]))
+            code = 0 if fields[2] == 'ok' else (int(fields[3], 16) if fields[2] == 'att' else ATT_UNLIKELY_ERROR)
+            if future is not None and not future.done():
+                future.set_result(code)
+            # The response goes out before anything sent after this line
+            # (Data Source notifications the command causes).
+            answered = self.answered_writes.pop(int(fields[1]), None)
+            if answered is not None:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(answered), 5)
+        elif command == 'notify':
+            request, handle, name, value = int(fields[1]), int(fields[2]), fields[3], parse_hex(fields[4])
+            emit('notified', request, await self.notify(handle, name, value))
+        elif command == 'disconnect':
+            connection = self.connections.get(int(fields[1]))
+            if connection is not None:
+                with contextlib.suppress(Exception):
+                    await connection.disconnect()
+        else:
+            emit('error', f'unknown command {command!r}')
+
+    async def notify(self, handle, name, value):
+        connection = self.connections.get(handle)
+        if connection is None:
+            return 'failed not-connected'
+        characteristic = {'ns': self.ns, 'ds': self.ds}[name]
+        cccd = self.device.gatt_server.subscribers.get(connection, {}).get(characteristic.handle)
+        if not cccd or cccd[0] & 0x01 == 0:
+            return 'failed not-subscribed'
+        if len(value) > connection.att_mtu - 3:
+            return f'failed too-long-for-mtu-{connection.att_mtu}'
+        try:
+            await self.device.notify_subscriber(connection, characteristic, value, force=True)
+        except Exception as error:  # noqa: BLE001
+            return f'failed {type(error).__name__}'
+        return 'ok'
+
+    async def run(self):
+        await self.open()
+        device = self.device
+        device.gatt_server.max_mtu = self.args.mtu
+        self.build_service()
+        device.on('connection', self.on_connection)
+        await device.power_on()
+        if not self.args.central:
+            await self.advertise()
+        handles = f'{self.ns.handle} {self.cp.handle} {self.ds.handle}'
+        emit('ready', str(device.random_address).replace('/P', ''), handles)
+        if self.args.central:
+            loop = asyncio.get_running_loop()
+            connector = loop.create_task(self.connect_to_accessories())
+            commands = loop.create_task(self.commands(self.handle))
+            await asyncio.wait([connector, commands], return_when=asyncio.FIRST_COMPLETED)
+            connector.cancel()
+            await commands
+        else:
+            await self.commands(self.handle)
+
+    async def connect_to_accessories(self):
+        """--central, as an iPhone does: connect to the accessory that
+        advertises the ANCS solicitation (or --peer), pair or re-encrypt, and
+        connect again whenever the link is lost."""
+        while True:
+            try:
+                address = await self.find(self.args.scan_timeout)
+                connection = await self.device.connect(address, timeout=self.args.scan_timeout)
+                lost = asyncio.get_running_loop().create_future()
+                connection.on('disconnection', lambda reason: lost.done() or lost.set_result(reason))
+                await self.secure(connection)
+                await lost
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001
+                emit('error', f'connecting to the accessory failed: {type(error).__name__}: {error}')
+            await asyncio.sleep(1)
+
+
+# -----------------------------------------------------------------------------
+# consume: the Notification Consumer (GATT client)
+# -----------------------------------------------------------------------------
+class Client(Session):
+    def __init__(self, args):
+        super().__init__(args)
+        self.peer = None
+        self.characteristics = {}
+        self.subscribed = set()
+        self.link_lost = None
+
+    def notification_handler(self, name):
+        def on_value(value):
+            emit('notify', name, hex_or_dash(value))
+        return on_value
+
+    async def accept(self):
+        """--peripheral, as an accessory does: advertise the ANCS
+        solicitation, wait for the phone to connect, and ask it for security
+        (it pairs, or re-encrypts with the bond)."""
+        device = self.device
+        connected = asyncio.get_running_loop().create_future()
+
+        def on_connection(connection):
+            if not connected.done():
+                connected.set_result(connection)
+        device.on('connection', on_connection)
+        try:
+            await self.advertise()
+            connection = await connected
+        finally:
+            device.remove_listener('connection', on_connection)
+        encrypted = asyncio.get_running_loop().create_future()
+        connection.on('connection_encryption_change',
+                      lambda *_: connection.is_encrypted and not encrypted.done() and encrypted.set_result(True))
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(encrypted), 1)
+        if not connection.is_encrypted:
+            device.request_pairing(connection)
+            await asyncio.wait_for(encrypted, 20)
+        return connection
+
+    async def establish(self):
+        """Connects (or is connected to), encrypts (pairs or re-encrypts with the bond), exchanges the MTU and finds ANCS."""
+        device = self.device
+        if self.args.peripheral:
+            connection = await self.accept()
+        else:
+            address = await self.find(self.args.scan_timeout)
+            connection = await device.connect(address, timeout=self.args.scan_timeout)
+        lost = asyncio.get_running_loop().create_future()
+        connection.on('disconnection', lambda reason: lost.done() or lost.set_result(reason))
+        connection.on('connection_att_mtu_update',
+                      lambda *_: self.peer is not None and emit('mtu', connection.att_mtu))
+        if not self.args.peripheral:
+            await self.secure(connection)
+        bonded = await self.is_bonded(connection.peer_address)
+        peer = Peer(connection)
+        if self.args.mtu > 23:
+            await asyncio.wait_for(peer.request_mtu(self.args.mtu), 10)
+        services = await asyncio.wait_for(peer.discover_service(ANCS_SERVICE), 10)
+        if not services:
+            emit('error', 'the peer does not publish ANCS')
+            await connection.disconnect()
+            return None
+        characteristics = await asyncio.wait_for(peer.discover_characteristics(service=services[0]), 10)
+        found = {}
+        for characteristic in characteristics:
+            uuid = str(characteristic.uuid).upper()
+            for name, wanted in (('ns', NOTIFICATION_SOURCE), ('cp', CONTROL_POINT), ('ds', DATA_SOURCE)):
+                if uuid == wanted:
+                    found[name] = characteristic
+        if len(found) != 3:
+            emit('error', f'ANCS lacks characteristics: {sorted({"ns", "cp", "ds"} - set(found))}')
+            await connection.disconnect()
+            return None
+        for name in ('ns', 'ds'):
+            await asyncio.wait_for(peer.discover_descriptors(found[name]), 10)
+        self.peer, self.characteristics, self.subscribed = peer, found, set()
+        emit('link-up', connection.att_mtu, str(connection.peer_address).replace('/P', ''),
+             1 if connection.is_encrypted else 0, 1 if bonded else 0)
+        return lost
+
+    async def maintain(self):
+        """Keeps one link: after a disconnection, connects again (once or forever per --reconnect)."""
+        while True:
+            try:
+                lost = await self.establish()
+            except Exception as error:  # noqa: BLE001
+                emit('error', f'connection failed: {type(error).__name__}: {error}')
+                lost = None
+            if lost is not None:
+                await lost
+                self.peer = None
+                emit('link-down')
+            if not self.args.reconnect:
+                emit('finished')
+                return
+            await asyncio.sleep(1)
+
+    async def operation(self, request, coroutine):
+        try:
+            await asyncio.wait_for(coroutine, 30)
+            emit('result', request, 'ok')
+        except ATT_Error as error:
+            emit('result', request, 'att', f'0x{error.error_code:02X}')
+        except core.ProtocolError as error:
+            code = error.error_code if isinstance(error.error_code, int) else None
+            emit('result', request, *(('att', f'0x{code:02X}') if code is not None else ('failed',)))
+        except Exception as error:  # noqa: BLE001
+            log.info('operation %d failed: %s', request, error)
+            emit('result', request, 'failed')
+
+    async def handle(self, fields):
+        command = fields[0]
+        if command not in ('subscribe', 'unsubscribe', 'write', 'disconnect'):
+            emit('error', f'unknown command {command!r}')
+            return
+        if command == 'disconnect':
+            if self.peer is not None:
+                with contextlib.suppress(Exception):
+                    await self.peer.connection.disconnect()
+            return
+        request = int(fields[1])
+        if self.peer is None:
+            emit('result', request, 'failed')
+            return
+        peer = self.peer
+        if command == 'write':
+            await self.operation(request, self.characteristics['cp'].write_value(parse_hex(fields[2]), with_response=True))
+            return
+        name = fields[2]
+        characteristic = self.characteristics[name]
+        if command == 'subscribe':
+            await self.operation(request, peer.subscribe(characteristic, self.notification_handler(name)))
+        else:
+            await self.operation(request, peer.unsubscribe(characteristic))
+
+    async def run(self):
+        await self.open()
+        await self.device.power_on()
+        emit('ready', str(self.device.random_address).replace('/P', ''), '-')
+        link = asyncio.get_running_loop().create_task(self.maintain())
+        commands = asyncio.get_running_loop().create_task(self.commands(self.handle))
+        await asyncio.wait([link, commands], return_when=asyncio.FIRST_COMPLETED)
+        if commands.done():  # stdin closed: the Swift process is done
+            link.cancel()
+        else:
+            await commands
+
+
+# -----------------------------------------------------------------------------
+# link: virtual controllers on one virtual link, one HCI transport each
+# -----------------------------------------------------------------------------
+class FixedLink(LocalLink):
+    """Bumble's LocalLink tags an LE ACL packet with the sender controller's
+    random address; a connection made from a public address then never gets
+    its data. Tag it with the connection's own address instead."""
+
+    def send_acl_data(self, sender_controller, destination_address, transport, data):
+        if transport != core.PhysicalTransport.LE:
+            return super().send_acl_data(sender_controller, destination_address, transport, data)
+        connection = sender_controller.le_connections.get(destination_address)
+        source = connection.self_address if connection else sender_controller.random_address
+        destination = self.find_le_controller(destination_address)
+        if destination is not None:
+            asyncio.get_running_loop().call_soon(lambda: destination.on_link_acl_data(source, transport, data))
+
+
+async def run_link(args):
+    link = FixedLink()
+    transports = []
+    for index, spec in enumerate(args.hci):
+        try:
+            transport = await open_transport(spec)
+        except Exception as error:  # noqa: BLE001
+            fail(f'cannot open transport {spec}: {type(error).__name__}: {error}')
+        transports.append(transport)
+        Controller(f'C{index}', host_source=transport.source, host_sink=transport.sink, link=link,
+                   public_address=f'C0:DE:00:00:00:{index + 1:02X}')
+    emit('ready', len(transports))
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while await reader.readline():  # runs until stdin closes
+        pass
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    roles = parser.add_subparsers(dest='role', required=True)
+    for role in ('serve', 'consume'):
+        sub = roles.add_parser(role)
+        sub.add_argument('--transport', required=True, help='Bumble transport: usb:0, serial:/dev/ttyACM0,115200, tcp-client:127.0.0.1:9001, ...')
+        sub.add_argument('--address', default='F0:F0:F0:F0:F0:F0' if role == 'serve' else 'F1:F1:F1:F1:F1:F1',
+                         help='random static address of this device')
+        sub.add_argument('--name', default='swift-ancs NP' if role == 'serve' else 'swift-ancs NC')
+        sub.add_argument('--keys', help='bonding keys (JSON file, created when missing)')
+        sub.add_argument('--snoop', help='write a btsnoop capture of the HCI traffic to this file')
+        sub.add_argument('--mtu', type=int, default=517, help='the largest ATT MTU accepted (serve) or asked for (consume)')
+        sub.add_argument('--log-level', default='WARNING')
+        sub.add_argument('--peer', help='connect to this address rather than the first ANCS solicitor')
+        sub.add_argument('--scan-timeout', type=float, default=20.0)
+        if role == 'serve':
+            sub.add_argument('--central', action='store_true',
+                             help='connect to the accessory advertising the ANCS solicitation, as an iPhone does, instead of advertising')
+        else:
+            sub.add_argument('--reconnect', action='store_true', help='connect again after a disconnection')
+            sub.add_argument('--peripheral', action='store_true',
+                             help='advertise the ANCS solicitation and wait for the phone, as an accessory does, instead of scanning')
+    link = roles.add_parser('link')
+    link.add_argument('--hci', action='append', required=True, help='HCI transport of one controller (at least two)')
+    link.add_argument('--log-level', default='WARNING')
+    args = parser.parse_args()
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format='%(asctime)s %(name)s %(levelname)s %(message)s')
+    emit(PROTOCOL, args.role)
+    if args.role == 'link':
+        asyncio.run(run_link(args))
+        return
+    session = Server(args) if args.role == 'serve' else Client(args)
+    asyncio.run(session.main())
+    os._exit(0)
+
+
+if __name__ == '__main__':
+    main()

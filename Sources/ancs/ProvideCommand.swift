@@ -1,0 +1,181 @@
+import ANCS
+import ANCSBumble
+import ANCSDemo
+import ANCSFormat
+import ANCSRuntime
+import ArgumentParser
+import Foundation
+
+/// `ancs provide`: act as an iPhone. A Notification Provider on a real (or
+/// virtual) controller plays a scenario: notifications there before the
+/// accessory connects (announced PreExisting), then a timeline of added,
+/// modified and removed notifications started by the first session.
+struct ProvideCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "provide",
+        abstract: "Act as an iPhone: publish ANCS and play a scenario of notifications.",
+        discussion: """
+        The stack is Bumble (BlueZ cannot answer ANCS errors 0xA0–0xA3 as a server): --stack bumble:<transport>, \
+        e.g. bumble:usb:0, bumble:serial:/dev/ttyACM0,1000000, bumble:hci-socket:0, bumble:tcp-client:127.0.0.1:9001. \
+        The provider advertises with the ANCS solicitation, pairs with LE Secure Connections and requires encryption. \
+        The timeline starts when the first consumer subscribes to Notification Source; the accessory's own actions \
+        in the demo scenario are left to the accessory.
+        """
+    )
+
+    @Option(help: "The Bluetooth stack: bumble:<transport>.") var stack: String?
+    @OptionGroup var bumble: BumbleStackOptions
+    @Option(help: "The largest ATT MTU accepted (23…517).") var mtu: Int = 517
+    @Flag(help: "Be the central, as an iPhone is: connect to the accessory advertising the ANCS solicitation (again after each disconnection) instead of advertising.")
+    var central = false
+    @Option(help: "With --central: connect to this address rather than the first ANCS solicitor.") var peer: String?
+    @Option(help: "Scenario file (JSON or YAML); the demo scenario by default.") var scenario: String?
+    @Flag(help: "Error injection: every notification action fails with 0xA3 Action failed.") var failActions = false
+    @Flag(help: "Only read the scenario and print what it holds; no stack needed.") var check = false
+    @Option(help: "Exit after this many sessions have ended (0: run until interrupted).") var sessions: Int = 0
+    @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
+    @Flag(help: "Print one JSON object per provider event instead of text.") var json = false
+
+    func validate() throws {
+        guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
+        guard sessions >= 0 else { throw ValidationError("--sessions must be 0 or more") }
+        guard duration >= 0 else { throw ValidationError("--duration must be 0 or more seconds") }
+    }
+
+    func run() async throws {
+        var play = ProvideScenario(demo: .standard)
+        if let scenario { play = try ProvideScenario.load(scenario) }
+        if failActions { play.failAllActions() }
+        if check {
+            printLine(play.summary)
+            return
+        }
+        guard let stack else { throw CommandFailure("provide: --stack bumble:<transport> is required (or --check)") }
+        guard let transport = try bumbleTransport(fromStack: stack) else {
+            throw CommandFailure("provide runs on --stack bumble:<transport> (BlueZ turns ANCS errors 0xA0–0xA3 into 0x0E); got '\(stack)'")
+        }
+        let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu, central: central, peer: peer)
+        let provider = ProviderServer(transport: server)
+        let view = ProvideView(json: json)
+        view.ready(address: server.ready.address, transport: transport, scenario: play)
+
+        var keys: [String: NotificationUID] = [:]
+        for app in play.apps { await provider.registerApp(identifier: app.identifier, displayName: app.displayName) }
+        for (key, notification) in play.preExisting {
+            keys[key] = try await provider.add(notification)
+        }
+        let presetKeys = keys
+        let (starts, startSink) = AsyncStream<Void>.makeStream()
+        let sessionLimit = sessions
+
+        let timeline = Task {
+            var iterator = starts.makeAsyncIterator()
+            guard await iterator.next() != nil else { return }
+            var keys = presetKeys
+            let start = ContinuousClock.now
+            for (at, step) in play.timeline {
+                try? await Task.sleep(until: start + at, clock: .continuous)
+                if Task.isCancelled { return }
+                do {
+                    switch step {
+                    case .add(let key, let notification):
+                        keys[key] = try await provider.add(notification)
+                        view.line("scenario: added “\(key)” as uid \(keys[key].map { "\($0.rawValue)" } ?? "?")", json: nil)
+                    case .modify(let key, let message):
+                        guard let uid = keys[key], var notification = await provider.notificationCenter[uid] else { continue }
+                        notification.message = message
+                        try await provider.modify(uid, to: notification)
+                        view.line("scenario: modified “\(key)”", json: nil)
+                    case .remove(let key):
+                        guard let uid = keys[key], await provider.notificationCenter[uid] != nil else { continue }
+                        try await provider.remove(uid)
+                        view.line("scenario: removed “\(key)”", json: nil)
+                    }
+                } catch {
+                    view.line("scenario: \(error)", json: nil)
+                }
+            }
+            view.line("scenario: timeline done", json: nil)
+        }
+
+        let events = Task {
+            var ended = 0
+            var started = false
+            for await event in provider.events {
+                view.show(event)
+                switch event {
+                case .sessionStarted:
+                    if !started { started = true; startSink.yield() }
+                case .sessionEnded:
+                    ended += 1
+                    if sessionLimit > 0 && ended >= sessionLimit { server.close() }
+                default: break
+                }
+            }
+        }
+        let limit = duration > 0 ? Task {
+            try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
+            if !Task.isCancelled { server.close() }
+        } : nil
+
+        defer {
+            timeline.cancel()
+            limit?.cancel()
+            startSink.finish()
+        }
+        do {
+            try await provider.run()
+        } catch {
+            throw CommandFailure("provide: \(error)")
+        }
+        _ = await events.value
+    }
+}
+
+/// What `ancs provide` shows.
+struct ProvideView: Sendable {
+    var json: Bool
+
+    func ready(address: String, transport: String, scenario: ProvideScenario) {
+        line("provide: ready as \(address) on bumble:\(transport), \(scenario.preExisting.count) notifications waiting, "
+             + "\(scenario.timeline.count) scenario steps",
+             json: .object([("event", .string("ready")), ("address", .string(address)), ("transport", .string(transport))]))
+    }
+
+    func line(_ text: String, json object: JSON?) {
+        if json {
+            if let object { printLine(object.rendered) }
+        } else {
+            printLine(text)
+        }
+    }
+
+    func show(_ event: ProviderEvent) {
+        switch event {
+        case .sessionStarted(let connection, let preExisting):
+            line("\(connection): session started, \(preExisting) PreExisting",
+                 json: .object([("event", .string("sessionStarted")), ("connection", .integer(Int(connection.rawValue))),
+                                ("preExisting", .integer(preExisting))]))
+        case .sessionEnded(let connection):
+            line("\(connection): session ended",
+                 json: .object([("event", .string("sessionEnded")), ("connection", .integer(Int(connection.rawValue)))]))
+        case .notificationAttributesSent(let connection, let command):
+            line("\(connection): attributes of uid \(command.notificationUID.rawValue) sent",
+                 json: .object([("event", .string("notificationAttributesSent")), ("connection", .integer(Int(connection.rawValue))),
+                                ("uid", .integer(Int(command.notificationUID.rawValue)))]))
+        case .appAttributesSent(let connection, let command):
+            line("\(connection): attributes of app \(command.appIdentifier) sent",
+                 json: .object([("event", .string("appAttributesSent")), ("connection", .integer(Int(connection.rawValue))),
+                                ("app", .string(command.appIdentifier))]))
+        case .actionPerformed(let action):
+            line("\(action.connection): \(action.actionID) action on uid \(action.notificationUID.rawValue): \(action.effect)",
+                 json: .object([("event", .string("actionPerformed")), ("connection", .integer(Int(action.connection.rawValue))),
+                                ("uid", .integer(Int(action.notificationUID.rawValue))), ("action", .string("\(action.actionID)")),
+                                ("effect", .string("\(action.effect)"))]))
+        case .commandRejected(let connection, let rejection):
+            line("\(connection): command rejected: \(rejection)",
+                 json: .object([("event", .string("commandRejected")), ("connection", .integer(Int(connection.rawValue))),
+                                ("reason", .string("\(rejection)"))]))
+        }
+    }
+}

@@ -1,0 +1,288 @@
+import ANCS
+import ANCSDemo
+import Foundation
+import Yams
+
+/// What `ancs provide` plays: apps, notifications there before the
+/// accessory connects, and a timeline started by the first session.
+struct ProvideScenario: Sendable {
+    enum Step: Sendable {
+        case add(key: String, ProviderNotification)
+        case modify(key: String, message: String)
+        case remove(key: String)
+    }
+
+    var apps: [(identifier: String, displayName: String)] = []
+    var preExisting: [(key: String, notification: ProviderNotification)] = []
+    var timeline: [(at: Duration, step: Step)] = []
+
+    /// The demo scenario, less the accessory's own actions.
+    init(demo: DemoScenario) {
+        apps = demo.apps
+        preExisting = demo.preExisting.map { ($0.key, Self.notification($0.notification)) }
+        for (at, step) in demo.timeline {
+            switch step {
+            case .add(let key, let notification): timeline.append((at, .add(key: key, Self.notification(notification))))
+            case .modify(let key, let message): timeline.append((at, .modify(key: key, message: message)))
+            case .remove(let key): timeline.append((at, .remove(key: key)))
+            case .act: break
+            }
+        }
+    }
+
+    init() {}
+
+    static func notification(_ n: DemoScenario.Notification) -> ProviderNotification {
+        var flags: EventFlags = n.important ? [.important] : []
+        if n.positiveLabel != nil { flags.insert(.positiveAction) }
+        if n.negativeLabel != nil { flags.insert(.negativeAction) }
+        return ProviderNotification(
+            appIdentifier: n.appIdentifier, categoryID: n.category, flags: flags, title: n.title,
+            subtitle: n.subtitle.isEmpty ? nil : n.subtitle, message: n.message, date: n.date,
+            positiveActionLabel: n.positiveLabel, negativeActionLabel: n.negativeLabel)
+    }
+
+    /// One line: what the scenario holds.
+    var summary: String {
+        var adds = 0, modifies = 0, removes = 0
+        for (_, step) in timeline {
+            switch step {
+            case .add: adds += 1
+            case .modify: modifies += 1
+            case .remove: removes += 1
+            }
+        }
+        let failing = (preExisting.map(\.notification) + timeline.compactMap { if case .add(_, let n) = $0.step { n } else { nil } })
+            .filter { $0.positiveActionEffect == .fail || $0.negativeActionEffect == .fail }.count
+        let seconds = timeline.last.map { Double($0.at.components.seconds) + Double($0.at.components.attoseconds) / 1e18 } ?? 0
+        return "scenario: \(apps.count) apps, \(preExisting.count) pre-existing, \(adds) added, \(modifies) modified, "
+            + "\(removes) removed over \(seconds) s, \(failing) with failing actions"
+    }
+
+    /// Error injection: every action answers 0xA3 Action failed.
+    mutating func failAllActions() {
+        func failing(_ n: ProviderNotification) -> ProviderNotification {
+            var n = n
+            n.positiveActionEffect = .fail
+            n.negativeActionEffect = .fail
+            return n
+        }
+        preExisting = preExisting.map { ($0.key, failing($0.notification)) }
+        timeline = timeline.map { entry in
+            if case .add(let key, let n) = entry.step { return (entry.at, .add(key: key, failing(n))) }
+            return entry
+        }
+    }
+}
+
+// MARK: - Scenario files
+
+extension ProvideScenario {
+    /// Reads a scenario file: JSON (`.json`) or YAML (anything else), the
+    /// same document either way:
+    ///
+    /// ```yaml
+    /// apps: [{id: com.apple.MobileSMS, name: Messages}]
+    /// preExisting:
+    ///   - {key: standup, app: com.apple.mobilecal, title: Team stand-up, category: schedule, date: 20261122T091500}
+    /// timeline:
+    ///   - {at: 0.9, add: {key: alice, app: com.apple.MobileSMS, title: Alice, message: On my way, negative: Clear}}
+    ///   - {at: 5, modify: alice, message: Parking now}
+    ///   - {at: 8, remove: alice}
+    /// ```
+    ///
+    /// A notification: `key`, `app` (required), `title`, `subtitle`,
+    /// `message`, `date` (yyyyMMdd'T'HHmmSS), `category` (name or number),
+    /// `important`, `silent`, `positive`/`negative` (action labels: the
+    /// action is announced when its label is given), and
+    /// `positiveEffect`/`negativeEffect` (automatic, keep, remove,
+    /// removeAndAddMissedCall, fail: error injection, 0xA3).
+    static func load(_ path: String) throws(CommandFailure) -> ProvideScenario {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure("--scenario: cannot read \(path)")
+        }
+        let document: Any
+        if path.lowercased().hasSuffix(".json") {
+            do {
+                document = try JSONSerialization.jsonObject(with: data)
+            } catch {
+                throw CommandFailure("--scenario \(path): not valid JSON: \(error.localizedDescription)")
+            }
+        } else {
+            do {
+                guard let loaded = try Yams.load(yaml: String(decoding: data, as: UTF8.self)) else {
+                    throw CommandFailure("--scenario \(path): empty YAML document")
+                }
+                document = loaded
+            } catch let failure as CommandFailure {
+                throw failure
+            } catch {
+                let text = "\(error)".split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty && !$0.allSatisfy { $0 == "^" } }.joined(separator: "; ")
+                throw CommandFailure("--scenario \(path): not valid YAML: \(text)")
+            }
+        }
+        do {
+            return try ScenarioReader(path: path).scenario(document)
+        } catch {
+            throw error
+        }
+    }
+}
+
+/// Walks a decoded JSON/YAML document; every error names the file and the place.
+struct ScenarioReader {
+    var path: String
+
+    func fail(_ place: String, _ message: String) -> CommandFailure {
+        CommandFailure("--scenario \(path): \(place): \(message)")
+    }
+
+    func object(_ value: Any?, _ place: String) throws(CommandFailure) -> [String: Any] {
+        guard let object = value as? [String: Any] else { throw fail(place, "expected a mapping") }
+        return object
+    }
+
+    func list(_ value: Any?, _ place: String) throws(CommandFailure) -> [Any] {
+        guard let value else { return [] }
+        guard let list = value as? [Any] else { throw fail(place, "expected a list") }
+        return list
+    }
+
+    func string(_ value: Any?, _ place: String) throws(CommandFailure) -> String? {
+        switch value {
+        case nil: return nil
+        case let text as String: return text
+        case let number as Int: return "\(number)"
+        default: throw fail(place, "expected text")
+        }
+    }
+
+    func bool(_ value: Any?, _ place: String) throws(CommandFailure) -> Bool {
+        switch value {
+        case nil: return false
+        case let flag as Bool: return flag
+        default: throw fail(place, "expected true or false")
+        }
+    }
+
+    func seconds(_ value: Any?, _ place: String) throws(CommandFailure) -> Duration {
+        let seconds: Double
+        switch value {
+        case let number as Double: seconds = number
+        case let number as Int: seconds = Double(number)
+        case let text as String where Double(text) != nil: seconds = Double(text)!
+        default: throw fail(place, "`at` must be a number of seconds")
+        }
+        guard seconds >= 0 && seconds < 86_400 else { throw fail(place, "`at` must be between 0 and 86400 seconds") }
+        return .milliseconds(Int((seconds * 1000).rounded()))
+    }
+
+    static let categories: [String: CategoryID] = {
+        var names: [String: CategoryID] = [:]
+        for raw in UInt8(0)...11 {
+            let category = CategoryID(rawValue: raw)
+            if let name = category.name { names[name.lowercased()] = category }
+        }
+        return names
+    }()
+
+    static let effects: [String: ProviderActionEffect] = [
+        "automatic": .automatic, "keep": .keep, "remove": .remove, "removeandaddmissedcall": .removeAndAddMissedCall, "fail": .fail,
+    ]
+
+    func notification(_ value: Any?, _ place: String) throws(CommandFailure) -> (key: String, notification: ProviderNotification) {
+        let fields = try object(value, place)
+        let known: Set<String> = ["key", "app", "title", "subtitle", "message", "date", "category", "important", "silent",
+                                  "positive", "negative", "positiveEffect", "negativeEffect"]
+        if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
+            throw fail(place, "unknown field `\(unknown)` (known: \(known.sorted().joined(separator: ", ")))")
+        }
+        guard let key = try string(fields["key"], place + ".key"), !key.isEmpty else { throw fail(place, "`key` is required") }
+        guard let app = try string(fields["app"], place + ".app"), !app.isEmpty else { throw fail(place, "`app` is required") }
+        var category = CategoryID.other
+        switch fields["category"] {
+        case nil: break
+        case let number as Int:
+            guard (0...255).contains(number) else { throw fail(place + ".category", "\(number) is not 0…255") }
+            category = CategoryID(rawValue: UInt8(number))
+        case let name as String:
+            guard let named = Self.categories[name.lowercased()] else {
+                throw fail(place + ".category", "unknown category `\(name)`")
+            }
+            category = named
+        default: throw fail(place + ".category", "expected a name or a number")
+        }
+        var date: ANCSDate?
+        if let text = try string(fields["date"], place + ".date") {
+            guard let parsed = ANCSDate(text) else { throw fail(place + ".date", "`\(text)` is not yyyyMMdd'T'HHmmSS") }
+            date = parsed
+        }
+        func effect(_ name: String) throws(CommandFailure) -> ProviderActionEffect {
+            guard let text = try string(fields[name], place + "." + name) else { return .automatic }
+            guard let effect = Self.effects[text.lowercased()] else {
+                throw fail(place + "." + name, "unknown effect `\(text)` (automatic, keep, remove, removeAndAddMissedCall, fail)")
+            }
+            return effect
+        }
+        let positive = try string(fields["positive"], place + ".positive")
+        let negative = try string(fields["negative"], place + ".negative")
+        var flags: EventFlags = []
+        if try bool(fields["important"], place + ".important") { flags.insert(.important) }
+        if try bool(fields["silent"], place + ".silent") { flags.insert(.silent) }
+        if positive != nil { flags.insert(.positiveAction) }
+        if negative != nil { flags.insert(.negativeAction) }
+        let notification = ProviderNotification(
+            appIdentifier: app, categoryID: category, flags: flags,
+            title: try string(fields["title"], place + ".title"), subtitle: try string(fields["subtitle"], place + ".subtitle"),
+            message: try string(fields["message"], place + ".message"), date: date,
+            positiveActionLabel: positive, negativeActionLabel: negative,
+            positiveActionEffect: try effect("positiveEffect"), negativeActionEffect: try effect("negativeEffect"))
+        return (key, notification)
+    }
+
+    func scenario(_ document: Any) throws(CommandFailure) -> ProvideScenario {
+        let root = try object(document, "top level")
+        if let unknown = root.keys.sorted().first(where: { !["apps", "preExisting", "timeline"].contains($0) }) {
+            throw fail("top level", "unknown field `\(unknown)` (known: apps, preExisting, timeline)")
+        }
+        var scenario = ProvideScenario()
+        for (index, entry) in try list(root["apps"], "apps").enumerated() {
+            let place = "apps[\(index)]"
+            let app = try object(entry, place)
+            guard let id = try string(app["id"], place + ".id"), let name = try string(app["name"], place + ".name") else {
+                throw fail(place, "needs `id` and `name`")
+            }
+            scenario.apps.append((id, name))
+        }
+        var keys = Set<String>()
+        for (index, entry) in try list(root["preExisting"], "preExisting").enumerated() {
+            let parsed = try notification(entry, "preExisting[\(index)]")
+            guard keys.insert(parsed.key).inserted else { throw fail("preExisting[\(index)]", "key `\(parsed.key)` used twice") }
+            scenario.preExisting.append(parsed)
+        }
+        var last = Duration.zero
+        for (index, entry) in try list(root["timeline"], "timeline").enumerated() {
+            let place = "timeline[\(index)]"
+            let step = try object(entry, place)
+            let at = try seconds(step["at"], place + ".at")
+            guard at >= last else { throw fail(place, "steps must be in time order") }
+            last = at
+            if let add = step["add"] {
+                let parsed = try notification(add, place + ".add")
+                keys.insert(parsed.key)
+                scenario.timeline.append((at, .add(key: parsed.key, parsed.notification)))
+            } else if let key = try string(step["modify"], place + ".modify") {
+                guard keys.contains(key) else { throw fail(place, "no notification has key `\(key)`") }
+                guard let message = try string(step["message"], place + ".message") else { throw fail(place, "`modify` needs `message`") }
+                scenario.timeline.append((at, .modify(key: key, message: message)))
+            } else if let key = try string(step["remove"], place + ".remove") {
+                guard keys.contains(key) else { throw fail(place, "no notification has key `\(key)`") }
+                scenario.timeline.append((at, .remove(key: key)))
+            } else {
+                throw fail(place, "a step is `add`, `modify` or `remove`")
+            }
+        }
+        return scenario
+    }
+}

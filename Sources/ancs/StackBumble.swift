@@ -1,0 +1,108 @@
+import ANCS
+import ANCSBumble
+import ANCSRuntime
+import ArgumentParser
+import Foundation
+
+/// `--stack bumble:<transport>`: the Bumble transport spec after `bumble:`,
+/// or nil when the stack named is not Bumble.
+func bumbleTransport(fromStack stack: String) throws(CommandFailure) -> String? {
+    guard stack == "bumble" || stack.hasPrefix("bumble:") else { return nil }
+    let transport = String(stack.dropFirst("bumble".count)).drop { $0 == ":" }
+    guard !transport.isEmpty else {
+        throw CommandFailure("--stack bumble needs a Bumble transport: bumble:usb:0, bumble:serial:/dev/ttyACM0,1000000, bumble:tcp-client:127.0.0.1:9001, ...")
+    }
+    return String(transport)
+}
+
+/// The options every command on the Bumble stack shares.
+struct BumbleStackOptions: ParsableArguments {
+    @Option(help: "Bumble: this device's random static address (e.g. F0:F0:F0:F0:F0:F0).") var address: String?
+    @Option(help: "Bumble: the device name.") var name: String?
+    @Option(help: "Bumble: bonding keys file (JSON; created when missing). Without it, bonds last one run.") var keys: String?
+    @Option(help: "Bumble: write a btsnoop capture of the HCI traffic to this file (read it with `ancs decode --btsnoop`).") var snoop: String?
+    @Option(name: .customLong("bumble-log-level"), help: "Bumble host log level on stderr: warning, info, debug.") var bumbleLogLevel: String?
+
+    func validate() throws {
+        if let address {
+            let parts = address.split(separator: ":")
+            guard parts.count == 6, parts.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }) else {
+                throw ValidationError("--address must look like F0:F0:F0:F0:F0:F0, got '\(address)'")
+            }
+            guard let first = UInt8(parts[0], radix: 16), first & 0xC0 == 0xC0 else {
+                throw ValidationError("--address '\(address)' is not a random static address (its first byte must be C0…FF)")
+            }
+        }
+    }
+
+    func hostOptions(transport: String, mtu: Int?) -> BumbleHostOptions {
+        BumbleHostOptions(transport: transport, address: address, name: name, keys: keys, snoop: snoop, mtu: mtu,
+                          logLevel: bumbleLogLevel)
+    }
+}
+
+/// Writes setup progress to stderr.
+@Sendable func bumbleProgress(_ text: String) {
+    FileHandle.standardError.write(Data("bumble: \(text)\n".utf8))
+}
+
+/// Starts the Bumble host as an NP (GATT server) and returns its transport.
+/// `central`: connect to the accessory, as an iPhone does, instead of advertising.
+func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?, central: Bool = false, peer: String? = nil) async throws -> BumbleServerTransport {
+    var host = options.hostOptions(transport: transport, mtu: mtu)
+    host.central = central
+    host.peer = peer
+    do {
+        return try await BumbleServerTransport.start(host, progress: bumbleProgress)
+    } catch {
+        throw CommandFailure("bumble:\(transport): \(error)")
+    }
+}
+
+/// Starts the Bumble host as an NC (GATT client) and returns its transport:
+/// the host finds the NP (the first advertiser soliciting ANCS, or `peer`),
+/// pairs or re-encrypts, and reports the link.
+/// `peripheral`: advertise and wait for the phone, as an accessory does, instead of scanning.
+func startBumbleClient(transport: String, options: BumbleStackOptions, mtu: Int?, peer: String?, reconnect: Bool,
+                       peripheral: Bool = false) async throws -> BumbleClientTransport {
+    var host = options.hostOptions(transport: transport, mtu: mtu)
+    host.peer = peer
+    host.reconnect = reconnect
+    host.peripheral = peripheral
+    do {
+        return try await BumbleClientTransport.start(host, progress: bumbleProgress)
+    } catch {
+        throw CommandFailure("bumble:\(transport): \(error)")
+    }
+}
+
+/// `ancs setup bumble`: creates the Python environment the Bumble host runs in.
+struct SetupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "setup",
+        abstract: "Prepare a stack: `ancs setup bumble` creates the Python environment with Bumble \(BumbleEnvironment.bumbleVersion).",
+        discussion: """
+        The environment goes to ANCS_BUMBLE_VENV, or the user cache (~/.cache/swift-ancs/bumble-\(BumbleEnvironment.bumbleVersion); \
+        ~/Library/Caches/... on macOS). Needs python3 with venv (Debian: apt-get install python3-venv) and PyPI. \
+        ANCS_BUMBLE_PYTHON names a Python that already has bumble, and skips all this.
+        """
+    )
+
+    @Argument(help: "The stack to prepare: bumble.") var stack: String
+    @Option(help: "The Python used to create the environment.") var python = "python3"
+
+    func run() async throws {
+        guard stack == "bumble" else { throw CommandFailure("setup: unknown stack '\(stack)'; known: bumble") }
+        let directory = BumbleEnvironment.defaultVirtualEnvironment()
+        if BumbleEnvironment.isInstalled(directory) {
+            printLine("bumble \(BumbleEnvironment.bumbleVersion) is ready at \(directory)")
+            return
+        }
+        do {
+            try await BumbleEnvironment.setUp(directory, python3: python, progress: bumbleProgress)
+        } catch {
+            throw CommandFailure("setup bumble: \(error)")
+        }
+        printLine("bumble \(BumbleEnvironment.bumbleVersion) is ready at \(directory)")
+    }
+}

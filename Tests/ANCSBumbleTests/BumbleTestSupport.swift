@@ -1,0 +1,158 @@
+import ANCS
+import ANCSBumble
+import ANCSRuntime
+import Foundation
+import Synchronization
+
+/// Where the tests find Python with Bumble: `ANCS_BUMBLE_PYTHON`, else the
+/// CI's `.build/venv-bumble` (scripts/ci-bumble.sh creates it).
+enum BumbleTestEnvironment {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static let python: String? = {
+        if let python = ProcessInfo.processInfo.environment["ANCS_BUMBLE_PYTHON"], !python.isEmpty { return python }
+        let venv = packageRoot.appendingPathComponent(".build/venv-bumble/bin/python").path
+        return FileManager.default.isExecutableFile(atPath: venv) ? venv : nil
+    }()
+
+    static var isAvailable: Bool { python != nil }
+
+    /// Any Python 3 (for tests that only need an interpreter).
+    static let anyPython: String? = python ?? ["/usr/bin/python3", "/usr/local/bin/python3"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    static func environment() throws -> BumbleEnvironment {
+        guard let python else { throw TransportError("no Python with Bumble") }
+        return BumbleEnvironment(python: python, script: try BumbleEnvironment.hostScript())
+    }
+
+    static let interopClient = packageRoot.appendingPathComponent("Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py").path
+
+    /// Two loopback TCP ports, different per call.
+    static func ports() -> (Int, Int) {
+        let base = 20_000 + Int.random(in: 0..<20_000) * 2
+        return (base, base + 1)
+    }
+}
+
+/// A child process whose stdout is collected; stops when dropped.
+final class ChildProcess: @unchecked Sendable {
+    let process = Process()
+    private let output = Buffer()
+    private let input = Pipe()
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardInput = input
+        process.standardError = FileHandle.standardError
+        let handle = stdout.fileHandleForReading
+        try process.run()
+        Thread { [weak self] in
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                self?.output.append(chunk)
+            }
+        }.start()
+    }
+
+    var text: String { output.text }
+
+    /// Waits until stdout contains `needle`, at most `timeout`.
+    func waitFor(_ needle: String, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if text.contains(needle) { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return text.contains(needle)
+    }
+
+    /// Waits for the exit, at most `timeout` (then terminates it); the status, nil on timeout.
+    func waitForExit(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if process.isRunning {
+            process.terminate()
+            return nil
+        }
+        try? await Task.sleep(for: .milliseconds(100))  // the reader drains the pipe
+        return process.terminationStatus
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+    }
+
+    deinit { stop() }
+}
+
+/// Two virtual controllers on one virtual link, reachable as
+/// `tcp-client:127.0.0.1:<port>` by two hosts.
+final class VirtualLink: Sendable {
+    let child: ChildProcess
+    let transports: (String, String)
+
+    init() async throws {
+        let environment = try BumbleTestEnvironment.environment()
+        let (a, b) = BumbleTestEnvironment.ports()
+        child = try ChildProcess(environment.python, ["-u", environment.script, "link",
+                                                      "--hci", "tcp-server:127.0.0.1:\(a)", "--hci", "tcp-server:127.0.0.1:\(b)"])
+        transports = ("tcp-client:127.0.0.1:\(a)", "tcp-client:127.0.0.1:\(b)")
+        guard await child.waitFor("ready 2", timeout: .seconds(20)) else {
+            child.stop()
+            throw TransportError("the virtual link did not start: \(child.text)")
+        }
+    }
+
+    func stop() { child.stop() }
+}
+
+/// Runs `body` and fails with a clear error after `timeout`.
+func withTimeout<T: Sendable>(_ timeout: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        guard let first = try await group.next(), let value = first else {
+            group.cancelAll()
+            throw TransportError("\(what): no result within \(timeout)")
+        }
+        group.cancelAll()
+        return value
+    }
+}
+
+final class Buffer: Sendable {
+    private let bytes = Mutex<[UInt8]>([])
+    func append(_ data: Data) { bytes.withLock { $0.append(contentsOf: data) } }
+    var text: String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
+}
+
+/// Events collected by one reader, waited on by predicate.
+final class EventLog<Event: Sendable>: Sendable {
+    private let events = Mutex<[Event]>([])
+    func append(_ event: Event) { events.withLock { $0.append(event) } }
+    var all: [Event] { events.withLock { $0 } }
+
+    /// Polls until `found` returns a value, at most `timeout`.
+    func wait<T>(timeout: Duration, _ what: String, _ found: ([Event]) -> T?) async throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let value = found(all) { return value }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        if let value = found(all) { return value }
+        throw TransportError("\(what): not seen within \(timeout)")
+    }
+}

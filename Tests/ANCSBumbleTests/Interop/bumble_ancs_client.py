@@ -1,0 +1,320 @@
+"""Interop: Bumble's own ANCS client (bumble.profiles.ancs.AncsClient) against
+`ancs provide` playing the demo scenario. Every step has a timeout; the exit
+status is 0 only when every step passed. One line per step on stdout:
+`PASS <step> <detail>` or `FAIL <step> <reason>`, and with --json FILE a
+record of what the client saw (for comparison with a capture).
+
+    python bumble_ancs_client.py --transport tcp-client:127.0.0.1:PORT --mtu 185
+"""
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+
+from bumble import hci
+from bumble.core import AdvertisingData
+from bumble.device import Device, Peer
+from bumble.keys import JsonKeyStore
+from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.profiles.ancs import (
+    AncsClient, AppAttributeId, CommandError, EventFlags, EventId, NotificationAttributeId,
+)
+from bumble.transport import open_transport
+
+ANCS = '7905F431-B5CE-4E99-A40F-4B1E122D00D0'
+results = []
+record = {'events': [], 'attributes': {}, 'errors': []}
+
+
+async def step(name, coroutine, timeout):
+    try:
+        detail = await asyncio.wait_for(coroutine, timeout)
+    except asyncio.TimeoutError:
+        print(f'FAIL {name} timed out after {timeout} s', flush=True)
+        results.append((name, False))
+        return None
+    except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
+        print(f'FAIL {name} {type(error).__name__}: {error}', flush=True)
+        results.append((name, False))
+        return None
+    print(f'PASS {name} {detail if detail is not None else ""}'.rstrip(), flush=True)
+    results.append((name, True))
+    return detail
+
+
+class Expect(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Expect(message)
+
+
+DISPLAY = [
+    NotificationAttributeId.APP_IDENTIFIER,
+    (NotificationAttributeId.TITLE, 64),
+    NotificationAttributeId.SUBTITLE,
+    (NotificationAttributeId.MESSAGE, 240),
+    NotificationAttributeId.MESSAGE_SIZE,
+    NotificationAttributeId.DATE,
+    NotificationAttributeId.POSITIVE_ACTION_LABEL,
+    NotificationAttributeId.NEGATIVE_ACTION_LABEL,
+]
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--transport', required=True)
+    parser.add_argument('--mtu', type=int, default=23)
+    parser.add_argument('--address', default='F2:F2:F2:F2:F2:F2')
+    parser.add_argument('--keys', help='bonding keys file: also tests a bonded reconnection')
+    parser.add_argument('--json', help='write what the client saw to this file')
+    parser.add_argument('--known-bugs', action='store_true',
+                        help='reproduce AncsClient bugs against the ancsclient-bugs.yaml scenario instead of the demo steps')
+    args = parser.parse_args()
+
+    transport = await open_transport(args.transport)
+    device = Device.with_hci('bumble ANCS client', hci.Address(args.address), transport.source, transport.sink)
+    if args.keys:
+        device.keystore = JsonKeyStore(None, args.keys)
+    config = PairingConfig(sc=True, mitm=False, bonding=True, identity_address_type=hci.AddressType.RANDOM_DEVICE,
+                           delegate=PairingDelegate(PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
+    device.pairing_config_factory = lambda connection: config
+    await device.power_on()
+
+    async def find():
+        found = asyncio.get_running_loop().create_future()
+
+        def on_advertisement(advertisement):
+            solicited = advertisement.data.get(AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS) or []
+            if advertisement.is_connectable and any(str(u).upper() == ANCS for u in solicited) and not found.done():
+                found.set_result(advertisement.address)
+        device.on('advertisement', on_advertisement)
+        await device.start_scanning(filter_duplicates=True)
+        address = await found
+        device.remove_listener('advertisement', on_advertisement)
+        await device.stop_scanning()
+        return address
+
+    address = await step('scan: an advertiser solicits ANCS', find(), 15)
+    if address is None:
+        return 1
+    state = {}
+
+    async def connect():
+        state['connection'] = await device.connect(address)
+        return f'{address}'
+    await step('connect', connect(), 10)
+    connection = state.get('connection')
+    if connection is None:
+        return 1
+    peer = Peer(connection)
+
+    async def proxy():
+        state['client'] = await AncsClient.for_peer(peer)
+        check(state['client'] is not None, 'no ANCS service')
+        return 'ANCS discovered unencrypted'
+    await step('discover ANCS', proxy(), 10)
+    client = state.get('client')
+    if client is None:
+        return 1
+
+    async def unencrypted_write():
+        try:
+            await client._ancs_proxy.control_point.write_value(bytes([0, 0, 0, 0, 0, 1]), with_response=True)
+        except Exception as error:  # noqa: BLE001
+            code = getattr(error, 'error_code', None)
+            check(code == 0x0F, f'expected Insufficient Encryption, got {error}')
+            return 'Control Point write refused with 0x0F Insufficient Encryption'
+        raise Expect('an unencrypted Control Point write succeeded')
+    await step('encryption required', unencrypted_write(), 10)
+
+    async def pair():
+        await connection.pair()
+        check(connection.is_encrypted, 'not encrypted after pairing')
+        return 'LE Secure Connections, bonded' if connection.sc else 'legacy pairing'
+    await step('pair', pair(), 20)
+
+    if args.mtu > 23:
+        async def mtu():
+            value = await peer.request_mtu(args.mtu)
+            check(value == args.mtu, f'MTU {value}')
+            return f'MTU {value}'
+        await step(f'exchange MTU {args.mtu}', mtu(), 10)
+
+    events = asyncio.Queue()
+
+    def on_notification(notification):
+        entry = {'event': int(notification.event_id), 'flags': int(notification.event_flags),
+                 'category': int(notification.category_id), 'count': notification.category_count,
+                 'uid': notification.notification_uid}
+        record['events'].append(entry)
+        events.put_nowait(notification)
+    # Registered before start(): iOS (and `ancs provide`) announce PreExisting
+    # notifications as soon as Notification Source is subscribed, before
+    # start() has subscribed Data Source and returned.
+    client.on('notification', on_notification)
+    if args.known_bugs:
+        code = await known_bugs(client, events, step)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(connection.disconnect(), 5)
+        return code
+    await step('start (subscribe NS, DS)', client.start(), 10)
+
+    async def next_event(predicate):
+        while True:
+            notification = await events.get()
+            if predicate(notification):
+                return notification
+
+    pre_existing = []
+
+    async def collect_pre_existing():
+        while len(pre_existing) < 2:
+            notification = await next_event(lambda n: True)
+            check(notification.event_flags & EventFlags.PRE_EXISTING, f'not PreExisting: {notification}')
+            pre_existing.append(notification)
+        return f'{len(pre_existing)} PreExisting, uids {[n.notification_uid for n in pre_existing]}'
+    await step('PreExisting notifications', collect_pre_existing(), 5)
+
+    async def attributes(uid, expected_title):
+        values = await client.get_notification_attributes(uid, DISPLAY)
+        named = {NotificationAttributeId(a.attribute_id).name: str(a.value) for a in values}
+        record['attributes'][str(uid)] = named
+        check(named.get('TITLE') == expected_title, f'title {named.get("TITLE")!r}')
+        return f'uid {uid}: {named["APP_IDENTIFIER"]} “{named["TITLE"]}” {named["DATE"]}'
+
+    titles = {0: 'Team stand-up', 1: 'Pick up bike'}
+    for notification in pre_existing:
+        uid = notification.notification_uid
+        await step(f'notification attributes (MTU {connection.att_mtu})', attributes(uid, titles.get(uid, '?')), 5)
+
+    async def app_name():
+        values = await client.get_app_attributes('com.apple.mobilecal', [AppAttributeId.DISPLAY_NAME])
+        check(values and values[0].value == 'Calendar', f'display name {values}')
+        return 'com.apple.mobilecal is “Calendar”'
+    await step('app attributes', app_name(), 5)
+
+    async def added(title):
+        notification = await next_event(lambda n: n.event_id == EventId.NOTIFICATION_ADDED)
+        uid = notification.notification_uid
+        values = await client.get_notification_attributes(uid, DISPLAY)
+        named = {NotificationAttributeId(a.attribute_id).name: str(a.value) for a in values}
+        record['attributes'][str(uid)] = named
+        check(named.get('TITLE') == title, f'title {named.get("TITLE")!r}, expected {title!r}')
+        state['uid:' + title] = uid
+        return f'uid {uid} “{title}”: {named["MESSAGE"]}'
+    await step('Added: Alice (message with an emoji)', added('Alice'), 5)
+    await step('Added: Bike Shop (long message)', added('Bike Shop'), 5)
+    await step('Added: Mum (incoming call)', added('Mum'), 5)
+
+    async def action(uid, positive, expect_removed):
+        if positive:
+            await client.perform_positive_action(uid)
+        else:
+            await client.perform_negative_action(uid)
+        removed = await next_event(lambda n: n.event_id == EventId.NOTIFICATION_REMOVED and n.notification_uid == uid)
+        return f'uid {removed.notification_uid} Removed'
+    call = state.get('uid:Mum')
+    if call is not None:
+        await step('positive action (answer the call)', action(call, True, True), 5)
+    await step('negative action (clear a PreExisting reminder)', action(1, False, True), 5)
+
+    async def invalid_parameter():
+        try:
+            await client.get_notification_attributes(0x7FFFFFF0, [NotificationAttributeId.TITLE])
+        except CommandError as error:
+            record['errors'].append(int(error.error_code))
+            check(int(error.error_code) == 0xA2, f'error {error.error_code}')
+            return 'unknown NotificationUID answered with 0xA2 Invalid Parameter'
+        raise Expect('no error for an unknown NotificationUID')
+    await step('0xA2 Invalid Parameter', invalid_parameter(), 5)
+
+    async def invalid_action():
+        try:
+            await client.perform_negative_action(1)  # removed above
+        except CommandError as error:
+            record['errors'].append(int(error.error_code))
+            check(int(error.error_code) == 0xA2, f'error {error.error_code}')
+            return 'action on a removed notification answered with 0xA2'
+        raise Expect('no error for an action on a removed notification')
+    await step('0xA2 on an action for a removed notification', invalid_action(), 5)
+
+    if args.keys:
+        async def reconnect():
+            await connection.disconnect()
+            again = await device.connect(address)
+            await again.encrypt()
+            check(again.is_encrypted, 'not encrypted')
+            state['again'] = again
+            return 're-encrypted with the stored bond, no pairing'
+        await step('bonded reconnection', reconnect(), 20)
+        again = state.get('again')
+        if again is not None:
+            await again.disconnect()
+    else:
+        await connection.disconnect()
+
+    if args.json:
+        with open(args.json, 'w') as output:
+            json.dump(record, output, indent=1)
+    failed = [name for name, ok in results if not ok]
+    print(f'{len(results) - len(failed)}/{len(results)} steps passed', flush=True)
+    return 1 if failed else 0
+
+
+async def known_bugs(client, events, step):
+    """Each step passes when the bug shows: the client hangs (no answer
+    within 3 s) or refuses, where a correct client would answer."""
+    refused = []
+
+    def early(notification):
+        # What an application naturally does: ask for attributes on each event.
+        # PreExisting events arrive as soon as NS is subscribed, inside start().
+        async def fetch():
+            try:
+                await client.get_notification_attributes(notification.notification_uid, [NotificationAttributeId.TITLE])
+            except RuntimeError as error:
+                refused.append(str(error))
+        asyncio.get_running_loop().create_task(fetch())
+    client.on('notification', early)
+    await step('start (subscribe NS, DS)', client.start(), 10)
+    client.remove_listener('notification', early)
+
+    async def pre_existing_before_start():
+        await asyncio.sleep(0.5)
+        check(refused, 'attributes of PreExisting notifications could be fetched during start()')
+        return f'known bug shown: {len(refused)} fetches in PreExisting handlers refused ({refused[0]!r})'
+    await step('known bug: PreExisting before start() completes', pre_existing_before_start(), 5)
+
+    async def hangs(uid, attributes):
+        try:
+            await asyncio.wait_for(client.get_notification_attributes(uid, attributes), 3)
+        except asyncio.TimeoutError:
+            return True
+        return False
+
+    async def empty_date():
+        check(await hangs(0, [NotificationAttributeId.DATE]), 'an empty Date was answered')
+        return 'known bug shown: an empty Date (Length 0) makes get_notification_attributes hang'
+    await step('known bug: empty Date', empty_date(), 10)
+
+    async def cut_utf8():
+        check(await hangs(1, [(NotificationAttributeId.MESSAGE, 12)]), 'a cut UTF-8 value was answered')
+        return 'known bug shown: a value cut inside a UTF-8 sequence makes get_notification_attributes hang'
+    await step('known bug: value cut inside UTF-8', cut_utf8(), 10)
+
+    async def still_works():
+        values = await client.get_notification_attributes(1, [(NotificationAttributeId.MESSAGE, 10)])
+        check(values and values[0].value == 'On my way ', f'{values}')
+        return 'the same request cut at a character boundary is answered'
+    await step('control: cut at a character boundary', still_works(), 5)
+    failed = [name for name, ok in results if not ok]
+    print(f'{len(results) - len(failed)}/{len(results)} steps passed', flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(asyncio.run(main()))

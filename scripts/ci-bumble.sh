@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# CI step for the Bumble stack, on virtual controllers (no radio):
+# the Python environment, the ANCSBumble and ANCSCapture tests, then the
+# command-line interop runs whose captures are decoded and compared:
+#   1. Bumble's own AncsClient against `ancs provide` at MTU 23 and 185;
+#   2. `ancs listen --stack bumble` against `ancs provide --stack bumble`,
+#      two processes on one virtual link.
+# Every run has a timeout. Output and captures go to .build/ci-bumble.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== Bumble stack: interop on virtual controllers"
+
+venv=.build/venv-bumble
+out=.build/ci-bumble
+bumble_version=0.0.236
+
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  echo "== installing python3-venv"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update -q
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends python3 python3-venv
+fi
+if [ ! -f "$venv/.ancs-bumble-$bumble_version" ]; then
+  echo "== Python environment with bumble $bumble_version"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet "bumble==$bumble_version"
+  touch "$venv/.ancs-bumble-$bumble_version"
+fi
+export ANCS_BUMBLE_PYTHON="$PWD/$venv/bin/python"
+
+echo "== swift test: Bumble and capture tests"
+swift test --filter 'ANCSBumbleTests|ANCSCaptureTests'
+
+echo "== interop runs"
+swift build --product ancs
+ancs=$(swift build --show-bin-path)/ancs
+host=Sources/ANCSBumble/Host/ancs_bumble_host.py
+rm -rf "$out"; mkdir -p "$out"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# A virtual link with two controllers on loopback ports; sets $port_a, $port_b.
+start_link() {
+  local name=$1
+  port_a=$((20000 + RANDOM % 20000)); port_b=$((port_a + 1))
+  exec {link_fd}< <(sleep 600)
+  "$ANCS_BUMBLE_PYTHON" -u "$host" link --hci "tcp-server:127.0.0.1:$port_a" --hci "tcp-server:127.0.0.1:$port_b" \
+    <&"$link_fd" >"$out/$name-link.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q '^ready' "$out/$name-link.log" && return 0; sleep 0.1; done
+  echo "virtual link did not start"; cat "$out/$name-link.log"; return 1
+}
+
+failures=0
+for mtu in 23 185; do
+  run="ancsclient-mtu$mtu"
+  echo "-- Bumble AncsClient against ancs provide, MTU $mtu"
+  start_link "$run"
+  keys=()
+  [ "$mtu" = 185 ] && keys=(--keys "$out/$run-client-keys.json")
+  timeout 90 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --snoop "$out/$run-np.btsnoop" \
+    --keys "$out/$run-np-keys.json" --duration 80 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
+  provide=$!; pids+=($provide)
+  sleep 1
+  if timeout 90 "$ANCS_BUMBLE_PYTHON" -u Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py \
+       --transport "tcp-client:127.0.0.1:$port_b" --mtu "$mtu" "${keys[@]}" --json "$out/$run-client.json" | tee "$out/$run-client.log"; then
+    :
+  else
+    echo "FAILED: $run"; failures=$((failures + 1))
+  fi
+  kill "$provide" 2>/dev/null || true; wait "$provide" 2>/dev/null || true
+  cleanup; pids=()
+done
+
+echo "-- Bumble AncsClient's known bugs, reproduced (each step passes when the bug shows)"
+run=ancsclient-known-bugs
+start_link "$run"
+timeout 60 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --scenario Tests/ANCSBumbleTests/Scenarios/ancsclient-bugs.yaml \
+  --sessions 1 --duration 50 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
+provide=$!; pids+=($provide)
+sleep 1
+timeout 60 "$ANCS_BUMBLE_PYTHON" -u Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py --transport "tcp-client:127.0.0.1:$port_b" \
+  --known-bugs 2>"$out/$run-client.err" | tee "$out/$run-client.log" || { echo "FAILED: $run"; failures=$((failures + 1)); }
+kill "$provide" 2>/dev/null || true; wait "$provide" 2>/dev/null || true
+cleanup; pids=()
+
+echo "-- ancs listen --stack bumble against ancs provide --stack bumble (two processes)"
+run=listen-provide
+start_link "$run"
+timeout 90 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --snoop "$out/$run-np.btsnoop" \
+  --sessions 1 --duration 60 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
+provide=$!; pids+=($provide)
+sleep 1
+timeout 90 "$ancs" listen --stack "bumble:tcp-client:127.0.0.1:$port_b" --snoop "$out/$run-nc.btsnoop" \
+  --duration 20 --json >"$out/$run-listen.jsonl" 2>"$out/$run-listen.err" || { echo "FAILED: listen exited $?"; cat "$out/$run-listen.err"; failures=$((failures + 1)); }
+wait "$provide" || { echo "FAILED: provide exited $?"; cat "$out/$run-provide.err"; failures=$((failures + 1)); }
+cleanup; pids=()
+for title in "Team stand-up" "Pick up bike" "Alice" "Bike Shop" "Mum" "#release" "Rain in 20 minutes"; do
+  if grep -q "\"$title\"" "$out/$run-listen.jsonl"; then echo "PASS listen shows “$title”"; else echo "FAIL listen lacks “$title”"; failures=$((failures + 1)); fi
+done
+if grep -q '"event":"sessionStarted"' "$out/$run-provide.jsonl"; then echo "PASS provide saw the session"; else echo "FAIL provide saw no session"; failures=$((failures + 1)); fi
+
+echo "-- ancs decode --btsnoop: each capture against what each side logged"
+compare=Tests/ANCSBumbleTests/Interop/compare_capture.py
+decode() { "$ancs" decode --btsnoop "$1" --json >"${1%.btsnoop}.transcript.jsonl" && "$ancs" decode --btsnoop "$1" >"${1%.btsnoop}.transcript.txt"; }
+for mtu in 23 185; do
+  run="ancsclient-mtu$mtu"
+  decode "$out/$run-np.btsnoop"
+  python3 "$compare" "$out/$run-np.transcript.jsonl" --provide "$out/$run-provide.jsonl" --client "$out/$run-client.json" \
+    || failures=$((failures + 1))
+done
+run=listen-provide
+decode "$out/$run-np.btsnoop"
+decode "$out/$run-nc.btsnoop"
+python3 "$compare" "$out/$run-np.transcript.jsonl" --provide "$out/$run-provide.jsonl" || failures=$((failures + 1))
+python3 "$compare" "$out/$run-nc.transcript.jsonl" --listen "$out/$run-listen.jsonl" || failures=$((failures + 1))
+
+if [ "$failures" -ne 0 ]; then
+  echo "ci-bumble: $failures failure(s); logs in $out"
+  exit 1
+fi
+echo "ci-bumble: all interop runs passed"
