@@ -47,7 +47,7 @@ let package = Package(
         .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat"]),
         .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ"]),
-        .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBumble", "ANCSDemo"],
+        .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSBumble", "ANCSDemo"],
                     exclude: ["Interop", "Scenarios"]),
         .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ancsCLITests", dependencies: ["ANCS"]),

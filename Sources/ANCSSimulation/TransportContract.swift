@@ -14,7 +14,8 @@ import Synchronization
 /// Each step waits at most `timeout` on `clock`, so a broken adapter fails
 /// the check instead of hanging it. The checks, in order:
 /// 1. connecting: the server hears `connected` and the client `linkUp`,
-///    with the same MTU in 23…517 and an encrypted link;
+///    on an encrypted link, agreeing on an MTU in 23…517 (the server may
+///    learn it after `connected`, as `mtuChanged`);
 /// 2. subscribing to Data Source, then Notification Source: each returns
 ///    success and the server hears each, in that order;
 /// 3. notifications reach the client byte for byte and in order, both
@@ -155,7 +156,17 @@ public enum TransportContract {
         }
 
         func nextClientEvent(_ what: String) async -> GATTClientEvent? { await next(clientInbox, what) }
-        func nextServerEvent(_ what: String) async -> GATTServerEvent? { await next(serverInbox, what) }
+        /// The server's MTU as last reported (`connected`, then `mtuChanged` after an exchange).
+        var serverMTU: Int?
+
+        /// The next server event other than an MTU change (which is recorded).
+        func nextServerEvent(_ what: String) async -> GATTServerEvent? {
+            while let event = await next(serverInbox, what) {
+                if case .mtuChanged(_, let mtu) = event { serverMTU = mtu; continue }
+                return event
+            }
+            return nil
+        }
 
         func all() async {
             let clientInbox = self.clientInbox, serverInbox = self.serverInbox
@@ -177,8 +188,8 @@ public enum TransportContract {
             guard case .linkUp(let clientLink)? = await nextClientEvent("client: linkUp") else {
                 return fail("client: the first event is not `linkUp`")
             }
+            serverMTU = serverLink.mtu
             if !(23...517).contains(clientLink.mtu) { fail("client: MTU \(clientLink.mtu) is outside 23…517") }
-            if clientLink.mtu != serverLink.mtu { fail("MTU: the client says \(clientLink.mtu), the server \(serverLink.mtu)") }
             if !clientLink.isEncrypted { fail("client: the link is not encrypted") }
 
             // 2. Subscribing, Data Source first.
@@ -190,6 +201,10 @@ public enum TransportContract {
                     return fail("server: no subscription to \(characteristic)")
                 }
             }
+
+            // The MTU both sides use, once the exchange is over (a server may
+            // hear of it after `connected`, as `mtuChanged`).
+            if clientLink.mtu != serverMTU { fail("MTU: the client says \(clientLink.mtu), the server \(serverMTU.map(String.init) ?? "nothing")") }
 
             // 3. Notifications, byte for byte and in order.
             let event = NotificationSourceEvent(eventID: .added, eventFlags: [.negativeAction], categoryID: .social, categoryCount: 1, notificationUID: NotificationUID(42)).encode()

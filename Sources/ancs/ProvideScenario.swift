@@ -19,10 +19,10 @@ struct ProvideScenario: Sendable {
     /// The demo scenario, less the accessory's own actions.
     init(demo: DemoScenario) {
         apps = demo.apps
-        preExisting = demo.preExisting.map { ($0.key, Self.notification($0.notification)) }
+        preExisting = demo.preExisting.map { ($0.key, $0.notification.providerNotification) }
         for (at, step) in demo.timeline {
             switch step {
-            case .add(let key, let notification): timeline.append((at, .add(key: key, Self.notification(notification))))
+            case .add(let key, let notification): timeline.append((at, .add(key: key, notification.providerNotification)))
             case .modify(let key, let message): timeline.append((at, .modify(key: key, message: message)))
             case .remove(let key): timeline.append((at, .remove(key: key)))
             case .act: break
@@ -31,16 +31,6 @@ struct ProvideScenario: Sendable {
     }
 
     init() {}
-
-    static func notification(_ n: DemoScenario.Notification) -> ProviderNotification {
-        var flags: EventFlags = n.important ? [.important] : []
-        if n.positiveLabel != nil { flags.insert(.positiveAction) }
-        if n.negativeLabel != nil { flags.insert(.negativeAction) }
-        return ProviderNotification(
-            appIdentifier: n.appIdentifier, categoryID: n.category, flags: flags, title: n.title,
-            subtitle: n.subtitle.isEmpty ? nil : n.subtitle, message: n.message, date: n.date,
-            positiveActionLabel: n.positiveLabel, negativeActionLabel: n.negativeLabel)
-    }
 
     /// One line: what the scenario holds.
     var summary: String {

@@ -7,26 +7,17 @@ import Testing
 
 /// The phone's side of the interop client's expectations: two PreExisting
 /// notifications, then Alice, Bike Shop and Mum once the session starts.
-func demoNotification(_ n: DemoScenario.Notification) -> ProviderNotification {
-    var flags: EventFlags = n.important ? [.important] : []
-    if n.positiveLabel != nil { flags.insert(.positiveAction) }
-    if n.negativeLabel != nil { flags.insert(.negativeAction) }
-    return ProviderNotification(appIdentifier: n.appIdentifier, categoryID: n.category, flags: flags, title: n.title,
-                                subtitle: n.subtitle.isEmpty ? nil : n.subtitle, message: n.message, date: n.date,
-                                positiveActionLabel: n.positiveLabel, negativeActionLabel: n.negativeLabel)
-}
-
 func prepareDemo(_ provider: ProviderServer) async throws {
     let scenario = DemoScenario.standard
     for app in scenario.apps { await provider.registerApp(identifier: app.identifier, displayName: app.displayName) }
-    for (_, notification) in scenario.preExisting { try await provider.add(demoNotification(notification)) }
+    for (_, notification) in scenario.preExisting { try await provider.add(notification.providerNotification) }
 }
 
 func addFirstTimelineNotifications(_ provider: ProviderServer, count: Int) async throws {
     var added = 0
     for (_, step) in DemoScenario.standard.timeline {
         guard added < count, case .add(_, let notification) = step else { continue }
-        try await provider.add(demoNotification(notification))
+        try await provider.add(notification.providerNotification)
         added += 1
         try await Task.sleep(for: .milliseconds(300))
     }

@@ -369,6 +369,7 @@ class Client(Session):
         self.characteristics = {}
         self.subscribed = set()
         self.link_lost = None
+        self.operations = set()
 
     def notification_handler(self, name):
         def on_value(value):
@@ -459,18 +460,28 @@ class Client(Session):
                 return
             await asyncio.sleep(1)
 
-    async def operation(self, request, coroutine):
+    async def operation(self, request, coroutine, peer):
         try:
             await asyncio.wait_for(coroutine, 30)
             emit('result', request, 'ok')
-        except ATT_Error as error:
-            emit('result', request, 'att', f'0x{error.error_code:02X}')
-        except core.ProtocolError as error:
+        except (ATT_Error, core.ProtocolError) as error:
             code = error.error_code if isinstance(error.error_code, int) else None
-            emit('result', request, *(('att', f'0x{code:02X}') if code is not None else ('failed',)))
+            # An answer that came with the link going away is no ATT answer.
+            await asyncio.sleep(0.05)
+            if code is None or self.peer is not peer or peer.connection.handle not in self.device.connections:
+                emit('result', request, 'failed')
+            else:
+                emit('result', request, 'att', f'0x{code:02X}')
         except Exception as error:  # noqa: BLE001
             log.info('operation %d failed: %s', request, error)
             emit('result', request, 'failed')
+
+    def start_operation(self, request, coroutine, peer):
+        """Runs an operation without holding up the command lines after it
+        (a `disconnect` must not wait behind a write the phone holds)."""
+        task = asyncio.get_running_loop().create_task(self.operation(request, coroutine, peer))
+        self.operations.add(task)
+        task.add_done_callback(self.operations.discard)
 
     async def handle(self, fields):
         command = fields[0]
@@ -488,14 +499,14 @@ class Client(Session):
             return
         peer = self.peer
         if command == 'write':
-            await self.operation(request, self.characteristics['cp'].write_value(parse_hex(fields[2]), with_response=True))
+            self.start_operation(request, self.characteristics['cp'].write_value(parse_hex(fields[2]), with_response=True), peer)
             return
         name = fields[2]
         characteristic = self.characteristics[name]
         if command == 'subscribe':
-            await self.operation(request, peer.subscribe(characteristic, self.notification_handler(name)))
+            self.start_operation(request, peer.subscribe(characteristic, self.notification_handler(name)), peer)
         else:
-            await self.operation(request, peer.unsubscribe(characteristic))
+            self.start_operation(request, peer.unsubscribe(characteristic), peer)
 
     async def run(self):
         await self.open()
