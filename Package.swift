@@ -27,7 +27,8 @@ let package = Package(
         // The demo's phone, its notifications and what the accessory shows.
         .target(name: "ANCSDemo", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation"]),
         // BlueZ over D-Bus (Linux).
-        .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime"]),
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime", "CDBus"]),
         .executableTarget(
             name: "ancs",
             dependencies: [
@@ -38,7 +39,7 @@ let package = Package(
         ),
         .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat"]),
         .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ"]),
+        .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ", "ANCSFormat"]),
         .testTarget(name: "ancsCLITests", dependencies: ["ANCS"]),
     ],
     swiftLanguageModes: [.v6]
