@@ -6,7 +6,7 @@ struct ANCSCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ancs",
         abstract: "Apple Notification Center Service: consumer, provider and decoder.",
-        subcommands: [DemoCommand.self, DecodeCommand.self, BenchCommand.self],
+        subcommands: [DemoCommand.self, DecodeCommand.self, BenchCommand.self, ListenCommand.self, DoctorCommand.self],
         defaultSubcommand: DemoCommand.self
     )
 

@@ -1,0 +1,248 @@
+import ANCS
+import ANCSBlueZ
+import ANCSFormat
+import ANCSRuntime
+import ArgumentParser
+import Foundation
+import Synchronization
+
+struct ListenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "listen",
+        abstract: "Be an ANCS accessory for a real iPhone: show its notifications, fetch their details, answer them.",
+        discussion: """
+        Linux with BlueZ (bluetoothd 5.66 or later, LE). The adapter advertises with the ANCS \
+        solicitation; pair from the iPhone, then allow notifications for the accessory. \
+        Reconnections and Service Changed are followed without a restart. Ctrl-C (or SIGTERM) \
+        unsubscribes and exits 0.
+
+        Commands on standard input, one per line:
+          positive <uid> | negative <uid>   perform the notification's action on the phone
+          attributes <uid>                  fetch every attribute of a notification (long values whole)
+          app <app-identifier>              fetch an app's display name
+          yes | no                          answer a pairing question
+          quit                              leave, like Ctrl-C
+        Their results show as events (`completed`, `attributes`, `appAttributes`).
+        """
+    )
+
+    @Option(help: "Bluetooth stack: bluez.") var stack: String = "bluez"
+    @Option(help: "Adapter (hci0); default: the first powered one.") var adapter: String?
+    @Option(help: "Only this iPhone (its Bluetooth identity address); default: the first that connects.") var device: String?
+    @Option(help: "The name the accessory advertises.") var name: String = "ANCS listen"
+    @Flag(help: "Accept pairing without asking (headless use).") var acceptPairing = false
+    @Flag(help: "Print one JSON object per consumer event (the shape of `ancs demo --json`); status goes to stderr.") var json = false
+    @Flag(help: "Also show each notification on the desktop (org.freedesktop.Notifications), its actions as buttons.") var notify = false
+
+    func run() async throws {
+        let view = ConsumerView(json: json)
+        let pairing = PairingGate(acceptAll: acceptPairing, view: view)
+        let link: ListenTransport
+        do {
+            link = try await Self.makeTransport(self, status: { view.status($0.message) }, prompt: { await pairing.ask($0) })
+        } catch {
+            throw CommandFailure("listen: \(error.message)")
+        }
+        var configuration = ConsumerConfiguration(eagerAttributes: Self.displayAttributes, eagerAppNames: true)
+        configuration.requestTimeout = .seconds(35)
+        let client = ConsumerClient(transport: link.transport, configuration: configuration)
+        var desktop: DesktopNotifications?
+        if notify {
+            do {
+                desktop = try await DesktopNotifications.start()
+            } catch {
+                await link.close()
+                throw CommandFailure("listen --notify: \(error.message)")
+            }
+        }
+        if let desktop = desktop {
+            view.onShow = { notification, app in desktop.show(notification, app: app) }
+            view.onRemove = { uid in desktop.withdraw(uid) }
+            desktop.onAction = { uid, action in
+                Task { _ = try? await client.performAction(action, on: uid) }
+            }
+        }
+
+        let running = Task { () -> (any Error)? in
+            do { try await client.run(); return nil } catch { return error }
+        }
+        let display = Task {
+            for await event in client.events {
+                let notifications = await client.notifications
+                let names = await client.appAttributes
+                view.show(event, notifications: notifications) { names[$0]?[.displayName]?.string }
+            }
+        }
+        let stopping = Mutex(false)
+        let stop: @Sendable () -> Void = {
+            guard stopping.withLock({ old in defer { old = true }; return !old }) else { return }
+            Task { await client.stop() }
+            // If the phone does not answer the unsubscriptions, leave anyway.
+            Task {
+                try? await Task.sleep(for: .seconds(3))
+                running.cancel()
+            }
+        }
+        let signals = SignalWatch([SIGINT, SIGTERM], stop)
+        let input = StandardInput.start { line in
+            Self.perform(line, client: client, pairing: pairing, view: view, stop: stop)
+        }
+        let failure = await running.value
+        await display.value
+        await link.close()
+        desktop?.close()
+        signals.cancel()
+        input.cancel()
+        if let failure, !stopping.withLock({ $0 }) {
+            throw CommandFailure("listen: \(failure)")
+        }
+    }
+
+    static let displayAttributes: [NotificationAttributeRequest] = [
+        NotificationAttributeRequest(.appIdentifier),
+        NotificationAttributeRequest(.title, maxLength: 64),
+        NotificationAttributeRequest(.subtitle, maxLength: 64),
+        NotificationAttributeRequest(.message, maxLength: 240),
+        NotificationAttributeRequest(.date),
+        NotificationAttributeRequest(.positiveActionLabel),
+        NotificationAttributeRequest(.negativeActionLabel),
+    ]
+
+    /// Everything, long values whole (up to the engine's limit).
+    static let allAttributes: [NotificationAttributeRequest] = [
+        NotificationAttributeRequest(.appIdentifier),
+        NotificationAttributeRequest(.title, maxLength: 1024),
+        NotificationAttributeRequest(.subtitle, maxLength: 1024),
+        NotificationAttributeRequest(.message, maxLength: 1024),
+        NotificationAttributeRequest(.messageSize),
+        NotificationAttributeRequest(.date),
+        NotificationAttributeRequest(.positiveActionLabel),
+        NotificationAttributeRequest(.negativeActionLabel),
+    ]
+
+    // MARK: - The stack (one place: another stack is one more case)
+
+    struct ListenTransport: Sendable {
+        var transport: any GATTClientTransport
+        var close: @Sendable () async -> Void
+    }
+
+    struct SetupError: Error { var message: String }
+
+    static func makeTransport(_ options: ListenCommand, status: @escaping @Sendable (BlueZStatus) -> Void,
+                              prompt: @escaping @Sendable (PairingRequest) async -> Bool) async throws(SetupError) -> ListenTransport {
+        switch options.stack {
+        case "bluez":
+            do {
+                let transport = try await BlueZConsumerTransport.start(
+                    options: .init(adapter: options.adapter, device: options.device, name: options.name),
+                    status: status, prompt: prompt)
+                return ListenTransport(transport: transport, close: { await transport.close() })
+            } catch {
+                throw SetupError(message: error.message)
+            }
+        default:
+            throw SetupError(message: "--stack \(options.stack): unknown stack (available: bluez)")
+        }
+    }
+
+    // MARK: - Standard input
+
+    static func perform(_ line: String, client: ConsumerClient, pairing: PairingGate, view: ConsumerView, stop: @escaping @Sendable () -> Void) {
+        let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let command = words.first?.lowercased() else { return }
+        func uid() -> NotificationUID? {
+            guard words.count == 2, let value = UInt32(words[1]) else {
+                view.status("input: \(command) needs one notification UID (a number), got “\(line)”")
+                return nil
+            }
+            return NotificationUID(value)
+        }
+        switch command {
+        case "positive", "negative":
+            guard let uid = uid() else { return }
+            Task { _ = try? await client.performAction(command == "positive" ? .positive : .negative, on: uid) }
+        case "attributes":
+            guard let uid = uid() else { return }
+            Task { _ = try? await client.fetchAttributes(allAttributes, for: uid) }
+        case "app":
+            guard words.count == 2 else { view.status("input: app needs one app identifier, got “\(line)”"); return }
+            Task { _ = try? await client.fetchAppAttributes(words[1]) }
+        case "yes", "y", "no", "n":
+            Task { await pairing.answer(command.hasPrefix("y")) }
+        case "quit", "exit":
+            stop()
+        default:
+            view.status("input: unknown command “\(command)” (positive, negative, attributes, app, yes, no, quit)")
+        }
+    }
+}
+
+/// Pairing questions from the agent, answered on standard input (or at once with --accept-pairing).
+actor PairingGate {
+    let acceptAll: Bool
+    let view: ConsumerView
+    private var waiting: CheckedContinuation<Bool, Never>?
+
+    init(acceptAll: Bool, view: ConsumerView) {
+        self.acceptAll = acceptAll
+        self.view = view
+    }
+
+    func ask(_ request: PairingRequest) async -> Bool {
+        let what = request.passkey.map { "passkey \(String(format: "%06u", $0)) (check the iPhone shows the same)" } ?? "no passkey (Just Works)"
+        if acceptAll {
+            view.status("pairing with \(request.device): \(what); accepted (--accept-pairing)")
+            return true
+        }
+        waiting?.resume(returning: false)
+        view.status("pair with \(request.device)? \(what) — type yes or no within 30 s")
+        let timeout = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(30))
+            await self?.answer(false)
+        }
+        defer { timeout.cancel() }
+        return await withCheckedContinuation { waiting = $0 }
+    }
+
+    func answer(_ yes: Bool) {
+        waiting?.resume(returning: yes)
+        waiting = nil
+    }
+}
+
+/// SIGINT/SIGTERM call `handler` once each time they arrive (instead of killing the process).
+final class SignalWatch: @unchecked Sendable {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ signals: [Int32], _ handler: @escaping @Sendable () -> Void) {
+        sources = signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() { for source in sources { source.cancel() } }
+}
+
+/// Lines of standard input on a thread of their own.
+final class StandardInput: Sendable {
+    private let stopped = Mutex(false)
+
+    static func start(_ handler: @escaping @Sendable (String) -> Void) -> StandardInput {
+        let input = StandardInput()
+        let thread = Thread {
+            while let line = readLine() {
+                if input.stopped.withLock({ $0 }) { return }
+                handler(line)
+            }
+        }
+        thread.start()
+        return input
+    }
+
+    func cancel() { stopped.withLock { $0 = true } }
+}
