@@ -299,8 +299,8 @@ public actor BlueZConsumerTransport: GATTClientTransport {
                 let address = tree.property(current, BlueZName.device, "Address")?.string ?? current
                 if linkIsUp {
                     linkIsUp = false
-                    sink.yield(.linkDown)
                     status(BlueZStatus(kind: .disconnected, message: "\(address) disconnected; waiting for it to come back"))
+                    sink.yield(.linkDown)
                 }
                 endLink()
                 device = nil
