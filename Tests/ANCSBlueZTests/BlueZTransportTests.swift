@@ -77,6 +77,37 @@ struct BlueZTransportTests {
         bluez.connection.close()
     }
 
+    @Test("watchdog: a subscription that stopped notifying without telling is made again; --device ignores other phones")
+    func watchdog() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let log = Log()
+        let other = try await BlueZConsumerTransport.start(
+            options: .init(device: "11:22:33:44:55:66", name: "test", watchdogInterval: .milliseconds(100)), bus: .address(bus.address),
+            status: { log.add($0) }, prompt: { _ in true })
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!log.kinds.contains(.connected))
+        await other.close()
+
+        let transport = try await BlueZConsumerTransport.start(
+            options: .init(device: "f0:f0:f0:f0:f0:f0", name: "test", watchdogInterval: .milliseconds(100)), bus: .address(bus.address),
+            status: { log.add($0) }, prompt: { _ in true })
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        var events = transport.events.makeAsyncIterator()
+        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+        #expect(await transport.subscribe(.dataSource) == .success)
+        #expect(await transport.subscribe(.notificationSource) == .success)
+        bluez.connection.emit(path: FakeBlueZ.ns, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                              [.string("org.bluez.GattCharacteristic1"), .properties(["Notifying": .boolean(false)]), .strings([])])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !log.kinds.contains(.resubscribed), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(log.kinds.contains(.resubscribed))
+        #expect(bluez.state.withLock { $0.startNotifyCalls.filter { $0 == FakeBlueZ.ns }.count } >= 2)
+        await transport.close()
+        bluez.connection.close()
+    }
+
     @Test("bluetoothd leaving the bus ends the event stream with an error")
     func bluetoothdStops() async throws {
         let bus = try PrivateBus()

@@ -16,7 +16,7 @@ for i in $(seq 1 300); do dbus-send --system --print-reply --dest=org.bluez /org
 echo "[guest] bluetoothd $($BTD --version) and the simulated iPhone are up (uptime $(cut -d' ' -f1 /proc/uptime)s)"
 $ANCS doctor > $OUT/doctor.txt 2>&1; echo "[guest] ancs doctor exit $?"; cat $OUT/doctor.txt
 timeout 240 /usr/bin/python3 $HERE/check.py $ANCS $OUT; RC=$?
-timeout 120 /usr/bin/python3 $HERE/check_notify.py $ANCS $OUT $HERE || RC=1
+timeout 200 /usr/bin/python3 $HERE/check_notify.py $ANCS $OUT $HERE || RC=1
 kill $PHONE $BTD_PID; sleep 0.5; kill $BTMON; wait 2>/dev/null
 echo "[guest] done rc=$RC uptime $(cut -d' ' -f1 /proc/uptime)s"
 echo $RC > $OUT/rc
