@@ -84,6 +84,16 @@ final class ConsumerView: @unchecked Sendable {
         }
     }
 
+    /// An app's name could not be fetched: its notifications no longer wait for it.
+    func showWithoutName(_ appIdentifier: String, notifications: [NotificationUID: ConsumerNotification], displayName: (String) -> String?) {
+        lock.lock()
+        defer { lock.unlock() }
+        for notification in notifications.values.sorted(by: { $0.uid < $1.uid })
+        where notification.appIdentifier == appIdentifier && !shown.contains(notification.uid) {
+            showIfReady(notification, displayName, needsName: false)
+        }
+    }
+
     /// A status line from the transport (always on stderr with --json).
     func status(_ text: String) {
         lock.lock()
@@ -100,10 +110,11 @@ final class ConsumerView: @unchecked Sendable {
         printLine(String(format: "%7.3fs  ", seconds) + text)
     }
 
-    private func showIfReady(_ notification: ConsumerNotification, _ displayName: (String) -> String?) {
+    /// Shown once its title is there and its app's name (fetched by the engine) too.
+    private func showIfReady(_ notification: ConsumerNotification, _ displayName: (String) -> String?, needsName: Bool = true) {
         guard !shown.contains(notification.uid), let app = notification.appIdentifier,
               notification[.title] != nil else { return }
-        guard displayName(app) != nil || notification[.message] != nil else { return }
+        guard displayName(app) != nil || !needsName else { return }
         shown.insert(notification.uid)
         if let title = notification[.title]?.string { titles[notification.uid] = title }
         let identity = "\(notification.uid.rawValue)|\(app)|\(notification[.title]?.string ?? "")|\(notification[.date]?.string ?? "")"

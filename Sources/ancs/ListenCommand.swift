@@ -17,11 +17,11 @@ struct ListenCommand: AsyncParsableCommand {
         unsubscribes and exits 0.
 
         Commands on standard input, one per line:
-          positive <uid> | negative <uid>   perform the notification's action on the phone
-          attributes <uid>                  fetch every attribute of a notification (long values whole)
-          app <app-identifier>              fetch an app's display name
-          yes | no                          answer a pairing question
-          quit                              leave, like Ctrl-C
+          positive <uid>, negative <uid>  perform that action on the phone
+          attributes <uid>                every attribute, long values whole
+          app <app-identifier>            the app's display name
+          yes, no                         answer a pairing question
+          quit                            leave, like Ctrl-C
         Their results show as events (`completed`, `attributes`, `appAttributes`).
         """
     )
@@ -71,6 +71,18 @@ struct ListenCommand: AsyncParsableCommand {
                 let notifications = await client.notifications
                 let names = await client.appAttributes
                 view.show(event, notifications: notifications) { names[$0]?[.displayName]?.string }
+                // The engine fetches app names by itself but does not report a failed fetch;
+                // asking too (coalesced with its fetch) tells when a name will not come.
+                if case .attributes(let response) = event, let app = response[.appIdentifier]?.string, names[app] == nil {
+                    Task {
+                        do {
+                            _ = try await client.fetchAppAttributes(app)
+                        } catch {
+                            let notifications = await client.notifications
+                            view.showWithoutName(app, notifications: notifications) { _ in nil }
+                        }
+                    }
+                }
             }
         }
         let stopping = Mutex(false)

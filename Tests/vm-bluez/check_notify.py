@@ -41,21 +41,27 @@ def wait(pred, timeout):
 
 
 procs = []
-xdg = os.path.join(OUT, 'xdg')
-os.makedirs(os.path.join(xdg, 'dunst'), exist_ok=True)
-with open(os.path.join(xdg, 'dunst', 'dunstrc'), 'w') as f:
+rc_path = os.path.join(OUT, 'dunstrc')
+with open(rc_path, 'w') as f:
     f.write(f'[global]\n    dmenu = {HERE}/pick-action.sh\n')
-# The bus gets DISPLAY and the config too, in case it activates dunst itself.
-env = dict(os.environ, DISPLAY=':77', XDG_CONFIG_HOME=xdg)
+# A session bus that activates nothing: the only notification server is the dunst started here.
+bus_conf = os.path.join(OUT, 'session-bus.conf')
+with open(bus_conf, 'w') as f:
+    f.write('<busconfig><type>session</type><listen>unix:tmpdir=/tmp</listen><auth>EXTERNAL</auth>'
+            '<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>'
+            '<allow own="*"/></policy></busconfig>\n')
+env = dict(os.environ, DISPLAY=':77')
 procs.append(subprocess.Popen(['Xvfb', ':77', '-screen', '0', '800x600x16', '-nolisten', 'tcp'],
                               stdout=subprocess.DEVNULL, stderr=open(os.path.join(OUT, 'xvfb.log'), 'w')))
 check('Xvfb is up', wait(lambda: os.path.exists('/tmp/.X11-unix/X77'), 60), 'display :77')
-bus = subprocess.Popen(['dbus-daemon', '--session', '--nofork', '--print-address=1'], stdout=subprocess.PIPE, text=True, env=env)
+bus = subprocess.Popen(['dbus-daemon', '--config-file', bus_conf, '--nofork', '--print-address=1'], stdout=subprocess.PIPE, text=True)
 procs.append(bus)
 env['DBUS_SESSION_BUS_ADDRESS'] = bus.stdout.readline().strip()
-procs.append(subprocess.Popen(['dunst'], env=env, stdout=open(os.path.join(OUT, 'dunst.log'), 'w'), stderr=subprocess.STDOUT))
+procs.append(subprocess.Popen(['dunst', '-config', rc_path], env=env, stdout=open(os.path.join(OUT, 'dunst.log'), 'w'), stderr=subprocess.STDOUT))
+has_owner = ['dbus-send', '--session', '--print-reply=literal', '--dest=org.freedesktop.DBus', '/org/freedesktop/DBus',
+             'org.freedesktop.DBus.NameHasOwner', 'string:org.freedesktop.Notifications']
 check('dunst owns org.freedesktop.Notifications',
-      wait(lambda: subprocess.run(['dunstctl', 'is-paused'], env=env, capture_output=True, timeout=30).returncode == 0, 60), '')
+      wait(lambda: 'true' in subprocess.run(has_owner, env=env, capture_output=True, text=True, timeout=30).stdout, 60), '')
 
 listen = subprocess.Popen([ANCS, 'listen', '--notify', '--accept-pairing'], env=env, stdin=subprocess.PIPE,
                           stdout=open(os.path.join(OUT, 'listen-notify.txt'), 'w'), stderr=subprocess.STDOUT)

@@ -21,7 +21,7 @@ VNG_ACCEL=""; [ $ACCEL = tcg ] && VNG_ACCEL="--disable-kvm"
 echo "== VM: kernel $KVER, $ACCEL"
 START=$(date +%s)
 rm -f "$OUT/rc"
-timeout ${VM_TIMEOUT:-420} "$VENV/bin/vng" --run $KERNEL $VNG_ACCEL --memory 1G --cpus 2 --rwdir "$OUT" \
+timeout ${VM_TIMEOUT:-540} "$VENV/bin/vng" --run $KERNEL $VNG_ACCEL --memory 1G --cpus 2 --rwdir "$OUT" \
   --exec "HERE=$HERE VENV=$VENV ANCS=$ANCS OUT=$OUT $HERE/guest.sh" </dev/null > "$OUT/console.log" 2>&1
 echo "== VM exited after $(( $(date +%s) - START )) s"
 grep -E '^\[check|^\[guest|passed, ' "$OUT/console.log"
