@@ -28,7 +28,8 @@ let package = Package(
         // The demo's phone, its notifications and what the accessory shows.
         .target(name: "ANCSDemo", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation"]),
         // BlueZ over D-Bus (Linux).
-        .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime"]),
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime", "CDBus"]),
         // Bumble (Python, any OS, USB/UART dongles and virtual controllers)
         // through a host process speaking a line protocol (Host/PROTOCOL.md).
         .target(name: "ANCSBumble", dependencies: ["ANCS", "ANCSRuntime"], resources: [.copy("Host")]),
@@ -46,7 +47,7 @@ let package = Package(
         ),
         .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat"]),
         .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ"]),
+        .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ", "ANCSFormat"]),
         .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSBumble", "ANCSDemo"],
                     exclude: ["Interop", "Scenarios"]),
         .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], resources: [.copy("Fixtures")]),

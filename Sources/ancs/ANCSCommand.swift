@@ -22,7 +22,7 @@ struct ANCSCommand: AsyncParsableCommand {
             at once, quietly, with status 0: the reader has what it asked for.
             """,
         version: ANCSVersion.current,
-        subcommands: [DemoCommand.self, DecodeCommand.self, BenchCommand.self, ProvideCommand.self, ListenCommand.self, SetupCommand.self],
+        subcommands: [DemoCommand.self, DecodeCommand.self, BenchCommand.self, ProvideCommand.self, ListenCommand.self, SetupCommand.self, DoctorCommand.self],
         defaultSubcommand: DemoCommand.self
     )
 

@@ -1,66 +1,305 @@
 import ANCS
-import ANCSDemo
+import ANCSBlueZ
+import ANCSBumble
 import ANCSFormat
 import ANCSRuntime
 import ArgumentParser
 import Foundation
+import Synchronization
 
-/// `ancs listen`: act as the accessory, printing what the phone announces.
-/// Thin on purpose: the stack is chosen in `consumerTransport` and all of
-/// Bumble lives in StackBumble.swift.
 struct ListenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "listen",
-        abstract: "Act as an accessory: connect to a phone's ANCS and print its notifications."
+        abstract: "Be an ANCS accessory for a real iPhone: show its notifications, fetch their details, answer them.",
+        discussion: """
+        --stack bluez (the default): Linux with BlueZ (bluetoothd 5.66 or later, LE). The adapter \
+        advertises with the ANCS solicitation; pair from the iPhone, then allow notifications for \
+        the accessory. --stack bumble:<transport>: a Bumble host (a USB or UART dongle, any OS; \
+        see `ancs setup bumble`). Reconnections and Service Changed are followed without a \
+        restart. Ctrl-C (or SIGTERM) unsubscribes and exits 0.
+
+        Each notification is shown once it is ready: its attributes fetched and its app's name \
+        known (or known to be unavailable).
+
+        Commands on standard input, one per line:
+          positive <uid>, negative <uid>  perform that action on the phone
+          attributes <uid>                every attribute, long values whole
+          app <app-identifier>            the app's display name
+          yes, no                         answer a pairing question
+          quit                            leave, like Ctrl-C
+        Each result is shown when it ends; with --json as a `completed` object (numbered in
+        order), besides the `attributes` and `appAttributes` events.
+        """
     )
 
-    @Option(help: "The Bluetooth stack: bumble:<transport>.") var stack: String
+    @Option(help: "Bluetooth stack: bluez, or bumble:<transport> (bumble:usb:0, bumble:tcp-client:127.0.0.1:9001, ...).") var stack: String = "bluez"
+    @Option(help: "BlueZ: adapter (hci0); default: the first powered one.") var adapter: String?
+    @Option(help: "BlueZ: only this iPhone (its Bluetooth identity address); default: the first that connects.") var device: String?
+    @Flag(help: "BlueZ: accept pairing without asking (headless use).") var acceptPairing = false
     @OptionGroup var bumble: BumbleStackOptions
-    @Option(help: "The ATT MTU to ask for (23…517).") var mtu: Int = 517
-    @Option(help: "Connect to this address rather than the first advertiser soliciting ANCS.") var peer: String?
-    @Flag(help: "Connect again after the link is lost.") var reconnect = false
-    @Flag(help: "Advertise the ANCS solicitation and wait for the phone to connect, as an accessory does (a real iPhone), instead of scanning.")
+    @Option(help: "Bumble: the ATT MTU to ask for (23…517).") var mtu: Int = 517
+    @Option(help: "Bumble: connect to this address rather than the first advertiser soliciting ANCS.") var peer: String?
+    @Flag(help: "Bumble: connect again after the link is lost.") var reconnect = false
+    @Flag(help: "Bumble: advertise the ANCS solicitation and wait for the phone to connect (a real iPhone), instead of scanning.")
     var peripheral = false
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
-    @Flag(help: "Print one JSON object per consumer event (as `ancs demo --json`).") var json = false
+    @Flag(help: "Print one JSON object per consumer event (the shape of `ancs demo --json`); status goes to stderr.") var json = false
+    @Flag(help: "Also show each notification on the desktop (org.freedesktop.Notifications), its actions as buttons.") var notify = false
+
+    /// The advertised name (BlueZ); Bumble's device name too.
+    var name: String { bumble.name ?? "ANCS listen" }
 
     func validate() throws {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
         guard duration >= 0 else { throw ValidationError("--duration must be 0 or more seconds") }
     }
 
-    func consumerTransport() async throws -> (transport: any GATTClientTransport, close: @Sendable () -> Void) {
-        if let transport = try bumbleTransport(fromStack: stack) {
-            let client = try await startBumbleClient(transport: transport, options: bumble, mtu: mtu, peer: peer, reconnect: reconnect, peripheral: peripheral)
-            return (client, { client.close() })
-        }
-        throw CommandFailure("listen: unknown stack '\(stack)'; this build knows bumble:<transport>")
-    }
-
     func run() async throws {
-        let (transport, close) = try await consumerTransport()
-        let client = ConsumerClient(transport: transport, display: .standard)
-        let json = self.json
-        let printer = Task {
-            for await event in client.events {
-                guard case .consumer(let event) = event else { continue }
-                if json {
-                    printLine(ANCSJSON.consumerEvent(event).rendered)
-                } else {
-                    printLine("\(event)")
-                }
+        let view = ConsumerView(json: json)
+        let pairing = PairingGate(acceptAll: acceptPairing, view: view)
+        let link: ListenTransport
+        do {
+            link = try await Self.makeTransport(self, status: { view.status($0.message) }, prompt: { await pairing.ask($0) })
+        } catch {
+            throw CommandFailure("listen: \(error.message)")
+        }
+        var configuration = ConsumerConfiguration()
+        configuration.requestTimeout = .seconds(35)
+        let client = ConsumerClient(transport: link.transport, configuration: configuration,
+                                    display: DisplayPolicy(attributes: Self.displayAttributes))
+        var desktop: DesktopNotifications?
+        if notify {
+            do {
+                desktop = try await DesktopNotifications.start()
+            } catch {
+                await link.close()
+                throw CommandFailure("listen --notify: \(error.message)")
             }
         }
+        if let desktop = desktop {
+            view.onShow = { shown in desktop.show(shown.notification, app: shown.appLabel) }
+            view.onRemove = { uid in desktop.withdraw(uid) }
+            desktop.onAction = { uid, action in
+                Task { await Self.request("\(action == .positive ? "positive" : "negative") \(uid)", view: view) { () async throws(ConsumerError) in
+                    try await client.performAction(action, on: uid)
+                    return .actionPerformed
+                } }
+            }
+        }
+
+        let running = Task { () -> (any Error)? in
+            do { try await client.run(); return nil } catch { return error }
+        }
+        let display = Task {
+            for await event in client.events { view.show(event) }
+        }
+        let stopping = Mutex(false)
+        let stop: @Sendable () -> Void = {
+            guard stopping.withLock({ old in defer { old = true }; return !old }) else { return }
+            Task { await client.stop() }
+            // If the phone does not answer the unsubscriptions, leave anyway.
+            Task {
+                try? await Task.sleep(for: .seconds(3))
+                running.cancel()
+            }
+        }
+        let signals = SignalWatch([SIGINT, SIGTERM], stop)
         let limit = duration > 0 ? Task { [duration] in
             try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
-            if !Task.isCancelled { close() }
+            if !Task.isCancelled { stop() }
         } : nil
         defer { limit?.cancel() }
-        do {
-            try await client.run()
-        } catch {
-            throw CommandFailure("listen: \(error)")
+        let input = StandardInput.start { line in
+            Self.perform(line, client: client, pairing: pairing, view: view, stop: stop)
         }
-        _ = await printer.value
+        let failure = await running.value
+        await display.value
+        await link.close()
+        desktop?.close()
+        signals.cancel()
+        input.cancel()
+        if let failure, !stopping.withLock({ $0 }) {
+            throw CommandFailure("listen: \(failure)")
+        }
     }
+
+    static let displayAttributes: [NotificationAttributeRequest] = [
+        NotificationAttributeRequest(.appIdentifier),
+        NotificationAttributeRequest(.title, maxLength: 64),
+        NotificationAttributeRequest(.subtitle, maxLength: 64),
+        NotificationAttributeRequest(.message, maxLength: 240),
+        NotificationAttributeRequest(.date),
+        NotificationAttributeRequest(.positiveActionLabel),
+        NotificationAttributeRequest(.negativeActionLabel),
+    ]
+
+    /// Everything, long values whole (up to the engine's limit).
+    static let allAttributes: [NotificationAttributeRequest] = [
+        NotificationAttributeRequest(.appIdentifier),
+        NotificationAttributeRequest(.title, maxLength: 1024),
+        NotificationAttributeRequest(.subtitle, maxLength: 1024),
+        NotificationAttributeRequest(.message, maxLength: 1024),
+        NotificationAttributeRequest(.messageSize),
+        NotificationAttributeRequest(.date),
+        NotificationAttributeRequest(.positiveActionLabel),
+        NotificationAttributeRequest(.negativeActionLabel),
+    ]
+
+    // MARK: - The stack (one place: another stack is one more case)
+
+    struct ListenTransport: Sendable {
+        var transport: any GATTClientTransport
+        var close: @Sendable () async -> Void
+    }
+
+    struct SetupError: Error { var message: String }
+
+    static func makeTransport(_ options: ListenCommand, status: @escaping @Sendable (BlueZStatus) -> Void,
+                              prompt: @escaping @Sendable (PairingRequest) async -> Bool) async throws(SetupError) -> ListenTransport {
+        if options.stack == "bluez" {
+            do {
+                let transport = try await BlueZConsumerTransport.start(
+                    options: .init(adapter: options.adapter, device: options.device, name: options.name),
+                    status: status, prompt: prompt)
+                return ListenTransport(transport: transport, close: { await transport.close() })
+            } catch {
+                throw SetupError(message: error.message)
+            }
+        }
+        let bumbleTransportName: String?
+        do {
+            bumbleTransportName = try bumbleTransport(fromStack: options.stack)
+        } catch {
+            throw SetupError(message: error.message)
+        }
+        if let bumbleTransportName {
+            do {
+                let transport = try await startBumbleClient(transport: bumbleTransportName, options: options.bumble, mtu: options.mtu,
+                                                            peer: options.peer, reconnect: options.reconnect, peripheral: options.peripheral)
+                return ListenTransport(transport: transport, close: { transport.close() })
+            } catch {
+                throw SetupError(message: "\(error)")
+            }
+        }
+        throw SetupError(message: "--stack \(options.stack): unknown stack (available: bluez, bumble:<transport>)")
+    }
+
+    /// Runs one request typed on standard input (or pressed on the desktop)
+    /// and shows how it ended.
+    static func request(_ what: String, view: ConsumerView, _ body: @escaping @Sendable () async throws(ConsumerError) -> ConsumerResponse) async {
+        let result: ConsumerResult
+        do throws(ConsumerError) {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        view.completed(what, result)
+    }
+
+    // MARK: - Standard input
+
+    static func perform(_ line: String, client: ConsumerClient, pairing: PairingGate, view: ConsumerView, stop: @escaping @Sendable () -> Void) {
+        let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let command = words.first?.lowercased() else { return }
+        func uid() -> NotificationUID? {
+            guard words.count == 2, let value = UInt32(words[1]) else {
+                view.status("input: \(command) needs one notification UID (a number), got “\(line)”")
+                return nil
+            }
+            return NotificationUID(value)
+        }
+        switch command {
+        case "positive", "negative":
+            guard let uid = uid() else { return }
+            Task { await request(line, view: view) { () async throws(ConsumerError) in
+                try await client.performAction(command == "positive" ? .positive : .negative, on: uid)
+                return .actionPerformed
+            } }
+        case "attributes":
+            guard let uid = uid() else { return }
+            Task { await request(line, view: view) { () async throws(ConsumerError) in
+                .notificationAttributes(try await client.fetchAttributes(allAttributes, for: uid))
+            } }
+        case "app":
+            guard words.count == 2 else { view.status("input: app needs one app identifier, got “\(line)”"); return }
+            Task { await request(line, view: view) { () async throws(ConsumerError) in
+                .appAttributes(try await client.fetchAppAttributes(words[1]))
+            } }
+        case "yes", "y", "no", "n":
+            Task { await pairing.answer(command.hasPrefix("y")) }
+        case "quit", "exit":
+            stop()
+        default:
+            view.status("input: unknown command “\(command)” (positive, negative, attributes, app, yes, no, quit)")
+        }
+    }
+}
+
+/// Pairing questions from the agent, answered on standard input (or at once with --accept-pairing).
+actor PairingGate {
+    let acceptAll: Bool
+    let view: ConsumerView
+    private var waiting: CheckedContinuation<Bool, Never>?
+
+    init(acceptAll: Bool, view: ConsumerView) {
+        self.acceptAll = acceptAll
+        self.view = view
+    }
+
+    func ask(_ request: PairingRequest) async -> Bool {
+        let what = request.passkey.map { "passkey \(String(format: "%06u", $0)) (check the iPhone shows the same)" } ?? "no passkey (Just Works)"
+        if acceptAll {
+            view.status("pairing with \(request.device): \(what); accepted (--accept-pairing)")
+            return true
+        }
+        waiting?.resume(returning: false)
+        view.status("pair with \(request.device)? \(what) — type yes or no within 30 s")
+        let timeout = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(30))
+            await self?.answer(false)
+        }
+        defer { timeout.cancel() }
+        return await withCheckedContinuation { waiting = $0 }
+    }
+
+    func answer(_ yes: Bool) {
+        waiting?.resume(returning: yes)
+        waiting = nil
+    }
+}
+
+/// SIGINT/SIGTERM call `handler` once each time they arrive (instead of killing the process).
+final class SignalWatch: @unchecked Sendable {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ signals: [Int32], _ handler: @escaping @Sendable () -> Void) {
+        sources = signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() { for source in sources { source.cancel() } }
+}
+
+/// Lines of standard input on a thread of their own.
+final class StandardInput: Sendable {
+    private let stopped = Mutex(false)
+
+    static func start(_ handler: @escaping @Sendable (String) -> Void) -> StandardInput {
+        let input = StandardInput()
+        let thread = Thread {
+            while let line = readLine() {
+                if input.stopped.withLock({ $0 }) { return }
+                handler(line)
+            }
+        }
+        thread.start()
+        return input
+    }
+
+    func cancel() { stopped.withLock { $0 = true } }
 }

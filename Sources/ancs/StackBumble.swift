@@ -18,7 +18,7 @@ func bumbleTransport(fromStack stack: String) throws(CommandFailure) -> String? 
 /// The options every command on the Bumble stack shares.
 struct BumbleStackOptions: ParsableArguments {
     @Option(help: "Bumble: this device's random static address (e.g. F0:F0:F0:F0:F0:F0).") var address: String?
-    @Option(help: "Bumble: the device name.") var name: String?
+    @Option(help: "The device name this side advertises (BlueZ and Bumble).") var name: String?
     @Option(help: "Bumble: bonding keys file (JSON; created when missing). Without it, bonds last one run.") var keys: String?
     @Option(help: "Bumble: write a btsnoop capture of the HCI traffic to this file (read it with `ancs decode --btsnoop`).") var snoop: String?
     @Option(name: .customLong("bumble-log-level"), help: "Bumble host log level on stderr: warning, info, debug.") var bumbleLogLevel: String?

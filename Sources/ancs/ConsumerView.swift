@@ -1,0 +1,120 @@
+import ANCS
+import ANCSDemo
+import ANCSFormat
+import ANCSRuntime
+import Foundation
+
+/// What `ancs listen` prints: the demo's terminal view (one line per thing a
+/// person would notice) or, with `--json`, one object per consumer event in
+/// the shape of `ancs demo --json`.
+///
+/// Across sessions (a reconnection, Service Changed) the phone announces
+/// its notifications again as PreExisting; the terminal view and desktop
+/// notifications show each one once (same UID, app, title and date), the
+/// JSON stream keeps every event.
+final class ConsumerView: @unchecked Sendable {
+    let json: Bool
+    let start = ContinuousClock.now
+    private let lock = NSLock()
+    /// Every notification shown since the program started, by its identity.
+    private var seen: Set<String> = []
+    private var titles: [NotificationUID: String] = [:]
+    /// Requests typed by the person, numbered in order.
+    private var requests: UInt32 = 0
+    /// Called for each notification shown for the first time (desktop notifications).
+    var onShow: (@Sendable (DisplayedNotification) -> Void)?
+    var onRemove: (@Sendable (NotificationUID) -> Void)?
+
+    init(json: Bool) { self.json = json }
+
+    private var seconds: Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// Shows one event of the client.
+    func show(_ event: ConsumerClientEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        switch event {
+        case .consumer(let event):
+            if json { printJSON(ANCSJSON.consumerEvent(event)) }
+            consumer(event)
+        case .ready(let shown):
+            if let title = shown.title { titles[shown.uid] = title }
+            let identity = "\(shown.uid.rawValue)|\(shown.appIdentifier ?? "")|\(shown.title ?? "")|\(shown.notification[.date]?.string ?? "")"
+            // A reconnection announces everything again as PreExisting: show each once.
+            if shown.notification.isPreExisting && seen.contains(identity) { return }
+            seen.insert(identity)
+            line(DemoRun.describe(shown) + " · uid \(shown.uid.rawValue)")
+            onShow?(shown)
+        case .updated(let shown):
+            if let title = shown.title { titles[shown.uid] = title }
+            line(DemoRun.describe(shown).replacingOccurrences(of: "●", with: "↻") + " · uid \(shown.uid.rawValue)")
+        case .displayFailed(let uid, let error):
+            line("  notification \(uid) could not be fetched: \(error)")
+        }
+    }
+
+    private func consumer(_ event: ConsumerEvent) {
+        switch event {
+        case .sessionStarted:
+            line("── session started")
+        case .sessionEnded(let reason):
+            line("── session ended (\(reason))")
+        case .removed(let notification):
+            let title = titles.removeValue(forKey: notification.uid) ?? notification[.title]?.string ?? "uid \(notification.uid)"
+            line("✕ \(title) — removed (\(notification.categoryID))")
+            onRemove?(notification.uid)
+        case .protocolError(let error):
+            line("  dropped bytes from the phone: \(error)")
+        case .dataSourceUnavailable(let result):
+            line("  Data Source unavailable (\(result)): titles and messages cannot be fetched")
+        case .unknownEvent(let event):
+            line("  unknown event \(event.eventID) for uid \(event.notificationUID)")
+        case .added, .modified, .attributes, .appAttributes, .completed:
+            break  // shown once ready; requests report themselves (`completed`)
+        }
+    }
+
+    /// A request the person made has ended.
+    func completed(_ what: String, _ result: ConsumerResult) {
+        lock.lock()
+        defer { lock.unlock() }
+        requests += 1
+        if json { printJSON(ANCSJSON.consumerEvent(.completed(ConsumerRequestID(rawValue: requests), result))) }
+        switch result {
+        case .success(.actionPerformed): line("  \(what): the phone performed the action")
+        case .success(.notificationAttributes(let response)):
+            line("  \(what): " + response.attributes.map { "\($0.id)=“\($0.value.string)”" }.joined(separator: " "))
+        case .success(.appAttributes(let response)):
+            line("  \(what): " + response.attributes.map { "\($0.id)=“\($0.value.string)”" }.joined(separator: " "))
+        case .failure(let error): line("  \(what) failed: \(error)")
+        }
+    }
+
+    /// A status line from the transport (always on stderr with --json).
+    func status(_ text: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        if json {
+            printErrorLine("ancs listen: \(text)")
+        } else {
+            line("── \(text)")
+        }
+    }
+
+    private func printJSON(_ object: JSON) {
+        var object = object
+        if case .object(var members) = object {
+            members.insert(("time", .double((seconds * 1000).rounded() / 1000)), at: 0)
+            object = .object(members)
+        }
+        printLine(object.rendered)
+    }
+
+    private func line(_ text: String) {
+        guard !json else { return }
+        printLine(String(format: "%7.3fs  ", seconds) + text)
+    }
+}

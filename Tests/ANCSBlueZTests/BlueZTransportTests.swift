@@ -1,0 +1,140 @@
+import ANCS
+import ANCSBlueZ
+import ANCSRuntime
+import Synchronization
+import Testing
+
+@Suite("BlueZ transport against a stand-in bluetoothd on a private bus")
+struct BlueZTransportTests {
+    final class Log: Sendable {
+        let lines = Mutex<[BlueZStatus]>([])
+        func add(_ status: BlueZStatus) { lines.withLock { $0.append(status) } }
+        var kinds: [BlueZStatus.Kind] { lines.withLock { $0.map(\.kind) } }
+    }
+
+    func start(_ bus: PrivateBus, _ log: Log, adapterAddressSuffix: String = "") async throws -> BlueZConsumerTransport {
+        try await BlueZConsumerTransport.start(
+            options: .init(name: "test", watchdogInterval: .seconds(60)), bus: .address(bus.address),
+            status: { log.add($0) }, prompt: { _ in true })
+    }
+
+    @Test("link up, subscriptions retried while the phone refuses, notifications in order, serialized writes, 0xA2, Service Changed, link down")
+    func session() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let log = Log()
+        let transport = try await start(bus, log)
+        var events = transport.events.makeAsyncIterator()
+        #expect(bluez.state.withLock { $0.registered }.contains("RegisterAgent"))
+        #expect(bluez.state.withLock { $0.registered }.contains("RegisterAdvertisement"))
+
+        // A second consumer on the same adapter is refused, clearly.
+        await #expect(throws: TransportError.self) { _ = try await self.start(bus, Log()) }
+
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        let up = try await events.next()
+        #expect(up == .linkUp(LinkInfo(mtu: 185, peer: "F0:F0:F0:F0:F0:F0", isEncrypted: true, isBonded: true)))
+
+        // Notification Source values before the engine subscribes it are held, then handed over.
+        bluez.notify(FakeBlueZ.ns, [0, 0x10, 4, 1, 7, 0, 0, 0])
+        #expect(await transport.subscribe(.dataSource) == .success)
+        bluez.state.withLock { $0.startNotifyRefusals = 1 }
+        #expect(await transport.subscribe(.notificationSource) == .success)
+        #expect(log.kinds.contains(.waitingForPermission))
+        #expect(bluez.state.withLock { $0.startNotifyCalls } == [FakeBlueZ.ds, FakeBlueZ.ns, FakeBlueZ.ns])
+        #expect(try await events.next() == .notification(.notificationSource, [0, 0x10, 4, 1, 7, 0, 0, 0]))
+        bluez.notify(FakeBlueZ.ds, [1, 2, 3])
+        bluez.notify(FakeBlueZ.ns, [2, 0, 4, 0, 7, 0, 0, 0])
+        #expect(try await events.next() == .notification(.dataSource, [1, 2, 3]))
+        #expect(try await events.next() == .notification(.notificationSource, [2, 0, 4, 0, 7, 0, 0, 0]))
+
+        // Two writes at once reach bluetoothd one after the other; the ANCS code comes back typed.
+        bluez.state.withLock { $0.writeReplies = [nil, ("org.bluez.Error.Failed", "Operation failed with ATT error: 0xa2")] }
+        async let first = transport.writeControlPoint([0, 7, 0, 0, 0, 0])
+        async let second = transport.writeControlPoint([0, 99, 0, 0, 0, 0])
+        let results = await [first, second]
+        #expect(results.contains(.success))
+        #expect(results.contains(.attError(.invalidParameter)))
+        #expect(bluez.state.withLock { $0.maximumWritesInFlight } == 1)
+
+        bluez.removeANCS()
+        #expect(try await events.next() == .serviceChanged(published: false))
+        #expect(await transport.writeControlPoint([0]) == .transportFailure)
+        bluez.addANCS()
+        #expect(try await events.next() == .serviceChanged(published: true))
+        #expect(await transport.subscribe(.notificationSource) == .success)
+
+        bluez.setDevice(["Connected": .boolean(false), "ServicesResolved": .boolean(false)])
+        #expect(try await events.next() == .linkDown)
+        #expect(log.kinds.contains(.disconnected))
+        // Reconnection without a restart.
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp after reconnection") }
+
+        await transport.close()
+        #expect(try await events.next() == .linkDown)
+        #expect(try await events.next() == nil)
+        bluez.connection.close()
+    }
+
+    @Test("watchdog: a subscription that stopped notifying without telling is made again; --device ignores other phones")
+    func watchdog() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let log = Log()
+        let other = try await BlueZConsumerTransport.start(
+            options: .init(device: "11:22:33:44:55:66", name: "test", watchdogInterval: .milliseconds(100)), bus: .address(bus.address),
+            status: { log.add($0) }, prompt: { _ in true })
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!log.kinds.contains(.connected))
+        await other.close()
+
+        let transport = try await BlueZConsumerTransport.start(
+            options: .init(device: "f0:f0:f0:f0:f0:f0", name: "test", watchdogInterval: .milliseconds(100)), bus: .address(bus.address),
+            status: { log.add($0) }, prompt: { _ in true })
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        var events = transport.events.makeAsyncIterator()
+        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+        #expect(await transport.subscribe(.dataSource) == .success)
+        #expect(await transport.subscribe(.notificationSource) == .success)
+        bluez.connection.emit(path: FakeBlueZ.ns, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                              [.string("org.bluez.GattCharacteristic1"), .properties(["Notifying": .boolean(false)]), .strings([])])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !log.kinds.contains(.resubscribed), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(log.kinds.contains(.resubscribed))
+        #expect(bluez.state.withLock { $0.startNotifyCalls.filter { $0 == FakeBlueZ.ns }.count } >= 2)
+        await transport.close()
+        bluez.connection.close()
+    }
+
+    @Test("bluetoothd leaving the bus ends the event stream with an error")
+    func bluetoothdStops() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let transport = try await start(bus, Log())
+        bluez.connection.close()
+        await #expect(throws: TransportError.self) {
+            for try await _ in transport.events {}
+        }
+        await transport.close()
+    }
+
+    @Test("no bluetoothd: a clear error")
+    func noBluetoothd() async throws {
+        let bus = try PrivateBus()
+        let error = await #expect(throws: TransportError.self) { _ = try await self.start(bus, Log()) }
+        #expect(error?.message.contains("bluetoothd is not running") == true)
+    }
+
+    @Test("doctor: main.conf and version findings")
+    func doctor() {
+        let off = BlueZDoctor.mainConf("[General]\nControllerMode = bredr\nSecureConnections=off\n")
+        #expect(off.map(\.level) == [.problem, .warning])
+        #expect(off[0].fix?.contains("ControllerMode = dual") == true)
+        #expect(BlueZDoctor.mainConf("[General]\n#ControllerMode = bredr\n").map(\.level) == [.ok, .ok])
+        #expect(BlueZDoctor.versionFinding("5.66\n").level == .ok)
+        #expect(BlueZDoctor.versionFinding("5.50").level == .warning)
+        #expect(BlueZDoctor.versionFinding(nil).level == .problem)
+    }
+}

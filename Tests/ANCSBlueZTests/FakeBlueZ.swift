@@ -1,0 +1,153 @@
+import ANCS
+import ANCSBlueZ
+import Foundation
+
+/// A stand-in for bluetoothd on a private bus: the objects and replies the
+/// transport depends on, with the behaviours observed on bluetoothd 5.66
+/// (InProgress for a second write, "Operation failed with ATT error: 0xa2",
+/// NotPermitted before the user allows notifications).
+final class FakeBlueZ: Sendable {
+    static let adapter = "/org/bluez/hci0"
+    static let device = "/org/bluez/hci0/dev_F0_F0_F0_F0_F0_F0"
+    static let service = device + "/service0010"
+    static let ns = service + "/char0011"
+    static let ds = service + "/char0014"
+    static let cp = service + "/char0017"
+
+    struct State {
+        var startNotifyRefusals = 0
+        var startNotifyCalls: [String] = []
+        var writes: [[UInt8]] = []
+        var writesInFlight = 0
+        var maximumWritesInFlight = 0
+        var writeReplies: [(name: String, message: String)?] = []
+        var registered: [String] = []
+    }
+
+    let connection: DBusConnection
+    let state = StateBox()
+
+    final class StateBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = State()
+        func withLock<R>(_ body: (inout State) -> R) -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&value)
+        }
+    }
+
+    /// Each stand-in has its own adapter address: the one-consumer-per-adapter
+    /// lock is machine-wide, and tests run in parallel.
+    init(_ bus: PrivateBus, adapterAddress: String = FakeBlueZ.randomAddress()) async throws {
+        connection = try bus.connect()
+        guard try await connection.requestName("org.bluez") else { throw DBusError(name: "test", message: "org.bluez taken") }
+        let objects = Self.objects(connected: false, adapterAddress: adapterAddress)
+        connection.export("/") { call in call.reply([objects]) }
+        connection.export("/org/bluez") { [state] call in
+            state.withLock { $0.registered.append(call.member) }
+            call.reply()
+        }
+        connection.export(Self.adapter) { [state] call in
+            state.withLock { $0.registered.append(call.member) }
+            call.reply()
+        }
+        connection.export(Self.device) { call in call.reply() }
+        for path in [Self.ns, Self.ds] {
+            connection.export(path) { [state] call in
+                guard call.member == "StartNotify" else { call.reply(); return }
+                let refuse = state.withLock { state -> Bool in
+                    state.startNotifyCalls.append(path)
+                    guard path == Self.ns, state.startNotifyRefusals > 0 else { return false }
+                    state.startNotifyRefusals -= 1
+                    return true
+                }
+                if refuse { call.fail("org.bluez.Error.NotPermitted", "Not permitted") } else { call.reply() }
+            }
+        }
+        connection.export(Self.cp) { [state] call in
+            let (reply, overlapping) = state.withLock { state -> ((name: String, message: String)?, Bool) in
+                state.writes.append(call.arguments.first?.bytes ?? [])
+                state.writesInFlight += 1
+                state.maximumWritesInFlight = max(state.maximumWritesInFlight, state.writesInFlight)
+                return (state.writeReplies.isEmpty ? nil : state.writeReplies.removeFirst(), state.writesInFlight > 1)
+            }
+            Task {
+                try? await Task.sleep(for: .milliseconds(30))
+                state.withLock { $0.writesInFlight -= 1 }
+                if overlapping {
+                    call.fail("org.bluez.Error.InProgress", "In Progress")
+                } else if let reply {
+                    call.fail(reply.name, reply.message)
+                } else {
+                    call.reply()
+                }
+            }
+        }
+    }
+
+    static func characteristic(_ uuid: String, _ flags: [String]) -> DBusValue {
+        .dictionary(key: "s", value: "a{sv}", [DBusDictEntry(.string("org.bluez.GattCharacteristic1"), .properties([
+            "UUID": .string(uuid.lowercased()), "Service": .objectPath(service), "Flags": .strings(flags),
+            "Notifying": .boolean(false), "MTU": .uint16(185),
+        ]))])
+    }
+
+    static var ancsObjects: [DBusDictEntry] {
+        [
+            DBusDictEntry(.objectPath(service), .dictionary(key: "s", value: "a{sv}", [DBusDictEntry(.string("org.bluez.GattService1"), .properties([
+                "UUID": .string(ANCSUUID.service.lowercased()), "Device": .objectPath(device), "Primary": .boolean(true),
+            ]))])),
+            DBusDictEntry(.objectPath(ns), characteristic(ANCSUUID.notificationSource, ["notify"])),
+            DBusDictEntry(.objectPath(ds), characteristic(ANCSUUID.dataSource, ["notify"])),
+            DBusDictEntry(.objectPath(cp), characteristic(ANCSUUID.controlPoint, ["write"])),
+        ]
+    }
+
+    /// A bonded phone, known from an earlier connection: its GATT objects are cached.
+    static func randomAddress() -> String {
+        (0..<6).map { _ in String(format: "%02X", UInt8.random(in: 0...255)) }.joined(separator: ":")
+    }
+
+    static func objects(connected: Bool, adapterAddress: String) -> DBusValue {
+        var entries = [
+            DBusDictEntry(.objectPath(adapter), .dictionary(key: "s", value: "a{sv}", [
+                DBusDictEntry(.string("org.bluez.Adapter1"), .properties([
+                    "Address": .string(adapterAddress), "Powered": .boolean(true), "Roles": .strings(["central", "peripheral"]),
+                ])),
+                DBusDictEntry(.string("org.bluez.LEAdvertisingManager1"), .properties(["SupportedInstances": .byte(4)])),
+            ])),
+            DBusDictEntry(.objectPath(device), .dictionary(key: "s", value: "a{sv}", [DBusDictEntry(.string("org.bluez.Device1"), .properties([
+                "Address": .string("F0:F0:F0:F0:F0:F0"), "Name": .string("iPhone"), "Paired": .boolean(true), "Bonded": .boolean(true),
+                "Connected": .boolean(connected), "ServicesResolved": .boolean(connected),
+            ]))])),
+        ]
+        entries += ancsObjects
+        return .dictionary(key: "o", value: "a{sa{sv}}", entries)
+    }
+
+    func setDevice(_ properties: [String: DBusValue]) {
+        connection.emit(path: Self.device, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                        [.string("org.bluez.Device1"), .properties(properties), .strings([])])
+    }
+
+    func notify(_ path: String, _ value: [UInt8]) {
+        connection.emit(path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                        [.string("org.bluez.GattCharacteristic1"), .properties(["Value": .bytes(value)]), .strings([])])
+    }
+
+    func removeANCS() {
+        for path in [Self.ns, Self.ds, Self.cp] {
+            connection.emit(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved",
+                            [.objectPath(path), .strings(["org.bluez.GattCharacteristic1"])])
+        }
+        connection.emit(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved",
+                        [.objectPath(Self.service), .strings(["org.bluez.GattService1"])])
+    }
+
+    func addANCS() {
+        for entry in Self.ancsObjects {
+            connection.emit(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded", [entry.key, entry.value])
+        }
+    }
+}

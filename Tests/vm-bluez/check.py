@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""Drives `ancs listen --json` (the built binary) against the simulated iPhone on the real
+bluetoothd, and checks what it prints. Runs inside the VM. Exit 0 when every check passed.
+
+usage: check.py <ancs binary> <output dir>
+"""
+import json, os, signal, socket, subprocess, sys, threading, time
+
+ANCS, OUT = sys.argv[1], sys.argv[2]
+T0 = time.monotonic()
+checks = []
+events = []          # listen's JSON objects, in order
+status_lines = []    # listen's stderr
+
+
+def log(msg):
+    print(f'[check {time.monotonic() - T0:7.3f}] {msg}', flush=True)
+
+
+def check(name, ok, detail=''):
+    checks.append(dict(name=name, ok=bool(ok), detail=str(detail)[:400]))
+    log(f'{"PASS" if ok else "FAIL"}: {name} {str(detail)[:300]}')
+    return ok
+
+
+class Phone:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.f = self.s.makefile('r')
+
+    def __call__(self, *cmd):
+        self.s.sendall((' '.join(map(str, cmd)) + '\n').encode())
+        self.s.settimeout(60)
+        r = json.loads(self.f.readline())
+        if not r.get('ok'):
+            raise RuntimeError(f'iphone {cmd}: {r}')
+        return r['r']
+
+
+def wait(pred, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = pred()
+        if r:
+            return r
+        time.sleep(0.05)
+    log(f'timed out after {timeout}s waiting for {what}')
+    return None
+
+
+def find(pred, start=0):
+    return next((e for e in events[start:] if pred(e)), None)
+
+
+def attr(e, name):
+    return next((a.get('value') for a in e.get('attributes', []) if a.get('id') == name), None)
+
+
+listen = subprocess.Popen([ANCS, 'listen', '--json', '--accept-pairing', '--name', 'ANCS test'],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+
+
+def read_stdout():
+    with open(os.path.join(OUT, 'listen.jsonl'), 'w') as f:
+        for line in listen.stdout:
+            f.write(line); f.flush()
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                events.append(dict(event='unparsable', line=line))
+
+
+def read_stderr():
+    for line in listen.stderr:
+        status_lines.append(line.rstrip())
+        log(f'listen: {line.rstrip()}')
+
+
+threading.Thread(target=read_stdout, daemon=True).start()
+threading.Thread(target=read_stderr, daemon=True).start()
+
+
+def send(line):
+    log(f'stdin: {line}')
+    listen.stdin.write(line + '\n'); listen.stdin.flush()
+
+
+def main():
+    phone = Phone('/run/iphone.sock')
+    check('listen advertises', wait(lambda: any('advertising' in l for l in status_lines), 30, 'advertising'), status_lines[-1:])
+
+    # -------- the phone finds the ANCS solicitation, connects, pairs when asked; PreExisting
+    phone('connect')
+    started = wait(lambda: find(lambda e: e['event'] == 'sessionStarted'), 40, 'sessionStarted')
+    check('session started after the phone connected and paired', started,
+          [e['ev'] for e in phone('events') if e['ev'] in ('paired', 'security_request', 'encryption')])
+    check('the agent was asked and accepted (--accept-pairing)', any('accepted' in l for l in status_lines),
+          [l for l in status_lines if 'pair' in l])
+    pre = wait(lambda: find(lambda e: e['event'] == 'added' and e['uid'] == 1), 15, 'PreExisting uid 1')
+    check('PreExisting notification announced on subscription', pre and 'preExisting' in pre['flags'], pre)
+    a1 = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 1), 15, 'attributes uid 1')
+    check('attributes fetched (eager): title and message', a1 and attr(a1, 'title') == 'Alice' and attr(a1, 'message') == 'Lunch at noon?', a1)
+    app = wait(lambda: find(lambda e: e['event'] == 'appAttributes' and e['appIdentifier'] == 'com.apple.MobileSMS'), 15, 'app name')
+    check('app name fetched', app and app['attributes'][0].get('value') == 'Messages', app)
+    st = phone('status')
+    check('ATT MTU 517', st['mtu'] == 517, st)
+
+    # -------- a new notification; its long message whole at MTU 517
+    mark = len(events)
+    phone('post', 2)
+    added = wait(lambda: find(lambda e: e['event'] == 'added' and e['uid'] == 2, mark), 15, 'added uid 2')
+    check('new notification arrives (not PreExisting)', added and 'preExisting' not in added['flags'], added)
+    wait(lambda: find(lambda e: e['event'] == 'appAttributes' and e['appIdentifier'] == 'com.apple.mobilemail', mark), 15, 'Mail name')
+    mark = len(events)
+    frag_before = len(phone('fraglog'))
+    send('attributes 2')
+    whole = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 2 and attr(e, 'message') and len(attr(e, 'message')) == 600, mark), 15, '600-byte message')
+    frags = phone('fraglog')[frag_before:]
+    big = max(frags, key=lambda f: f[0]) if frags else [0, [0]]   # eager fetches may interleave
+    check('600-byte message whole at MTU 517, several Data Source fragments of <= 514',
+          whole and big[0] > 600 and len(big[1]) > 1 and max(big[1]) <= 514, frags)
+
+    # -------- 0xA2
+    mark = len(events)
+    send('attributes 99')
+    failed = wait(lambda: find(lambda e: e['event'] == 'completed' and 'error' in e, mark), 15, 'completed with error')
+    check('unknown UID -> ANCS 0xA2 reported as invalid parameter', failed and '0xA2' in failed['error'], failed)
+
+    # -------- an action
+    mark = len(events)
+    send('negative 2')
+    done = wait(lambda: find(lambda e: e['event'] == 'completed' and e.get('result') == 'actionPerformed', mark), 15, 'actionPerformed')
+    removed = wait(lambda: find(lambda e: e['event'] == 'removed' and e['uid'] == 2, mark), 15, 'removed uid 2')
+    check('negative action performed on the phone, notification removed', done and removed and [2, 1] in phone('actions'), phone('actions'))
+
+    # -------- phone-side disconnect; the phone comes back (bond, no new pairing) with MTU 185
+    phone('max_mtu', 185)
+    mark = len(events)
+    phone('disconnect')
+    ended = wait(lambda: find(lambda e: e['event'] == 'sessionEnded', mark), 15, 'sessionEnded')
+    check('phone-side disconnect ends the session (linkDown)', ended and ended['reason'] == 'linkDown', ended)
+    mark = len(events)
+    phone('connect')
+    again = wait(lambda: find(lambda e: e['event'] == 'sessionStarted', mark), 40, 'sessionStarted again')
+    pevents = phone('events')
+    check('reconnected without restart, re-encrypted with the bond (one pairing in all)',
+          again and sum(e['ev'] == 'paired' for e in pevents) == 1, [e['ev'] for e in pevents][-8:])
+    replay = wait(lambda: find(lambda e: e['event'] == 'added' and e['uid'] == 1, mark), 15, 'PreExisting replay')
+    check('PreExisting replayed in the new session', replay and 'preExisting' in replay['flags'], replay)
+    st = phone('status')
+    check('ATT MTU 185 after reconnect', st['mtu'] == 185, st)
+    phone('post', 3)
+    wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 3, mark), 15, 'attributes uid 3')
+    mark = len(events)
+    frag_before = len(phone('fraglog'))
+    send('attributes 3')
+    whole = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 3 and attr(e, 'message') and len(attr(e, 'message')) == 400, mark), 15, '400-byte message')
+    frags = phone('fraglog')[frag_before:]
+    big = max(frags, key=lambda f: f[0]) if frags else [0, [0]]
+    check('400-byte message whole at MTU 185, fragments of <= 182',
+          whole and big[0] > 400 and len(big[1]) >= 3 and max(big[1]) <= 182, frags)
+
+    # -------- Service Changed: ANCS removed, then added again
+    mark = len(events)
+    phone('remove_service')
+    gone = wait(lambda: find(lambda e: e['event'] == 'sessionEnded', mark), 15, 'sessionEnded (service removed)')
+    check('Service Changed (removed) ends the session', gone and gone['reason'] == 'serviceUnpublished', gone)
+    mark = len(events)
+    phone('add_service')
+    back = wait(lambda: find(lambda e: e['event'] == 'sessionStarted', mark), 20, 'sessionStarted (service back)')
+    check('Service Changed (added) starts a new session (StartNotify again)', back, back)
+    replay = wait(lambda: find(lambda e: e['event'] == 'added' and e['uid'] == 1, mark), 15, 'PreExisting after Service Changed')
+    check('notifications flow on the re-added service', replay, replay)
+
+    # -------- SIGTERM: clean exit 0
+    listen.send_signal(signal.SIGTERM)
+    try:
+        rc = listen.wait(10)
+    except subprocess.TimeoutExpired:
+        listen.kill(); rc = 'hung'
+    check('SIGTERM: listen exits 0', rc == 0, f'exit {rc}')
+
+
+if __name__ == '__main__':
+    try:
+        main()
+    except Exception as e:
+        import traceback; traceback.print_exc()
+        check('test ran without exception', False, f'{type(e).__name__}: {e}')
+    if listen.poll() is None:
+        listen.kill()
+    bad = [e for e in events if e.get('event') == 'unparsable']
+    check('every stdout line is one JSON object', not bad, bad[:2])
+    with open(os.path.join(OUT, 'checks.json'), 'w') as f:
+        json.dump(checks, f, indent=1)
+    ok = checks and all(c['ok'] for c in checks)
+    print(f'{sum(c["ok"] for c in checks)} passed, {sum(not c["ok"] for c in checks)} failed', flush=True)
+    sys.exit(0 if ok else 1)
