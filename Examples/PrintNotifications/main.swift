@@ -1,0 +1,20 @@
+// Prints an iPhone's notifications as they arrive, on Linux with BlueZ.
+// Run it, pair from the iPhone's Bluetooth settings, allow notifications:
+//   swift run PrintNotifications
+import ANCSBlueZ
+import ANCSRuntime
+
+let phone = try await BlueZConsumerTransport.start(
+    options: .init(name: "Notification printer"),
+    status: { print("·", $0.message) },
+    prompt: { request in print("pairing with \(request.device): accepted"); return true })
+
+try await ConsumerClient.withRunning(transport: phone, display: .standard) { client in
+    for await event in client.events {
+        switch event {
+        case .ready(let shown): print("[\(shown.appLabel)] \(shown.title ?? "") — \(shown.message ?? "")")
+        case .consumer(.removed(let notification)): print("removed \(notification.uid)")
+        default: break
+        }
+    }
+}
