@@ -235,6 +235,11 @@ public struct Consumer: Sendable {
     // MARK: - Notification Source
 
     public mutating func received(notificationSource bytes: [UInt8], at now: Timestamp) -> [ConsumerAction] {
+        bytes.withUnsafeBytes { received(notificationSource: $0, at: now) }
+    }
+
+    /// A Notification Source notification, read in place (no copy).
+    public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
         var actions: [ConsumerAction] = []
         guard isInSession else { return actions }
         let event: NotificationSourceEvent

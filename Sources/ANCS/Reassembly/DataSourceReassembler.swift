@@ -448,21 +448,20 @@ public struct DataSourceReassembler: Sendable {
             resynchronizing = true
             return
         }
-        switch head.request.subject {
-        case .notification:
+        if head.request.commandID == .getNotificationAttributes {
             if matched == 4 {
                 reportUIDMismatch(handler)
             } else {
                 phase = .collectingUID(received: matched)
             }
-        case .app(let identifier):
-            fail(.wrongAppIdentifier(expected: identifier), at: position, handler)
+        } else {
+            fail(DecodingError(wrongAppIdentifier: Array(header[1..<(header.count - 1)]), at: position), handler)
             if byte == 0 { startTuples(handler) } else { phase = .skippingAppIdentifier }
         }
     }
 
     private mutating func reportUIDMismatch(_ handler: (ReassemblyEvent) -> Void) {
-        if case .notification(let expected) = current!.request.subject {
+        if current?.request.commandID == .getNotificationAttributes, let expected = current?.request.notificationUID {
             fail(.wrongNotificationUID(expected: expected, actual: NotificationUID(receivedUID)), at: 1, handler)
         }
         startTuples(handler)
@@ -507,12 +506,11 @@ public struct DataSourceReassembler: Sendable {
     private mutating func completeResponse(_ handler: (ReassemblyEvent) -> Void) {
         let finished = current!
         if !failed && !finished.abandoned {
-            switch finished.request.subject {
-            case .notification(let uid):
-                let response = NotificationAttributesResponse(notificationUID: uid, attributes: notificationAttributes)
+            if finished.request.commandID == .getNotificationAttributes {
+                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: notificationAttributes)
                 notificationAttributes = []
                 handler(.response(finished.id, .notificationAttributes(response)))
-            case .app:
+            } else {
                 let header = finished.request.header
                 let response = AppAttributesResponse(appIdentifierBytes: Array(header[1..<(header.count - 1)]), attributes: appAttributes)
                 appAttributes = []
@@ -524,10 +522,14 @@ public struct DataSourceReassembler: Sendable {
 
     /// Fails the current request once; the rest of its response is framed and dropped.
     private mutating func fail(_ reason: DecodingError.Reason, at offset: Int, _ handler: (ReassemblyEvent) -> Void) {
+        fail(DecodingError(reason, at: offset), handler)
+    }
+
+    private mutating func fail(_ error: DecodingError, _ handler: (ReassemblyEvent) -> Void) {
         guard !failed, let current else { return }
         failed = true
         if !current.abandoned {
-            handler(.failed(current.id, DecodingError(reason, at: offset)))
+            handler(.failed(current.id, error))
         }
     }
 
