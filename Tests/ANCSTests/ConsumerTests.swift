@@ -340,6 +340,10 @@ struct ConsumerTests {
         #expect(Set(consumer.notifications.keys) == [uid(2), uid(3), uid(4)])
         _ = consumer.received(notificationSource: sourceEvent(.added, 5), at: .zero)
         #expect(Set(consumer.notifications.keys) == [uid(3), uid(4), uid(5)])
+        // Oldest first; looked up by UID without building the dictionary.
+        #expect(consumer.liveNotifications.map(\.uid) == [uid(3), uid(4), uid(5)])
+        #expect(consumer.notification(uid(4)) == consumer.notifications[uid(4)])
+        #expect(consumer.notification(uid(1)) == nil)
     }
 
     // MARK: Sessions

@@ -70,9 +70,31 @@ public struct Consumer: Sendable {
     public private(set) var dataSourceAvailable = false
 
     /// The session's model: every live notification by UID.
-    public private(set) var notifications: [NotificationUID: ConsumerNotification] = [:]
-    var arrivalOrder: [NotificationUID: UInt64] = [:]
-    var arrivals: UInt64 = 0
+    /// Kept as an array in arrival order (oldest first) and searched by UID:
+    /// at most `maximumNotifications` entries, and no Dictionary or hashing
+    /// in a firmware image.
+    var model: [ConsumerNotification] = []
+
+    /// The session's model: every live notification by UID (built on each
+    /// read; `notification(_:)` looks one up without building it).
+    public var notifications: [NotificationUID: ConsumerNotification] {
+        var result: [NotificationUID: ConsumerNotification] = [:]
+        result.reserveCapacity(model.count)
+        for notification in model { result[notification.uid] = notification }
+        return result
+    }
+
+    /// The live notification with this UID, if the model has it.
+    public func notification(_ uid: NotificationUID) -> ConsumerNotification? {
+        modelIndex(uid).map { model[$0] }
+    }
+
+    /// The live notifications, oldest first.
+    public var liveNotifications: [ConsumerNotification] { model }
+
+    func modelIndex(_ uid: NotificationUID) -> Int? {
+        model.firstIndex { $0.uid == uid }
+    }
     /// App attributes per AppIdentifier, for this session only, oldest first.
     /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
     /// eager fetches), as the NP does: no Unicode normalization (which would
@@ -259,21 +281,21 @@ public struct Consumer: Sendable {
             actions.append(.emit(.added(notification)))
             fetchEagerly(uid, modified: false, at: now, into: &actions)
         case .modified:
-            var notification = notifications[uid] ?? ConsumerNotification(
+            let known = modelIndex(uid)
+            var notification = known.map { model[$0] } ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
                 categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            let known = notifications[uid] != nil
             notification.eventFlags = event.eventFlags
             notification.categoryID = event.categoryID
             notification.categoryCount = event.categoryCount
-            if known { notifications[uid] = notification } else { insert(notification, into: &actions) }
+            // Modified does not make a notification younger.
+            if let known { model[known] = notification } else { insert(notification, into: &actions) }
             actions.append(.emit(.modified(notification)))
             fetchEagerly(uid, modified: true, at: now, into: &actions)
         case .removed:
-            let notification = notifications.removeValue(forKey: uid) ?? ConsumerNotification(
+            let notification = modelIndex(uid).map { model.remove(at: $0) } ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
                 categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            arrivalOrder.removeValue(forKey: uid)
             var removed = notification
             removed.categoryCount = event.categoryCount
             actions.append(.emit(.removed(removed)))
@@ -440,7 +462,7 @@ public struct Consumer: Sendable {
             }
         case .performNotificationAction(let request):
             let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
-            guard let notification = notifications[request.notificationUID], !flag.isEmpty,
+            guard let notification = notification(request.notificationUID), !flag.isEmpty,
                   notification.eventFlags.contains(flag)
             else { return fail(.actionNotAvailable) }
         }
@@ -517,8 +539,8 @@ public struct Consumer: Sendable {
     private mutating func apply(_ response: DataSourceResponse, at now: Timestamp, into actions: inout [ConsumerAction]) {
         switch response {
         case .notificationAttributes(let value):
-            if notifications[value.notificationUID] != nil {
-                notifications[value.notificationUID]!.merge(value.attributes)
+            if let index = modelIndex(value.notificationUID) {
+                model[index].merge(value.attributes)
             }
             actions.append(.emit(.attributes(value)))
             if configuration.eagerAppNames, !configuration.eagerAttributes.isEmpty,
@@ -596,19 +618,16 @@ public struct Consumer: Sendable {
     }
 
     private mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) {
-        if notifications[notification.uid] == nil && notifications.count >= configuration.maximumNotifications {
+        if let known = modelIndex(notification.uid) {
+            // Added again: it is the youngest now.
+            model.remove(at: known)
+        } else if model.count >= configuration.maximumNotifications {
             // Oldest first: a bounded model under an NP that never removes.
             // The application hears it as removed (from the model; the NP
             // still has it), so a display never shows what the model lost.
-            if let oldest = arrivalOrder.min(by: { $0.value < $1.value })?.key,
-               let dropped = notifications.removeValue(forKey: oldest) {
-                arrivalOrder.removeValue(forKey: oldest)
-                actions.append(.emit(.removed(dropped)))
-            }
+            actions.append(.emit(.removed(model.removeFirst())))
         }
-        arrivals &+= 1
-        notifications[notification.uid] = notification
-        arrivalOrder[notification.uid] = arrivals
+        model.append(notification)
     }
 
     private mutating func startSubscribing(into actions: inout [ConsumerAction]) {
@@ -630,8 +649,7 @@ public struct Consumer: Sendable {
         writeInFlight = nil
         writeAbandoned = false
         abandonedResponseKey = nil
-        notifications.removeAll()
-        arrivalOrder.removeAll()
+        model.removeAll()
         appCache.removeAll()
         unknownApps.removeAll()
         dataSourceAvailable = false
