@@ -1,6 +1,8 @@
 // Consumer — the Notification Consumer (NC) as a sans-I/O state machine: what
 // every accessory runs. It never calls a transport; each input returns the
-// actions its caller performs, in order (DESIGN: "Sans-I/O engines").
+// actions its caller performs, in order (DESIGN: "Sans-I/O engines"). Every
+// input also comes in an `into:` form that appends the actions to a buffer
+// the caller owns and may reuse, so a firmware allocates no array per input.
 //
 // Session phases:
 //
@@ -140,6 +142,8 @@ public struct Consumer: Sendable {
     /// the write fails, since no response follows (spec: "Errors").
     var abandonedResponseKey: UInt32?
     var reassembler: DataSourceReassembler
+    /// Reused by `received(dataSource:)` for the reassembler's events.
+    var eventBuffer: [ReassemblyEvent] = []
     var nextRequest: UInt32 = 0
     var nextEntryKey: UInt32 = 0
     var nextToken: UInt32 = 0
@@ -186,12 +190,16 @@ public struct Consumer: Sendable {
     // MARK: - Link and session inputs
 
     /// The link is up (connected, encrypted, ANCS discovered) with this ATT MTU.
-    public mutating func linkUp(mtu: Int, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func linkUp(mtu: Int, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if phase != .idle { endSession(.linkDown, into: &actions) }
         writeInFlight = nil  // a new link has no write in flight
         self.mtu = mtu
         if published { startSubscribing(into: &actions) }
+    }
+
+    public mutating func linkUp(mtu: Int, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        linkUp(mtu: mtu, at: now, into: &actions)
         return actions
     }
 
@@ -199,40 +207,51 @@ public struct Consumer: Sendable {
         if self.mtu != nil { self.mtu = mtu }
     }
 
-    public mutating func linkDown(at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func linkDown(at now: Timestamp, into actions: inout [ConsumerAction]) {
         endSession(.linkDown, into: &actions)
         mtu = nil
+    }
+
+    public mutating func linkDown(at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        linkDown(at: now, into: &actions)
         return actions
     }
 
     /// The application ends the session: unsubscribe, forget everything.
-    public mutating func stop(at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func stop(at now: Timestamp, into actions: inout [ConsumerAction]) {
         if phase != .idle {
             actions.append(.unsubscribe(.notificationSource))
             if dataSourceAvailable { actions.append(.unsubscribe(.dataSource)) }
         }
         endSession(.unsubscribed, into: &actions)
+    }
+
+    public mutating func stop(at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        stop(at: now, into: &actions)
         return actions
     }
 
     /// Service Changed told that ANCS was unpublished (false) or published
     /// again (true, after the transport re-discovered it).
-    public mutating func serviceChanged(published: Bool, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func serviceChanged(published: Bool, at now: Timestamp, into actions: inout [ConsumerAction]) {
         self.published = published
         if !published {
             endSession(.serviceUnpublished, into: &actions)
         } else if mtu != nil && phase == .idle {
             startSubscribing(into: &actions)
         }
+    }
+
+    public mutating func serviceChanged(published: Bool, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        serviceChanged(published: published, at: now, into: &actions)
         return actions
     }
 
     /// The result of a `.subscribe` action.
-    public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
         switch (phase, characteristic) {
         case (.subscribingDataSource, .dataSource):
             dataSourceAvailable = result == .success
@@ -251,6 +270,11 @@ public struct Consumer: Sendable {
         default:
             break  // a late answer from an earlier session
         }
+    }
+
+    public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        subscriptionCompleted(characteristic, result, at: now, into: &actions)
         return actions
     }
 
@@ -261,15 +285,14 @@ public struct Consumer: Sendable {
     }
 
     /// A Notification Source notification, read in place (no copy).
-    public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
-        guard isInSession else { return actions }
+    public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
+        guard isInSession else { return }
         let event: NotificationSourceEvent
         do {
             event = try NotificationSourceEvent.decode(bytes)
         } catch {
             actions.append(.emit(.protocolError(error)))
-            return actions
+            return
         }
         let uid = event.notificationUID
         switch event.eventID {
@@ -303,6 +326,11 @@ public struct Consumer: Sendable {
         default:
             actions.append(.emit(.unknownEvent(event)))
         }
+    }
+
+    public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        received(notificationSource: bytes, at: now, into: &actions)
         return actions
     }
 
@@ -312,11 +340,20 @@ public struct Consumer: Sendable {
         bytes.withUnsafeBytes { received(dataSource: $0, at: now) }
     }
 
-    public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
-        guard isInSession else { return actions }
-        var events: [ReassemblyEvent] = []
+    public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
+        guard isInSession else { return }
+        // The reassembler's events are collected first (the handler cannot
+        // touch the engine while the reassembler, part of it, is fed), in a
+        // buffer the engine keeps: no allocation per notification.
+        var events = eventBuffer
+        eventBuffer = []
+        events.removeAll(keepingCapacity: true)
         reassembler.feed(bytes) { events.append($0) }
+        defer {
+            // Kept for its capacity only: the responses are not held on to.
+            events.removeAll(keepingCapacity: true)
+            eventBuffer = events
+        }
         for event in events {
             switch event {
             case .response(let key, let response):
@@ -337,12 +374,16 @@ public struct Consumer: Sendable {
             }
         }
         pump(at: now, into: &actions)
+    }
+
+    public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        received(dataSource: bytes, at: now, into: &actions)
         return actions
     }
 
     /// The answer to a `.writeControlPoint` action.
-    public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if writeInFlight == token {
             writeInFlight = nil
             if writeAbandoned, result != .success, let key = abandonedResponseKey {
@@ -370,6 +411,11 @@ public struct Consumer: Sendable {
             }
         }
         pump(at: now, into: &actions)
+    }
+
+    public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        writeCompleted(token, result, at: now, into: &actions)
         return actions
     }
 
@@ -397,9 +443,27 @@ public struct Consumer: Sendable {
         submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), at: now)
     }
 
+    // The same four requests, appending their actions to the caller's buffer
+    // (which it may reuse from input to input: no allocation per input).
+
+    public mutating func fetchAttributes(_ attributes: [NotificationAttributeRequest], for uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
+        submit(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: attributes)), at: now, into: &actions)
+    }
+
+    public mutating func fetchAppAttributes(_ appIdentifier: String, _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
+        submit(.getAppAttributes(GetAppAttributes(appIdentifier: appIdentifier, attributes: attributes)), at: now, into: &actions)
+    }
+
+    public mutating func fetchAppAttributes(appIdentifierBytes: [UInt8], _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
+        submit(.getAppAttributes(GetAppAttributes(appIdentifierBytes: appIdentifierBytes, attributes: attributes)), at: now, into: &actions)
+    }
+
+    public mutating func performAction(_ action: ActionID, on uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
+        submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), at: now, into: &actions)
+    }
+
     /// Ends a request with `cancelled`; its response, if it comes, is still consumed.
-    public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp, into actions: inout [ConsumerAction]) {
         for index in entries.indices {
             if let waiter = entries[index].waiters.firstIndex(where: { $0.id == id }) {
                 entries[index].waiters.remove(at: waiter)
@@ -409,12 +473,16 @@ public struct Consumer: Sendable {
             }
         }
         pump(at: now, into: &actions)
+    }
+
+    public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        cancel(id, at: now, into: &actions)
         return actions
     }
 
     /// Fails every request whose deadline has passed.
-    public mutating func tick(_ now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func tick(_ now: Timestamp, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < entries.count {
             var waiters = entries[index].waiters
@@ -433,18 +501,22 @@ public struct Consumer: Sendable {
             abandonedResponseKey = nil
         }
         pump(at: now, into: &actions)
+    }
+
+    public mutating func tick(_ now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        tick(now, into: &actions)
         return actions
     }
 
     // MARK: - Internals
 
-    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
         nextRequest &+= 1
         let id = ConsumerRequestID(rawValue: nextRequest)
-        var actions: [ConsumerAction] = []
-        func fail(_ error: ConsumerError) -> (ConsumerRequestID, [ConsumerAction]) {
+        func fail(_ error: ConsumerError) -> ConsumerRequestID {
             actions.append(.emit(.completed(id, .failure(error))))
-            return (id, actions)
+            return id
         }
         guard isInSession else { return fail(.notConnected) }
         switch command {
@@ -458,7 +530,7 @@ public struct Consumer: Sendable {
                     appIdentifierBytes: request.appIdentifierBytes,
                     attributes: request.attributes.map { id in AppAttribute(id, cached[id] ?? .empty) })
                 actions.append(.emit(.completed(id, .success(.appAttributes(answer)))))
-                return (id, actions)
+                return id
             }
         case .performNotificationAction(let request):
             let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
@@ -476,13 +548,19 @@ public struct Consumer: Sendable {
         // Identical commands in flight are coalesced (compared as bytes).
         if let index = entries.firstIndex(where: { $0.bytes == bytes }) {
             entries[index].waiters.append(waiter)
-            return (id, actions)
+            return id
         }
         guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }
         enqueue(command, bytes: bytes, waiter: waiter)
         pump(at: now, into: &actions)
+        return id
+    }
+    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+        var actions: [ConsumerAction] = []
+        let id = submit(command, at: now, into: &actions)
         return (id, actions)
     }
+
 
     private mutating func enqueue(_ command: ControlPointCommand, bytes: [UInt8], waiter: Waiter) {
         nextEntryKey &+= 1
