@@ -23,6 +23,11 @@
 // until a notification begins like an outstanding request's response, each
 // notification is dropped as unsolicited, never charged to the next request.
 //
+// Per-tuple and per-response steps (store, finishTuple, completeResponse,
+// fail) are kept out of line: inlined into every phase that reaches them
+// they made the byte loop 2.5 KB larger in a firmware image, for ~4 % fewer
+// instructions per response.
+//
 // Cost: each byte is looked at once; values are copied in bulk; a value that
 // lies wholly inside one fragment is materialized straight from it; the only
 // heap allocations are the values themselves and one attribute array per
@@ -485,6 +490,7 @@ public struct DataSourceReassembler: Sendable {
         if tupleCount == 0 { completeResponse(handler) } else { phase = .tupleID }
     }
 
+    @inline(never)
     private mutating func store(id: UInt8, _ value: AttributeValue) {
         guard !failed, current?.abandoned == false else { return }
         if currentIsApp {
@@ -494,6 +500,7 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
+    @inline(never)
     private mutating func finishTuple(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex += 1
         if tupleIndex == currentTuples.count {
@@ -503,6 +510,7 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
+    @inline(never)
     private mutating func completeResponse(_ handler: (ReassemblyEvent) -> Void) {
         let finished = current!
         if !failed && !finished.abandoned {
@@ -525,6 +533,7 @@ public struct DataSourceReassembler: Sendable {
         fail(DecodingError(reason, at: offset), handler)
     }
 
+    @inline(never)
     private mutating func fail(_ error: DecodingError, _ handler: (ReassemblyEvent) -> Void) {
         guard !failed, let current else { return }
         failed = true
