@@ -485,14 +485,17 @@ public struct Consumer: Sendable {
     public mutating func tick(_ now: Timestamp, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < entries.count {
-            var waiters = entries[index].waiters
-            waiters.removeAll { waiter in
-                guard waiter.deadline <= now else { return false }
-                if let id = waiter.id { actions.append(.emit(.completed(id, .failure(.timedOut)))) }
-                return true
+            var waiter = 0
+            while waiter < entries[index].waiters.count {
+                let due = entries[index].waiters[waiter]
+                guard due.deadline <= now else {
+                    waiter += 1
+                    continue
+                }
+                if let id = due.id { actions.append(.emit(.completed(id, .failure(.timedOut)))) }
+                entries[index].waiters.remove(at: waiter)
             }
-            entries[index].waiters = waiters
-            if waiters.isEmpty { abandon(at: index) } else { index += 1 }
+            if entries[index].waiters.isEmpty { abandon(at: index) } else { index += 1 }
         }
         if writeInFlight != nil, writeAbandoned, writeDeadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
