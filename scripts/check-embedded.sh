@@ -8,6 +8,9 @@
 #   consumer  what an accessory links: the Consumer engine reached from
 #             scripts/embedded/consumer-entry.swift, dead code stripped
 #   provider  the same for the Provider engine (provider-entry.swift)
+#   parser    the subset Nordic's ANCS client offers: Notification Source
+#             decoding, command encoding, Data Source reassembly, no engine
+#             (parser-entry.swift)
 # The linked builds leave libc (malloc, free, memcpy, memmove, memset)
 # unresolved: their size depends on the firmware's C library.
 set -euo pipefail
@@ -25,6 +28,7 @@ lld_bin=$(command -v ld.lld || true)
 mapfile -t core < <(find Sources/ANCS -name '*.swift' | sort)
 mapfile -t consumer_sources < <(printf '%s\n' "${core[@]}" | grep -v '/Provider')
 mapfile -t provider_sources < <(printf '%s\n' "${core[@]}" | grep -v '/Consumer')
+mapfile -t parser_sources < <(printf '%s\n' "${core[@]}" | grep -v '/Engines/')
 
 compile() { # output target sources...
   local output=$1 target=$2; shift 2
@@ -48,5 +52,8 @@ for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
     compile "$out/provider-$target.o" "$target" "${provider_sources[@]}" scripts/embedded/provider-entry.swift
     "$lld_bin" --gc-sections --entry=ancs_provider_input --unresolved-symbols=ignore-all -o "$out/provider-$target.elf" "$out/provider-$target.o"
     row provider "$target" "$out/provider-$target.elf"
+    compile "$out/parser-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/parser-entry.swift
+    "$lld_bin" --gc-sections --entry=ancs_parser_input --unresolved-symbols=ignore-all -o "$out/parser-$target.elf" "$out/parser-$target.o"
+    row parser "$target" "$out/parser-$target.elf"
   fi
 done

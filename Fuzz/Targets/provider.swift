@@ -13,8 +13,9 @@
 // writer; a failed write produces nothing more; Data Source fragments go to
 // the writer only, each full (MTU − 3) but the last; a successful Get …
 // Attributes response, reassembled by our DataSourceReassembler, answers the
-// request exactly (values: prefixes of what the center holds; total length
-// within maximumResponseLength plus header and tuple headers); Notification
+// request exactly (values: prefixes of what the center holds, whole but for
+// Title, Subtitle and Message; total length within maximumResponseLength plus
+// header, tuple headers and the values never cut); Notification
 // Source events go only to consumers in a session: one per change to each,
 // all live notifications as PreExisting when a session starts.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -87,7 +88,14 @@ func runProvider(_ input: FuzzInput) {
         guard let request = DataSourceRequest(command) else { return check(fragments.isEmpty, "Data Source after an action") }
         for fragment in fragments.dropLast() { check(fragment.count == mtu - 3, "short fragment \(fragment.count) at MTU \(mtu)") }
         let total = fragments.reduce(0) { $0 + $1.count }
-        check(total <= provider.configuration.maximumResponseLength + request.header.count + 3 * request.tupleCount,
+        // Only Title, Subtitle and Message are cut to the budget; the other attributes go whole.
+        var uncut = 0
+        if case .getNotificationAttributes(let asked) = command, let notification = provider.notificationCenter[asked.notificationUID] {
+            for attribute in asked.attributes where !attribute.id.takesMaxLength {
+                uncut += min(notification.value(of: attribute.id)?.utf8.count ?? 0, 0xFFFF)
+            }
+        }
+        check(total <= provider.configuration.maximumResponseLength + request.header.count + 3 * request.tupleCount + uncut,
               "response of \(total) bytes")
 
         var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: 0xFFFF))
@@ -107,6 +115,7 @@ func runProvider(_ input: FuzzInput) {
             for attribute in response.attributes {
                 let held = Array((notification.value(of: attribute.id) ?? "").utf8)
                 check(held.starts(with: attribute.value.bytes), "\(attribute.id) is not what the center holds")
+                check(attribute.id.takesMaxLength || attribute.value.count == min(held.count, 0xFFFF), "\(attribute.id) was cut")
             }
         }
     }

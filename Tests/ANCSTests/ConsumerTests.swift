@@ -340,6 +340,10 @@ struct ConsumerTests {
         #expect(Set(consumer.notifications.keys) == [uid(2), uid(3), uid(4)])
         _ = consumer.received(notificationSource: sourceEvent(.added, 5), at: .zero)
         #expect(Set(consumer.notifications.keys) == [uid(3), uid(4), uid(5)])
+        // Oldest first; looked up by UID without building the dictionary.
+        #expect(consumer.liveNotifications.map(\.uid) == [uid(3), uid(4), uid(5)])
+        #expect(consumer.notification(uid(4)) == consumer.notifications[uid(4)])
+        #expect(consumer.notification(uid(1)) == nil)
     }
 
     // MARK: Sessions
@@ -907,6 +911,43 @@ struct ConsumerTests {
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         _ = consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero)
         #expect(try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).1).command == standardCommand(1))
+    }
+
+    @Test("The into: forms append exactly the actions the array-returning forms return, to a buffer the caller reuses")
+    func actionsIntoCallerBuffer() throws {
+        var byArray = Consumer(configuration: ConsumerConfiguration(eagerAttributes: standardAttributes))
+        var byBuffer = byArray
+        var buffer: [ConsumerAction] = []
+        func same(_ expected: [ConsumerAction], _ step: (inout Consumer, inout [ConsumerAction]) -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
+            buffer.removeAll(keepingCapacity: true)
+            step(&byBuffer, &buffer)
+            #expect(buffer == expected, sourceLocation: sourceLocation)
+        }
+        same(byArray.linkUp(mtu: 23, at: .zero)) { $0.linkUp(mtu: 23, at: .zero, into: &$1) }
+        same(byArray.subscriptionCompleted(.dataSource, .success, at: .zero)) { $0.subscriptionCompleted(.dataSource, .success, at: .zero, into: &$1) }
+        same(byArray.subscriptionCompleted(.notificationSource, .success, at: .zero)) { $0.subscriptionCompleted(.notificationSource, .success, at: .zero, into: &$1) }
+        let added = sourceEvent(.added, 1, flags: [.negativeAction])
+        let addedActions = byArray.received(notificationSource: added, at: .zero)
+        same(addedActions) { consumer, actions in added.withUnsafeBytes { consumer.received(notificationSource: $0, at: .zero, into: &actions) } }
+        let token = try onlyWrite(addedActions).token
+        same(byArray.writeCompleted(token, .success, at: .zero)) { $0.writeCompleted(token, .success, at: .zero, into: &$1) }
+        for fragment in DataSourceResponse.notificationAttributes(standardResponse(1)).fragments(mtu: 23) {
+            same(byArray.received(dataSource: fragment, at: .zero)) { consumer, actions in
+                fragment.withUnsafeBytes { consumer.received(dataSource: $0, at: .zero, into: &actions) }
+            }
+        }
+        let (fetch, fetchActions) = byArray.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 8)], for: uid(1), at: .zero)
+        same(fetchActions) { #expect($0.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 8)], for: uid(1), at: .zero, into: &$1) == fetch) }
+        let (app, appActions) = byArray.fetchAppAttributes(appIdentifierBytes: Array(phoneApp.utf8), at: .zero)
+        same(appActions) { #expect($0.fetchAppAttributes(appIdentifierBytes: Array(phoneApp.utf8), at: .zero, into: &$1) == app) }
+        let (action, actionActions) = byArray.performAction(.negative, on: uid(1), at: .zero)
+        same(actionActions) { #expect($0.performAction(.negative, on: uid(1), at: .zero, into: &$1) == action) }
+        same(byArray.cancel(fetch, at: .zero)) { $0.cancel(fetch, at: .zero, into: &$1) }
+        same(byArray.tick(at(milliseconds: 20_000))) { $0.tick(at(milliseconds: 20_000), into: &$1) }
+        same(byArray.serviceChanged(published: false, at: .zero)) { $0.serviceChanged(published: false, at: .zero, into: &$1) }
+        same(byArray.stop(at: .zero)) { $0.stop(at: .zero, into: &$1) }
+        same(byArray.linkDown(at: .zero)) { $0.linkDown(at: .zero, into: &$1) }
+        #expect(buffer.capacity > 0)
     }
 
     @Test("Identical requests in flight are coalesced: one write, two completions")

@@ -23,8 +23,9 @@ public struct DataSourceWorkload: Sendable {
         .init(.message, maxLength: 0xFFFF), .init(.date),
     ]
 
-    /// Longest UTF-8 value a Swift String keeps inline (64-bit small string).
-    public static let smallStringCapacity = 15
+    /// Longest value kept without a heap block: values are kept as byte
+    /// arrays, so every non-empty value has one.
+    public static let inlineValueCapacity = 0
 
     public let mtu: Int
     /// Request registered before each response, built ahead (the consumer
@@ -42,7 +43,7 @@ public struct DataSourceWorkload: Sendable {
     public let valueBytes: Int
     /// Attribute tuples in all responses.
     public let valueCount: Int
-    /// Values longer than `smallStringCapacity`: each needs one heap block as a String.
+    /// Values longer than `inlineValueCapacity`: each needs one heap block.
     public let heapValueCount: Int
     /// The manifest's FNV-1a 64 checksum of the decoded values.
     public let checksum: UInt64
@@ -118,7 +119,7 @@ public struct DataSourceWorkload: Sendable {
                 hash.add(bytes[(position + 3)..<(position + 3 + length)])
                 values += 1
                 valueTotal += length
-                if length > DataSourceWorkload.smallStringCapacity { heapValues += 1 }
+                if length > DataSourceWorkload.inlineValueCapacity { heapValues += 1 }
                 position += 3 + length
             }
         }
@@ -197,20 +198,25 @@ public struct DataSourceWorkload: Sendable {
     }
 }
 
-/// The cheap consumer of a timed pass: takes every value as a String and
+/// The cheap consumer of a timed pass: reads every value (its bytes, as a
+/// display that copies them out would; with `strings`, as a `String`) and
 /// tallies values and bytes, so nothing can be optimized away and a pass
 /// that lost or changed a value's length is caught.
 public struct Tally: Sendable {
     public var values = 0
     public var bytes = 0
-    public init() {}
+    public var strings: Bool
+    public init(strings: Bool = false) { self.strings = strings }
 
     @inline(__always)
     public mutating func add(_ response: NotificationAttributesResponse) {
         for attribute in response.attributes {
-            let text = attribute.value.string
             values &+= 1
-            bytes &+= text.utf8.count
+            if strings {
+                bytes &+= attribute.value.string.utf8.count
+            } else {
+                bytes &+= attribute.value.withBytes { $0.count }
+            }
         }
     }
 

@@ -1,9 +1,10 @@
 // ds-throughput: the standard Data Source workload through
-// DataSourceReassembler at each MTU, every value materialized as a String;
+// DataSourceReassembler at each MTU, every value read as bytes (with
+// --strings, materialized as a String);
 // throughput (MB/s of response bytes, median of 5 samples) next to the
 // reference figures, and heap allocations per notification and per value.
 //
-//   swift run --package-path Benchmarks -c release ds-throughput [--samples N] [--passes N] [--mtu M]
+//   swift run --package-path Benchmarks -c release ds-throughput [--samples N] [--passes N] [--mtu M] [--strings]
 //   ds-throughput --mtu M --profile PASSES    only the passes, for valgrind --tool=callgrind
 //
 // Before timing, one pass is checked against the manifest's checksum; every
@@ -27,6 +28,7 @@ var samples = 5
 var passesPerSample = 0  // 0: as many as fill about 0.2 s
 var onlyMTU: Int?
 var profilePasses = 0  // > 0: only run that many passes (for callgrind), no report
+let strings = CommandLine.arguments.contains("--strings")  // read every value as a String, not as bytes
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -34,8 +36,9 @@ while let argument = arguments.popFirst() {
     case "--passes": passesPerSample = max(1, Int(arguments.popFirst() ?? "") ?? 1)
     case "--mtu": onlyMTU = Int(arguments.popFirst() ?? "")
     case "--profile": profilePasses = max(1, Int(arguments.popFirst() ?? "") ?? 1)
+    case "--strings": break
     default:
-        print("usage: ds-throughput [--samples N] [--passes N] [--mtu 23|185|517] [--profile PASSES]")
+        print("usage: ds-throughput [--samples N] [--passes N] [--mtu 23|185|517] [--profile PASSES] [--strings]")
         exit(2)
     }
 }
@@ -57,7 +60,7 @@ func format(_ value: Double, _ decimals: Int) -> String {
 /// Nanoseconds for `passes` passes over the workload with one long-lived reassembler.
 func timePasses(_ workload: DataSourceWorkload, _ passes: Int) -> Double {
     var reassembler = DataSourceReassembler()
-    var tally = Tally()
+    var tally = Tally(strings: strings)
     let clock = ContinuousClock()
     let start = clock.now
     for _ in 0..<passes {
@@ -100,8 +103,8 @@ struct Allocations {
 }
 
 /// Where each heap value and each response header end: the allocations a
-/// notification may cause are one per String that does not fit inline and
-/// one attribute array per response.
+/// notification may cause are one per value that needs the heap and one
+/// attribute array per response.
 func expectedAllocations(_ workload: DataSourceWorkload) -> [Int] {
     var expected = [Int](repeating: 0, count: workload.fragmentCount)
     var fragment = 0
@@ -117,7 +120,7 @@ func expectedAllocations(_ workload: DataSourceWorkload) -> [Int] {
         position += 5
         while position < end {
             let length = Int(workload.bytes[position + 1]) | Int(workload.bytes[position + 2]) << 8
-            if length > DataSourceWorkload.smallStringCapacity {
+            if length > DataSourceWorkload.inlineValueCapacity {
                 charge(endingAt: position + 2 + length)
             }
             position += 3 + length
@@ -131,7 +134,7 @@ func countAllocations(_ workload: DataSourceWorkload) -> Allocations? {
     let expected = expectedAllocations(workload)
     var perFragment = [Int](repeating: 0, count: workload.fragmentCount)
     var reassembler = DataSourceReassembler()
-    var tally = Tally()
+    var tally = Tally(strings: strings)
     workload.run(&reassembler) { tally.add($0) }  // first pass: buffers reach their working size
     var before: UInt64 = 0
     let fragmentDone = { (fragment: Int) in
@@ -171,8 +174,8 @@ if profilePasses > 0 {
     for workload in workloads { _ = timePasses(workload, profilePasses) }
     exit(0)
 }
-print("Standard Data Source workload: \(first.responseCount) responses, \(first.responseBytes) response bytes, \(first.valueCount) values (\(first.heapValueCount) longer than \(DataSourceWorkload.smallStringCapacity) bytes), checksum 0x\(String(first.checksum, radix: 16))")
-print("Every value decoded to a String; checksum verified per MTU before and after timing; median of \(samples) samples.")
+print("Standard Data Source workload: \(first.responseCount) responses, \(first.responseBytes) response bytes, \(first.valueCount) values (\(first.heapValueCount) longer than \(DataSourceWorkload.inlineValueCapacity) bytes), checksum 0x\(String(first.checksum, radix: 16))")
+print("Every value read \(strings ? "as a String" : "as bytes"); checksum verified per MTU before and after timing; median of \(samples) samples.")
 print("")
 
 var header = "| MTU | notifications | MB/s | ns/response |"
@@ -206,7 +209,7 @@ if malloc_counter_available() != 0 {
         print("| \(workload.mtu) | \(allocations.total) | \(format(Double(allocations.total) / Double(workload.fragmentCount), 3)) | \(format(perValue, 3)) | \(format(Double(allocations.total - workload.responseCount) / Double(workload.heapValueCount), 3)) | \(format(Double(allocations.total) / Double(workload.responseCount), 2)) | \(allocations.plainFragmentMax) (\(allocations.plainFragments) notifications) | \(allocations.unexplained) |")
     }
     print("")
-    print("per heap value: allocations less one attribute array per response, per value longer than \(DataSourceWorkload.smallStringCapacity) bytes (shorter Strings are stored inline).")
+    print("per heap value: allocations less one attribute array per response, per value longer than \(DataSourceWorkload.inlineValueCapacity) bytes (values are byte arrays: an empty one needs no heap block).")
     print("other notifications: those completing no value that needs the heap and no response header.")
     print("unexplained: notifications whose allocations differ from one per heap value plus one per response header completed in them.")
 } else {

@@ -1,96 +1,51 @@
 /// The value of one attribute tuple of a Data Source response.
 ///
 /// Values are UTF-8 but arrive cut to the max length asked, which may split
-/// a multi-byte sequence (spec: "Data Source", rules). The raw bytes are
-/// always kept; `string` decodes leniently. A valid UTF-8 value is stored as
-/// a `String` (short ones inline, with no heap allocation), anything else as
-/// its bytes.
+/// a multi-byte sequence (spec: "Data Source", rules). A value is kept as its
+/// raw bytes, exactly as received: nothing is validated or decoded while
+/// responses are reassembled, and a `String` is made only when `string` (or
+/// `description`) is read, at the API edge. Equality is byte equality.
 public struct AttributeValue: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    // Inlinable accessors below (count, string, withBytes, …): a consumer
-    // reads every value, and a call per access costs more than the access.
-    @usableFromInline
-    enum Storage: Hashable, Sendable {
-        case text(String)
-        case bytes([UInt8])
-    }
-    @usableFromInline var storage: Storage
+    // Inlinable accessors below (count, withBytes, …): a consumer reads every
+    // value, and a call per access costs more than the access.
+    @usableFromInline var storage: [UInt8]
 
-    public init(_ string: String) { storage = .text(string) }
-    public init(stringLiteral value: String) { storage = .text(value) }
+    public init(_ string: String) { storage = Array(string.utf8) }
+    public init(stringLiteral value: String) { storage = Array(value.utf8) }
+    public init(bytes: [UInt8]) { storage = bytes }
+    public init(bytes: UnsafeBufferPointer<UInt8>) { storage = Array(bytes) }
 
-    public init(bytes: [UInt8]) {
-        if let text = bytes.withUnsafeBufferPointer({ UTF8Validation.string($0) }) {
-            storage = .text(text)
-        } else {
-            storage = .bytes(bytes)
-        }
-    }
-
-    public init(bytes: UnsafeBufferPointer<UInt8>) {
-        if let text = UTF8Validation.string(bytes) {
-            storage = .text(text)
-        } else {
-            storage = .bytes(Array(bytes))
-        }
-    }
-
-    public static let empty = AttributeValue("")
+    public static let empty = AttributeValue(bytes: [])
 
     /// Byte length on the wire.
     @inlinable
-    public var count: Int {
-        switch storage {
-        case .text(let text): text.utf8.count
-        case .bytes(let bytes): bytes.count
-        }
-    }
+    public var count: Int { storage.count }
 
     @inlinable
-    public var isEmpty: Bool { count == 0 }
+    public var isEmpty: Bool { storage.isEmpty }
 
     /// The raw bytes, exactly as received.
-    public var bytes: [UInt8] {
-        switch storage {
-        case .text(let text): Array(text.utf8)
-        case .bytes(let bytes): bytes
-        }
-    }
+    @inlinable
+    public var bytes: [UInt8] { storage }
 
     /// Calls `body` with the raw bytes, without copying them.
     @inlinable
     public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        switch storage {
-        case .text(var text):
-            return text.withUTF8 { body($0) }
-        case .bytes(let bytes):
-            return bytes.withUnsafeBufferPointer { body($0) }
-        }
+        storage.withUnsafeBufferPointer { body($0) }
     }
 
-    /// Whether the bytes are valid UTF-8 as received.
-    @inlinable
+    /// Whether the bytes are valid UTF-8 as received (checked on each read).
     public var isValidUTF8: Bool {
-        if case .text = storage { return true }
-        return false
+        storage.withUnsafeBufferPointer { UTF8Validation.isValidUTF8($0) }
     }
 
     /// The text, decoded leniently: a multi-byte sequence cut at the end (the
     /// NP truncated to the max length) is dropped; any other invalid byte
     /// becomes U+FFFD.
-    @inlinable
     public var string: String {
-        switch storage {
-        case .text(let text):
-            return text
-        case .bytes(let bytes):
-            return AttributeValue.lenientString(bytes)
-        }
-    }
-
-    @usableFromInline
-    static func lenientString(_ bytes: [UInt8]) -> String {
-        let end = bytes.count - truncatedSuffixLength(bytes)
-        return String(decoding: bytes[..<end], as: UTF8.self)
+        if let text = storage.withUnsafeBufferPointer({ UTF8Validation.string($0) }) { return text }
+        let end = storage.count - AttributeValue.truncatedSuffixLength(storage)
+        return String(decoding: storage[..<end], as: UTF8.self)
     }
 
     /// The Date attribute (`yyyyMMdd'T'HHmmSS`), or nil if the value is not one.
@@ -110,22 +65,6 @@ public struct AttributeValue: Hashable, Sendable, CustomStringConvertible, Expre
     }
 
     public var description: String { string }
-
-    /// Equality is byte equality.
-    public static func == (lhs: AttributeValue, rhs: AttributeValue) -> Bool {
-        switch (lhs.storage, rhs.storage) {
-        case (.text(let a), .text(let b)): return a.utf8.elementsEqual(b.utf8)
-        case (.bytes(let a), .bytes(let b)): return a == b
-        default: return false  // valid and invalid UTF-8 never have equal bytes
-        }
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        withBytes { bytes in
-            hasher.combine(bytes.count)
-            for byte in bytes { hasher.combine(byte) }
-        }
-    }
 
     /// How many bytes at the end form the start of a multi-byte sequence that
     /// the end cut short (0 when the value ends on a whole character). Only a
@@ -300,7 +239,14 @@ enum UTF8Validation {
     }()
     #endif
 
-    /// The value as a String when it is valid UTF-8, else nil.
+    /// Whether the bytes are well-formed UTF-8.
+    static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let start = bytes.baseAddress, bytes.count > 0 else { return true }
+        let ascii = asciiPrefixLength(start, bytes.count)
+        return ascii == bytes.count || isValid(start + ascii, bytes.count - ascii)
+    }
+
+    /// The bytes as a String when they are valid UTF-8, else nil.
     static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard let start = bytes.baseAddress, bytes.count > 0 else { return "" }
         let ascii = asciiPrefixLength(start, bytes.count)

@@ -26,18 +26,49 @@ public struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible 
         case incomplete(expectedTuples: Int, receivedTuples: Int)
     }
 
-    public var reason: Reason
+    /// The reason as found. A wrong AppIdentifier keeps the expected one's
+    /// bytes and becomes text only when `reason` is read, so a firmware that
+    /// never reads it links no UTF-8 decoding.
+    enum Detail: Sendable {
+        case reason(Reason)
+        case wrongAppIdentifier(expected: [UInt8])
+    }
+    var detail: Detail
     public var offset: Int
 
+    public var reason: Reason {
+        get {
+            switch detail {
+            case .reason(let reason): return reason
+            case .wrongAppIdentifier(let expected): return .wrongAppIdentifier(expected: String(decoding: expected, as: UTF8.self))
+            }
+        }
+        set { detail = .reason(newValue) }
+    }
+
     public init(_ reason: Reason, at offset: Int) {
-        self.reason = reason
+        self.detail = .reason(reason)
         self.offset = offset
+    }
+
+    init(wrongAppIdentifier expected: [UInt8], at offset: Int) {
+        self.detail = .wrongAppIdentifier(expected: expected)
+        self.offset = offset
+    }
+
+    public static func == (lhs: DecodingError, rhs: DecodingError) -> Bool {
+        lhs.offset == rhs.offset && lhs.reason == rhs.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(reason)
+        hasher.combine(offset)
     }
 
     /// The ANCS error an NP answers a Control Point write with when its
     /// decoding failed this way: unknown command → 0xA0, anything else → 0xA1.
     public var controlPointErrorCode: ANCSErrorCode {
-        if case .unknownCommand = reason { return .unknownCommand }
+        if case .reason(.unknownCommand) = detail { return .unknownCommand }
         return .invalidCommand
     }
 

@@ -1,6 +1,8 @@
 // Consumer — the Notification Consumer (NC) as a sans-I/O state machine: what
 // every accessory runs. It never calls a transport; each input returns the
-// actions its caller performs, in order (DESIGN: "Sans-I/O engines").
+// actions its caller performs, in order (DESIGN: "Sans-I/O engines"). Every
+// input also comes in an `into:` form that appends the actions to a buffer
+// the caller owns and may reuse, so a firmware allocates no array per input.
 //
 // Session phases:
 //
@@ -70,9 +72,31 @@ public struct Consumer: Sendable {
     public private(set) var dataSourceAvailable = false
 
     /// The session's model: every live notification by UID.
-    public private(set) var notifications: [NotificationUID: ConsumerNotification] = [:]
-    var arrivalOrder: [NotificationUID: UInt64] = [:]
-    var arrivals: UInt64 = 0
+    /// Kept as an array in arrival order (oldest first) and searched by UID:
+    /// at most `maximumNotifications` entries, and no Dictionary or hashing
+    /// in a firmware image.
+    var model: [ConsumerNotification] = []
+
+    /// The session's model: every live notification by UID (built on each
+    /// read; `notification(_:)` looks one up without building it).
+    public var notifications: [NotificationUID: ConsumerNotification] {
+        var result: [NotificationUID: ConsumerNotification] = [:]
+        result.reserveCapacity(model.count)
+        for notification in model { result[notification.uid] = notification }
+        return result
+    }
+
+    /// The live notification with this UID, if the model has it.
+    public func notification(_ uid: NotificationUID) -> ConsumerNotification? {
+        modelIndex(uid).map { model[$0] }
+    }
+
+    /// The live notifications, oldest first.
+    public var liveNotifications: [ConsumerNotification] { model }
+
+    func modelIndex(_ uid: NotificationUID) -> Int? {
+        model.firstIndex { $0.uid == uid }
+    }
     /// App attributes per AppIdentifier, for this session only, oldest first.
     /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
     /// eager fetches), as the NP does: no Unicode normalization (which would
@@ -118,6 +142,8 @@ public struct Consumer: Sendable {
     /// the write fails, since no response follows (spec: "Errors").
     var abandonedResponseKey: UInt32?
     var reassembler: DataSourceReassembler
+    /// Reused by `received(dataSource:)` for the reassembler's events.
+    var eventBuffer: [ReassemblyEvent] = []
     var nextRequest: UInt32 = 0
     var nextEntryKey: UInt32 = 0
     var nextToken: UInt32 = 0
@@ -164,12 +190,16 @@ public struct Consumer: Sendable {
     // MARK: - Link and session inputs
 
     /// The link is up (connected, encrypted, ANCS discovered) with this ATT MTU.
-    public mutating func linkUp(mtu: Int, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func linkUp(mtu: Int, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if phase != .idle { endSession(.linkDown, into: &actions) }
         writeInFlight = nil  // a new link has no write in flight
         self.mtu = mtu
         if published { startSubscribing(into: &actions) }
+    }
+
+    public mutating func linkUp(mtu: Int, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        linkUp(mtu: mtu, at: now, into: &actions)
         return actions
     }
 
@@ -177,40 +207,51 @@ public struct Consumer: Sendable {
         if self.mtu != nil { self.mtu = mtu }
     }
 
-    public mutating func linkDown(at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func linkDown(at now: Timestamp, into actions: inout [ConsumerAction]) {
         endSession(.linkDown, into: &actions)
         mtu = nil
+    }
+
+    public mutating func linkDown(at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        linkDown(at: now, into: &actions)
         return actions
     }
 
     /// The application ends the session: unsubscribe, forget everything.
-    public mutating func stop(at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func stop(at now: Timestamp, into actions: inout [ConsumerAction]) {
         if phase != .idle {
             actions.append(.unsubscribe(.notificationSource))
             if dataSourceAvailable { actions.append(.unsubscribe(.dataSource)) }
         }
         endSession(.unsubscribed, into: &actions)
+    }
+
+    public mutating func stop(at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        stop(at: now, into: &actions)
         return actions
     }
 
     /// Service Changed told that ANCS was unpublished (false) or published
     /// again (true, after the transport re-discovered it).
-    public mutating func serviceChanged(published: Bool, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func serviceChanged(published: Bool, at now: Timestamp, into actions: inout [ConsumerAction]) {
         self.published = published
         if !published {
             endSession(.serviceUnpublished, into: &actions)
         } else if mtu != nil && phase == .idle {
             startSubscribing(into: &actions)
         }
+    }
+
+    public mutating func serviceChanged(published: Bool, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        serviceChanged(published: published, at: now, into: &actions)
         return actions
     }
 
     /// The result of a `.subscribe` action.
-    public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
         switch (phase, characteristic) {
         case (.subscribingDataSource, .dataSource):
             dataSourceAvailable = result == .success
@@ -229,20 +270,29 @@ public struct Consumer: Sendable {
         default:
             break  // a late answer from an earlier session
         }
+    }
+
+    public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        subscriptionCompleted(characteristic, result, at: now, into: &actions)
         return actions
     }
 
     // MARK: - Notification Source
 
     public mutating func received(notificationSource bytes: [UInt8], at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
-        guard isInSession else { return actions }
+        bytes.withUnsafeBytes { received(notificationSource: $0, at: now) }
+    }
+
+    /// A Notification Source notification, read in place (no copy).
+    public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
+        guard isInSession else { return }
         let event: NotificationSourceEvent
         do {
             event = try NotificationSourceEvent.decode(bytes)
         } catch {
             actions.append(.emit(.protocolError(error)))
-            return actions
+            return
         }
         let uid = event.notificationUID
         switch event.eventID {
@@ -254,21 +304,21 @@ public struct Consumer: Sendable {
             actions.append(.emit(.added(notification)))
             fetchEagerly(uid, modified: false, at: now, into: &actions)
         case .modified:
-            var notification = notifications[uid] ?? ConsumerNotification(
+            let known = modelIndex(uid)
+            var notification = known.map { model[$0] } ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
                 categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            let known = notifications[uid] != nil
             notification.eventFlags = event.eventFlags
             notification.categoryID = event.categoryID
             notification.categoryCount = event.categoryCount
-            if known { notifications[uid] = notification } else { insert(notification, into: &actions) }
+            // Modified does not make a notification younger.
+            if let known { model[known] = notification } else { insert(notification, into: &actions) }
             actions.append(.emit(.modified(notification)))
             fetchEagerly(uid, modified: true, at: now, into: &actions)
         case .removed:
-            let notification = notifications.removeValue(forKey: uid) ?? ConsumerNotification(
+            let notification = modelIndex(uid).map { model.remove(at: $0) } ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
                 categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            arrivalOrder.removeValue(forKey: uid)
             var removed = notification
             removed.categoryCount = event.categoryCount
             actions.append(.emit(.removed(removed)))
@@ -276,6 +326,11 @@ public struct Consumer: Sendable {
         default:
             actions.append(.emit(.unknownEvent(event)))
         }
+    }
+
+    public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        received(notificationSource: bytes, at: now, into: &actions)
         return actions
     }
 
@@ -285,11 +340,20 @@ public struct Consumer: Sendable {
         bytes.withUnsafeBytes { received(dataSource: $0, at: now) }
     }
 
-    public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
-        guard isInSession else { return actions }
-        var events: [ReassemblyEvent] = []
+    public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
+        guard isInSession else { return }
+        // The reassembler's events are collected first (the handler cannot
+        // touch the engine while the reassembler, part of it, is fed), in a
+        // buffer the engine keeps: no allocation per notification.
+        var events = eventBuffer
+        eventBuffer = []
+        events.removeAll(keepingCapacity: true)
         reassembler.feed(bytes) { events.append($0) }
+        defer {
+            // Kept for its capacity only: the responses are not held on to.
+            events.removeAll(keepingCapacity: true)
+            eventBuffer = events
+        }
         for event in events {
             switch event {
             case .response(let key, let response):
@@ -310,12 +374,16 @@ public struct Consumer: Sendable {
             }
         }
         pump(at: now, into: &actions)
+    }
+
+    public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        received(dataSource: bytes, at: now, into: &actions)
         return actions
     }
 
     /// The answer to a `.writeControlPoint` action.
-    public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if writeInFlight == token {
             writeInFlight = nil
             if writeAbandoned, result != .success, let key = abandonedResponseKey {
@@ -343,6 +411,11 @@ public struct Consumer: Sendable {
             }
         }
         pump(at: now, into: &actions)
+    }
+
+    public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        writeCompleted(token, result, at: now, into: &actions)
         return actions
     }
 
@@ -370,9 +443,27 @@ public struct Consumer: Sendable {
         submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), at: now)
     }
 
+    // The same four requests, appending their actions to the caller's buffer
+    // (which it may reuse from input to input: no allocation per input).
+
+    public mutating func fetchAttributes(_ attributes: [NotificationAttributeRequest], for uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
+        submit(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: attributes)), at: now, into: &actions)
+    }
+
+    public mutating func fetchAppAttributes(_ appIdentifier: String, _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
+        submit(.getAppAttributes(GetAppAttributes(appIdentifier: appIdentifier, attributes: attributes)), at: now, into: &actions)
+    }
+
+    public mutating func fetchAppAttributes(appIdentifierBytes: [UInt8], _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
+        submit(.getAppAttributes(GetAppAttributes(appIdentifierBytes: appIdentifierBytes, attributes: attributes)), at: now, into: &actions)
+    }
+
+    public mutating func performAction(_ action: ActionID, on uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
+        submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), at: now, into: &actions)
+    }
+
     /// Ends a request with `cancelled`; its response, if it comes, is still consumed.
-    public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp, into actions: inout [ConsumerAction]) {
         for index in entries.indices {
             if let waiter = entries[index].waiters.firstIndex(where: { $0.id == id }) {
                 entries[index].waiters.remove(at: waiter)
@@ -382,22 +473,29 @@ public struct Consumer: Sendable {
             }
         }
         pump(at: now, into: &actions)
+    }
+
+    public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        cancel(id, at: now, into: &actions)
         return actions
     }
 
     /// Fails every request whose deadline has passed.
-    public mutating func tick(_ now: Timestamp) -> [ConsumerAction] {
-        var actions: [ConsumerAction] = []
+    public mutating func tick(_ now: Timestamp, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < entries.count {
-            var waiters = entries[index].waiters
-            waiters.removeAll { waiter in
-                guard waiter.deadline <= now else { return false }
-                if let id = waiter.id { actions.append(.emit(.completed(id, .failure(.timedOut)))) }
-                return true
+            var waiter = 0
+            while waiter < entries[index].waiters.count {
+                let due = entries[index].waiters[waiter]
+                guard due.deadline <= now else {
+                    waiter += 1
+                    continue
+                }
+                if let id = due.id { actions.append(.emit(.completed(id, .failure(.timedOut)))) }
+                entries[index].waiters.remove(at: waiter)
             }
-            entries[index].waiters = waiters
-            if waiters.isEmpty { abandon(at: index) } else { index += 1 }
+            if entries[index].waiters.isEmpty { abandon(at: index) } else { index += 1 }
         }
         if writeInFlight != nil, writeAbandoned, writeDeadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
@@ -406,18 +504,22 @@ public struct Consumer: Sendable {
             abandonedResponseKey = nil
         }
         pump(at: now, into: &actions)
+    }
+
+    public mutating func tick(_ now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        tick(now, into: &actions)
         return actions
     }
 
     // MARK: - Internals
 
-    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
         nextRequest &+= 1
         let id = ConsumerRequestID(rawValue: nextRequest)
-        var actions: [ConsumerAction] = []
-        func fail(_ error: ConsumerError) -> (ConsumerRequestID, [ConsumerAction]) {
+        func fail(_ error: ConsumerError) -> ConsumerRequestID {
             actions.append(.emit(.completed(id, .failure(error))))
-            return (id, actions)
+            return id
         }
         guard isInSession else { return fail(.notConnected) }
         switch command {
@@ -431,11 +533,11 @@ public struct Consumer: Sendable {
                     appIdentifierBytes: request.appIdentifierBytes,
                     attributes: request.attributes.map { id in AppAttribute(id, cached[id] ?? .empty) })
                 actions.append(.emit(.completed(id, .success(.appAttributes(answer)))))
-                return (id, actions)
+                return id
             }
         case .performNotificationAction(let request):
             let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
-            guard let notification = notifications[request.notificationUID], !flag.isEmpty,
+            guard let notification = notification(request.notificationUID), !flag.isEmpty,
                   notification.eventFlags.contains(flag)
             else { return fail(.actionNotAvailable) }
         }
@@ -449,13 +551,19 @@ public struct Consumer: Sendable {
         // Identical commands in flight are coalesced (compared as bytes).
         if let index = entries.firstIndex(where: { $0.bytes == bytes }) {
             entries[index].waiters.append(waiter)
-            return (id, actions)
+            return id
         }
         guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }
         enqueue(command, bytes: bytes, waiter: waiter)
         pump(at: now, into: &actions)
+        return id
+    }
+    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+        var actions: [ConsumerAction] = []
+        let id = submit(command, at: now, into: &actions)
         return (id, actions)
     }
+
 
     private mutating func enqueue(_ command: ControlPointCommand, bytes: [UInt8], waiter: Waiter) {
         nextEntryKey &+= 1
@@ -512,8 +620,8 @@ public struct Consumer: Sendable {
     private mutating func apply(_ response: DataSourceResponse, at now: Timestamp, into actions: inout [ConsumerAction]) {
         switch response {
         case .notificationAttributes(let value):
-            if notifications[value.notificationUID] != nil {
-                notifications[value.notificationUID]!.merge(value.attributes)
+            if let index = modelIndex(value.notificationUID) {
+                model[index].merge(value.attributes)
             }
             actions.append(.emit(.attributes(value)))
             if configuration.eagerAppNames, !configuration.eagerAttributes.isEmpty,
@@ -591,19 +699,16 @@ public struct Consumer: Sendable {
     }
 
     private mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) {
-        if notifications[notification.uid] == nil && notifications.count >= configuration.maximumNotifications {
+        if let known = modelIndex(notification.uid) {
+            // Added again: it is the youngest now.
+            model.remove(at: known)
+        } else if model.count >= configuration.maximumNotifications {
             // Oldest first: a bounded model under an NP that never removes.
             // The application hears it as removed (from the model; the NP
             // still has it), so a display never shows what the model lost.
-            if let oldest = arrivalOrder.min(by: { $0.value < $1.value })?.key,
-               let dropped = notifications.removeValue(forKey: oldest) {
-                arrivalOrder.removeValue(forKey: oldest)
-                actions.append(.emit(.removed(dropped)))
-            }
+            actions.append(.emit(.removed(model.removeFirst())))
         }
-        arrivals &+= 1
-        notifications[notification.uid] = notification
-        arrivalOrder[notification.uid] = arrivals
+        model.append(notification)
     }
 
     private mutating func startSubscribing(into actions: inout [ConsumerAction]) {
@@ -625,8 +730,7 @@ public struct Consumer: Sendable {
         writeInFlight = nil
         writeAbandoned = false
         abandonedResponseKey = nil
-        notifications.removeAll()
-        arrivalOrder.removeAll()
+        model.removeAll()
         appCache.removeAll()
         unknownApps.removeAll()
         dataSourceAvailable = false

@@ -23,6 +23,11 @@
 // until a notification begins like an outstanding request's response, each
 // notification is dropped as unsolicited, never charged to the next request.
 //
+// Per-tuple and per-response steps (store, finishTuple, completeResponse,
+// fail) are kept out of line: inlined into every phase that reaches them
+// they made the byte loop 2.5 KB larger in a firmware image, for ~4 % fewer
+// instructions per response.
+//
 // Cost: each byte is looked at once; values are copied in bulk; a value that
 // lies wholly inside one fragment is materialized straight from it; the only
 // heap allocations are the values themselves and one attribute array per
@@ -448,21 +453,20 @@ public struct DataSourceReassembler: Sendable {
             resynchronizing = true
             return
         }
-        switch head.request.subject {
-        case .notification:
+        if head.request.commandID == .getNotificationAttributes {
             if matched == 4 {
                 reportUIDMismatch(handler)
             } else {
                 phase = .collectingUID(received: matched)
             }
-        case .app(let identifier):
-            fail(.wrongAppIdentifier(expected: identifier), at: position, handler)
+        } else {
+            fail(DecodingError(wrongAppIdentifier: Array(header[1..<(header.count - 1)]), at: position), handler)
             if byte == 0 { startTuples(handler) } else { phase = .skippingAppIdentifier }
         }
     }
 
     private mutating func reportUIDMismatch(_ handler: (ReassemblyEvent) -> Void) {
-        if case .notification(let expected) = current!.request.subject {
+        if current?.request.commandID == .getNotificationAttributes, let expected = current?.request.notificationUID {
             fail(.wrongNotificationUID(expected: expected, actual: NotificationUID(receivedUID)), at: 1, handler)
         }
         startTuples(handler)
@@ -486,6 +490,7 @@ public struct DataSourceReassembler: Sendable {
         if tupleCount == 0 { completeResponse(handler) } else { phase = .tupleID }
     }
 
+    @inline(never)
     private mutating func store(id: UInt8, _ value: AttributeValue) {
         guard !failed, current?.abandoned == false else { return }
         if currentIsApp {
@@ -495,6 +500,7 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
+    @inline(never)
     private mutating func finishTuple(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex += 1
         if tupleIndex == currentTuples.count {
@@ -504,15 +510,15 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
+    @inline(never)
     private mutating func completeResponse(_ handler: (ReassemblyEvent) -> Void) {
         let finished = current!
         if !failed && !finished.abandoned {
-            switch finished.request.subject {
-            case .notification(let uid):
-                let response = NotificationAttributesResponse(notificationUID: uid, attributes: notificationAttributes)
+            if finished.request.commandID == .getNotificationAttributes {
+                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: notificationAttributes)
                 notificationAttributes = []
                 handler(.response(finished.id, .notificationAttributes(response)))
-            case .app:
+            } else {
                 let header = finished.request.header
                 let response = AppAttributesResponse(appIdentifierBytes: Array(header[1..<(header.count - 1)]), attributes: appAttributes)
                 appAttributes = []
@@ -524,10 +530,15 @@ public struct DataSourceReassembler: Sendable {
 
     /// Fails the current request once; the rest of its response is framed and dropped.
     private mutating func fail(_ reason: DecodingError.Reason, at offset: Int, _ handler: (ReassemblyEvent) -> Void) {
+        fail(DecodingError(reason, at: offset), handler)
+    }
+
+    @inline(never)
+    private mutating func fail(_ error: DecodingError, _ handler: (ReassemblyEvent) -> Void) {
         guard !failed, let current else { return }
         failed = true
         if !current.abandoned {
-            handler(.failed(current.id, DecodingError(reason, at: offset)))
+            handler(.failed(current.id, error))
         }
     }
 

@@ -15,14 +15,23 @@ public struct DataSourceRequest: Hashable, Sendable {
         var maxLength: Int?
     }
 
-    public let subject: Subject
+    /// Whom the response is about (for an app, its AppIdentifier decoded
+    /// leniently; the request itself keeps and matches the exact bytes).
+    public var subject: Subject {
+        if commandID == .getAppAttributes {
+            return .app(String(decoding: header[1..<(header.count - 1)], as: UTF8.self))
+        }
+        return .notification(notificationUID)
+    }
     public let commandID: CommandID
+    /// The NotificationUID asked for (0 for Get App Attributes).
+    let notificationUID: NotificationUID
     /// CommandID and NotificationUID, or CommandID, AppIdentifier and NUL.
     let header: [UInt8]
     let tuples: [ExpectedTuple]
 
     public init(_ command: GetNotificationAttributes) {
-        subject = .notification(command.notificationUID)
+        notificationUID = command.notificationUID
         commandID = .getNotificationAttributes
         var header: [UInt8] = [CommandID.getNotificationAttributes.rawValue]
         appendUInt32LE(command.notificationUID.rawValue, to: &header)
@@ -31,7 +40,7 @@ public struct DataSourceRequest: Hashable, Sendable {
     }
 
     public init(_ command: GetAppAttributes) {
-        subject = .app(command.appIdentifier)
+        notificationUID = NotificationUID(0)
         commandID = .getAppAttributes
         var header: [UInt8] = [CommandID.getAppAttributes.rawValue]
         header.append(contentsOf: command.appIdentifierBytes)
