@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@Suite("D-Bus over libdbus, against a private dbus-daemon")
+@Suite("D-Bus over libdbus, against a private dbus-daemon", .timeLimit(.minutes(2)))
 struct DBusConnectionTests {
     /// The shapes BlueZ sends: GetManagedObjects' a{oa{sa{sv}}}, byte arrays
     /// (empty too), object paths, nested variants, structs, every integer.
@@ -74,12 +74,11 @@ struct DBusConnectionTests {
         let server = try bus.connect()
         let client = try bus.connect()
         server.export("/test/silent") { _ in }  // never replies
-        let start = ContinuousClock.now
+        // The call's own timeout ends it with NoReply (a hang would hit the suite's time limit).
         let error = await #expect(throws: DBusError.self) {
             _ = try await client.call(destination: server.uniqueName, path: "/test/silent", interface: "t.T", member: "Wait", timeout: .milliseconds(200))
         }
         #expect(error?.name == "org.freedesktop.DBus.Error.NoReply")
-        #expect(ContinuousClock.now - start < .seconds(10))
 
         let task = Task {
             try await client.call(destination: server.uniqueName, path: "/test/silent", interface: "t.T", member: "Wait", timeout: .seconds(60))
