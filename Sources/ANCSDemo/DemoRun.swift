@@ -292,7 +292,7 @@ public final class DemoRun: @unchecked Sendable {
             if let identifier = response[.appIdentifier]?.string {
                 appName = try? await consumer.fetchAppAttributes(identifier)[.displayName]?.string
             }
-            guard let model = await consumer.notifications[uid] else { return nil }
+            guard let model = await consumer.notification(uid) else { return nil }
             models[uid] = model
             return DisplayedNotification(notification: model, appName: appName)
         } catch {

@@ -107,6 +107,8 @@ public actor ConsumerClient {
 
     /// The session's live notifications by UID (empty outside a session).
     public var notifications: [NotificationUID: ConsumerNotification] { driver.engine.notifications }
+    /// One live notification of the session.
+    public func notification(_ uid: NotificationUID) -> ConsumerNotification? { driver.engine.notification(uid) }
     /// App attributes fetched in this session, by AppIdentifier.
     public var appAttributes: [String: AppAttributesResponse] { driver.engine.appAttributes }
     public var isInSession: Bool { driver.engine.isInSession }

@@ -267,7 +267,7 @@ public struct ConsumerDriver<Waiter> {
         guard displayed[uid] != nil else { return }  // removed, or the session ended
         switch result {
         case .success:
-            if let display, display.appNames, let appIdentifier = engine.notifications[uid]?.appIdentifier,
+            if let display, display.appNames, let appIdentifier = engine.notification(uid)?.appIdentifier,
                engine.cachedApp(appIdentifier) == nil {
                 names.append((uid, appIdentifier))
             } else {
@@ -284,7 +284,7 @@ public struct ConsumerDriver<Waiter> {
 
     /// Tells `.ready` (or `.updated`) for a notification still in the model.
     mutating func showIfStillLive(_ uid: NotificationUID, into outputs: inout [Output]) {
-        guard let shown = displayed[uid], let notification = engine.notifications[uid] else { return }
+        guard let shown = displayed[uid], let notification = engine.notification(uid) else { return }
         displayed[uid] = true
         var appName: String?
         if let appIdentifier = notification.appIdentifier { appName = engine.displayName(of: appIdentifier)?.string.nonEmpty }
