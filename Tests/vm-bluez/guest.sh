@@ -14,8 +14,9 @@ $VENV/bin/python $HERE/iphone.py > $OUT/iphone.log 2>&1 & PHONE=$!
 for i in $(seq 1 600); do [ -S /run/iphone.sock ] && break; sleep 0.1; done
 for i in $(seq 1 300); do dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Introspectable.Introspect >/dev/null 2>&1 && break; sleep 0.1; done
 echo "[guest] bluetoothd $($BTD --version) and the simulated iPhone are up (uptime $(cut -d' ' -f1 /proc/uptime)s)"
-$ANCS doctor > $OUT/doctor.txt 2>&1; echo "[guest] ancs doctor exit $?"; cat $OUT/doctor.txt
+$ANCS doctor > $OUT/doctor.txt 2>&1; DOCTOR=$?; echo "[guest] ancs doctor exit $DOCTOR"; cat $OUT/doctor.txt
 timeout 240 /usr/bin/python3 $HERE/check.py $ANCS $OUT; RC=$?
+[ $DOCTOR = 0 ] || { echo "[guest] FAIL: ancs doctor found a problem with a working bluetoothd"; RC=1; }
 timeout 200 /usr/bin/python3 $HERE/check_notify.py $ANCS $OUT $HERE || RC=1
 kill $PHONE $BTD_PID; sleep 0.5; kill $BTMON; wait 2>/dev/null
 echo "[guest] done rc=$RC uptime $(cut -d' ' -f1 /proc/uptime)s"
