@@ -28,7 +28,8 @@ let package = Package(
         // The demo's phone, its notifications and what the accessory shows.
         .target(name: "ANCSDemo", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation"]),
         // BlueZ over D-Bus (Linux).
-        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        // libdbus-1, loaded at run time (no headers or -dev package to build).
+        .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime", "CDBus"]),
         // Bumble (Python, any OS, USB/UART dongles and virtual controllers)
         // through a host process speaking a line protocol (Host/PROTOCOL.md).

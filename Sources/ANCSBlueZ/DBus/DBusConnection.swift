@@ -125,17 +125,23 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// Connects and registers on the bus (blocking, a few milliseconds).
     public init(_ bus: Bus) throws(DBusError) {
+        // libdbus is the system's, loaded now: a build needs no D-Bus headers.
+        var reason = [CChar](repeating: 0, count: 512)
+        guard cdbus_load(&reason, reason.count) == 1 else {
+            let text = reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            throw DBusError(name: "org.freedesktop.DBus.Error.NotSupported", message: text)
+        }
         var error = CDBus.DBusError()
-        dbus_error_init(&error)
+        cdbus_error_init(&error)
         let connection: OpaquePointer?
         switch bus {
-        case .system: connection = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
-        case .session: connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
+        case .system: connection = cdbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
+        case .session: connection = cdbus_bus_get_private(DBUS_BUS_SESSION, &error)
         case .address(let address):
-            connection = dbus_connection_open_private(address, &error)
-            if let connection, dbus_bus_register(connection, &error) == 0 {
-                dbus_connection_close(connection)
-                dbus_connection_unref(connection)
+            connection = cdbus_connection_open_private(address, &error)
+            if let connection, cdbus_bus_register(connection, &error) == 0 {
+                cdbus_connection_close(connection)
+                cdbus_connection_unref(connection)
                 throw Self.take(&error, "registering on \(address)")
             }
         }
@@ -148,13 +154,13 @@ public final class DBusConnection: @unchecked Sendable {
             }
             throw Self.take(&error, "connecting to \(what)")
         }
-        dbus_connection_set_exit_on_disconnect(connection, 0)
+        cdbus_connection_set_exit_on_disconnect(connection, 0)
         raw = connection
-        uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
+        uniqueName = cdbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
-            dbus_connection_close(connection)
-            dbus_connection_unref(connection)
+            cdbus_connection_close(connection)
+            cdbus_connection_unref(connection)
             throw DBusError(name: "org.freedesktop.DBus.Error.NoMemory", message: "pipe: \(String(cString: strerror(errno)))")
         }
         wakeRead = fds[0]
@@ -167,7 +173,7 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     private static func take(_ error: inout CDBus.DBusError, _ context: String) -> DBusError {
-        defer { dbus_error_free(&error) }
+        defer { cdbus_error_free(&error) }
         let name = error.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
         let message = error.message.map { String(cString: $0) } ?? ""
         return DBusError(name: name, message: "\(context): \(message)")
@@ -259,11 +265,11 @@ public final class DBusConnection: @unchecked Sendable {
             complete(.failure(DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "\(what): not an object path")))
             return
         }
-        guard let message = dbus_message_new_method_call(destination, path, interface, member) else {
+        guard let message = cdbus_message_new_method_call(destination, path, interface, member) else {
             complete(.failure(DBusError(name: "org.freedesktop.DBus.Error.NoMemory", message: what)))
             return
         }
-        defer { dbus_message_unref(message) }
+        defer { cdbus_message_unref(message) }
         do {
             try DBusMarshal.append(arguments, to: message)
         } catch {
@@ -271,7 +277,7 @@ public final class DBusConnection: @unchecked Sendable {
             return
         }
         var serial: UInt32 = 0
-        guard dbus_connection_send(raw, message, &serial) != 0 else {
+        guard cdbus_connection_send(raw, message, &serial) != 0 else {
             complete(.failure(DBusError(name: "org.freedesktop.DBus.Error.NoMemory", message: what)))
             return
         }
@@ -316,10 +322,10 @@ public final class DBusConnection: @unchecked Sendable {
     /// Emits a signal.
     public func emit(path: String, interface: String, member: String, _ arguments: [DBusValue] = []) {
         _ = submit { connection in
-            guard let message = dbus_message_new_signal(path, interface, member) else { return }
-            defer { dbus_message_unref(message) }
+            guard let message = cdbus_message_new_signal(path, interface, member) else { return }
+            defer { cdbus_message_unref(message) }
             guard (try? DBusMarshal.append(arguments, to: message)) != nil else { return }
-            dbus_connection_send(connection.raw, message, nil)
+            cdbus_connection_send(connection.raw, message, nil)
         }
     }
 
@@ -347,7 +353,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     private func loop() {
         var descriptor: Int32 = -1
-        dbus_connection_get_unix_fd(raw, &descriptor)
+        cdbus_connection_get_unix_fd(raw, &descriptor)
         while true {
             let (work, stop) = inbox.withLock { inbox -> ([@Sendable (DBusConnection) -> Void], Bool) in
                 defer { inbox.work.removeAll() }
@@ -355,9 +361,9 @@ public final class DBusConnection: @unchecked Sendable {
             }
             for item in work { item(self) }
             if stop { break }
-            dbus_connection_flush(raw)
+            cdbus_connection_flush(raw)
             drainIncoming()
-            if dbus_connection_get_is_connected(raw) == 0 { break }
+            if cdbus_connection_get_is_connected(raw) == 0 { break }
             expireCalls()
 
             var timeoutMS: Int32 = 1000
@@ -370,7 +376,7 @@ public final class DBusConnection: @unchecked Sendable {
             var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             _ = poll(&fds, 2, timeoutMS)
-            if fds[0].revents != 0 { dbus_connection_read_write(raw, 0) }
+            if fds[0].revents != 0 { cdbus_connection_read_write(raw, 0) }
             if fds[1].revents != 0 {
                 var buffer = [UInt8](repeating: 0, count: 256)
                 while read(wakeRead, &buffer, buffer.count) > 0 {}
@@ -380,10 +386,10 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     private func drainIncoming() {
-        while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
-            guard let message = dbus_connection_pop_message(raw) else { break }
+        while cdbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
+            guard let message = cdbus_connection_pop_message(raw) else { break }
             handle(message)
-            dbus_message_unref(message)
+            cdbus_message_unref(message)
         }
     }
 
@@ -396,41 +402,41 @@ public final class DBusConnection: @unchecked Sendable {
 
     private func handle(_ message: OpaquePointer) {
         func text(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
-        switch dbus_message_get_type(message) {
+        switch cdbus_message_get_type(message) {
         case DBusMessageType.methodReturn, DBusMessageType.error:
-            guard let token = owner.tokenBySerial[dbus_message_get_reply_serial(message)] else { return }
+            guard let token = owner.tokenBySerial[cdbus_message_get_reply_serial(message)] else { return }
             let arguments = DBusMarshal.arguments(of: message)
-            if dbus_message_get_type(message) == DBusMessageType.error {
-                let name = text(dbus_message_get_error_name(message))
+            if cdbus_message_get_type(message) == DBusMessageType.error {
+                let name = text(cdbus_message_get_error_name(message))
                 finishCall(token, .failure(DBusError(name: name, message: arguments.first?.string ?? "")))
             } else {
                 finishCall(token, .success(arguments))
             }
         case DBusMessageType.signal:
-            let signal = DBusSignal(sender: text(dbus_message_get_sender(message)), path: text(dbus_message_get_path(message)),
-                                    interface: text(dbus_message_get_interface(message)), member: text(dbus_message_get_member(message)),
+            let signal = DBusSignal(sender: text(cdbus_message_get_sender(message)), path: text(cdbus_message_get_path(message)),
+                                    interface: text(cdbus_message_get_interface(message)), member: text(cdbus_message_get_member(message)),
                                     arguments: DBusMarshal.arguments(of: message))
             for (_, subscription) in owner.subscriptions.sorted(by: { $0.key < $1.key })
             where subscription.rules.contains(where: { $0.matches(signal) }) {
                 subscription.sink.yield(signal)
             }
         case DBusMessageType.methodCall:
-            let path = text(dbus_message_get_path(message))
-            let noReply = dbus_message_get_no_reply(message) != 0
-            dbus_message_ref(message)
+            let path = text(cdbus_message_get_path(message))
+            let noReply = cdbus_message_get_no_reply(message) != 0
+            cdbus_message_ref(message)
             let box = MessageBox(message)
             let call = DBusIncomingCall(
-                sender: text(dbus_message_get_sender(message)), path: path,
-                interface: text(dbus_message_get_interface(message)), member: text(dbus_message_get_member(message)),
+                sender: text(cdbus_message_get_sender(message)), path: path,
+                interface: text(cdbus_message_get_interface(message)), member: text(cdbus_message_get_member(message)),
                 arguments: DBusMarshal.arguments(of: message),
                 respond: { [weak self] result in
                     guard let self else { return }
                     let accepted = self.submit { connection in
                         guard let message = box.take() else { return }
-                        defer { dbus_message_unref(message) }
+                        defer { cdbus_message_unref(message) }
                         if !noReply { connection.sendReply(to: message, result) }
                     }
-                    if !accepted, let message = box.take() { dbus_message_unref(message) }
+                    if !accepted, let message = box.take() { cdbus_message_unref(message) }
                 })
             if let handler = owner.exports[path] {
                 handler(call)
@@ -446,18 +452,18 @@ public final class DBusConnection: @unchecked Sendable {
         let reply: OpaquePointer?
         switch result {
         case .success(let values):
-            reply = dbus_message_new_method_return(call)
+            reply = cdbus_message_new_method_return(call)
             if let reply, (try? DBusMarshal.append(values, to: reply)) == nil {
-                dbus_message_unref(reply)
+                cdbus_message_unref(reply)
                 sendReply(to: call, .failure(DBusError(name: "org.freedesktop.DBus.Error.Failed", message: "reply could not be encoded")))
                 return
             }
         case .failure(let error):
-            reply = dbus_message_new_error(call, error.name, error.message)
+            reply = cdbus_message_new_error(call, error.name, error.message)
         }
         guard let reply else { return }
-        dbus_connection_send(raw, reply, nil)
-        dbus_message_unref(reply)
+        cdbus_connection_send(raw, reply, nil)
+        cdbus_message_unref(reply)
     }
 
     private func shutDown() {
@@ -471,8 +477,8 @@ public final class DBusConnection: @unchecked Sendable {
         for (_, subscription) in owner.subscriptions { subscription.sink.finish() }
         owner.subscriptions.removeAll()
         owner.exports.removeAll()
-        dbus_connection_close(raw)
-        dbus_connection_unref(raw)
+        cdbus_connection_close(raw)
+        cdbus_connection_unref(raw)
         Glibc.close(wakeRead)
         Glibc.close(wakeWrite)
     }

@@ -40,7 +40,7 @@ struct DBusMarshalError: Error {
 enum DBusMarshal {
     static func append(_ values: [DBusValue], to message: OpaquePointer) throws(DBusMarshalError) {
         var iterator = DBusMessageIter()
-        dbus_message_iter_init_append(message, &iterator)
+        cdbus_message_iter_init_append(message, &iterator)
         for value in values {
             try append(value, to: &iterator)
         }
@@ -49,7 +49,7 @@ enum DBusMarshal {
     static func append(_ value: DBusValue, to iterator: inout DBusMessageIter) throws(DBusMarshalError) {
         func basic<T: BitwiseCopyable>(_ type: Int32, _ v: T) throws(DBusMarshalError) {
             var copy = v
-            guard dbus_message_iter_append_basic(&iterator, type, &copy) != 0 else {
+            guard cdbus_message_iter_append_basic(&iterator, type, &copy) != 0 else {
                 throw DBusMarshalError(message: "cannot append a value of type \(Character(Unicode.Scalar(UInt8(type))))")
             }
         }
@@ -58,7 +58,7 @@ enum DBusMarshal {
             if type == DBusType.objectPath, !isObjectPath(s) { throw DBusMarshalError(message: "not an object path: \(s.debugDescription)") }
             let ok = s.withCString { pointer -> Bool in
                 var p: UnsafePointer<CChar>? = pointer
-                return dbus_message_iter_append_basic(&iterator, type, &p) != 0
+                return cdbus_message_iter_append_basic(&iterator, type, &p) != 0
             }
             guard ok else { throw DBusMarshalError(message: "cannot append \(s.debugDescription)") }
         }
@@ -66,18 +66,18 @@ enum DBusMarshal {
             var sub = DBusMessageIter()
             let opened: Bool
             if let signature {
-                opened = signature.withCString { dbus_message_iter_open_container(&iterator, type, $0, &sub) != 0 }
+                opened = signature.withCString { cdbus_message_iter_open_container(&iterator, type, $0, &sub) != 0 }
             } else {
-                opened = dbus_message_iter_open_container(&iterator, type, nil, &sub) != 0
+                opened = cdbus_message_iter_open_container(&iterator, type, nil, &sub) != 0
             }
             guard opened else { throw DBusMarshalError(message: "cannot open a container \(signature ?? "")") }
             do {
                 try body(&sub)
             } catch {
-                dbus_message_iter_abandon_container(&iterator, &sub)
+                cdbus_message_iter_abandon_container(&iterator, &sub)
                 throw error
             }
-            guard dbus_message_iter_close_container(&iterator, &sub) != 0 else { throw DBusMarshalError(message: "out of memory") }
+            guard cdbus_message_iter_close_container(&iterator, &sub) != 0 else { throw DBusMarshalError(message: "out of memory") }
         }
         switch value {
         case .byte(let v): try basic(DBusType.byte, v)
@@ -97,7 +97,7 @@ enum DBusMarshal {
                 let ok = bytes.withUnsafeBufferPointer { buffer -> Bool in
                     var pointer = buffer.baseAddress ?? UnsafePointer<UInt8>(bitPattern: 1)!
                     return withUnsafeMutablePointer(to: &pointer) {
-                        dbus_message_iter_append_fixed_array(&sub, DBusType.byte, $0, Int32(buffer.count)) != 0
+                        cdbus_message_iter_append_fixed_array(&sub, DBusType.byte, $0, Int32(buffer.count)) != 0
                     }
                 }
                 if !ok { throw DBusMarshalError(message: "cannot append \(bytes.count) bytes") }
@@ -116,12 +116,12 @@ enum DBusMarshal {
                         throw DBusMarshalError(message: "dictionary a{\(key)\(valueSignature)} holds {\(entry.key.signature)\(entry.value.signature)}")
                     }
                     var entryIterator = DBusMessageIter()
-                    guard dbus_message_iter_open_container(&sub, DBusType.dictEntry, nil, &entryIterator) != 0 else {
+                    guard cdbus_message_iter_open_container(&sub, DBusType.dictEntry, nil, &entryIterator) != 0 else {
                         throw DBusMarshalError(message: "out of memory")
                     }
                     try append(entry.key, to: &entryIterator)
                     try append(entry.value, to: &entryIterator)
-                    dbus_message_iter_close_container(&sub, &entryIterator)
+                    cdbus_message_iter_close_container(&sub, &entryIterator)
                 }
             }
         case .structure(let members):
@@ -155,25 +155,25 @@ enum DBusMarshal {
 
     static func arguments(of message: OpaquePointer) -> [DBusValue] {
         var iterator = DBusMessageIter()
-        guard dbus_message_iter_init(message, &iterator) != 0 else { return [] }
+        guard cdbus_message_iter_init(message, &iterator) != 0 else { return [] }
         var values: [DBusValue] = []
         repeat {
             guard let value = read(&iterator) else { break }
             values.append(value)
-        } while dbus_message_iter_next(&iterator) != 0
+        } while cdbus_message_iter_next(&iterator) != 0
         return values
     }
 
     static func signature(of iterator: inout DBusMessageIter) -> String {
-        guard let pointer = dbus_message_iter_get_signature(&iterator) else { return "" }
-        defer { dbus_free(pointer) }
+        guard let pointer = cdbus_message_iter_get_signature(&iterator) else { return "" }
+        defer { cdbus_free(pointer) }
         return String(cString: pointer)
     }
 
     static func read(_ iterator: inout DBusMessageIter) -> DBusValue? {
-        let type = dbus_message_iter_get_arg_type(&iterator)
+        let type = cdbus_message_iter_get_arg_type(&iterator)
         var basic = DBusBasicValue()
-        func getBasic() { dbus_message_iter_get_basic(&iterator, &basic) }
+        func getBasic() { cdbus_message_iter_get_basic(&iterator, &basic) }
         switch type {
         case DBusType.invalid: return nil
         case DBusType.byte: getBasic(); return .byte(basic.byt)
@@ -192,21 +192,21 @@ enum DBusMarshal {
             return type == DBusType.string ? .string(s) : type == DBusType.objectPath ? .objectPath(s) : .signature(s)
         case DBusType.variant:
             var sub = DBusMessageIter()
-            dbus_message_iter_recurse(&iterator, &sub)
+            cdbus_message_iter_recurse(&iterator, &sub)
             return read(&sub).map { .variant($0) }
         case DBusType.structure:
             var sub = DBusMessageIter()
-            dbus_message_iter_recurse(&iterator, &sub)
+            cdbus_message_iter_recurse(&iterator, &sub)
             return .structure(readAll(&sub))
         case DBusType.array:
             let full = signature(of: &iterator)
             let element = String(full.dropFirst())
             var sub = DBusMessageIter()
-            dbus_message_iter_recurse(&iterator, &sub)
+            cdbus_message_iter_recurse(&iterator, &sub)
             if element == "y" {
                 var pointer: UnsafeMutableRawPointer?
                 var count: Int32 = 0
-                withUnsafeMutablePointer(to: &pointer) { dbus_message_iter_get_fixed_array(&sub, $0, &count) }
+                withUnsafeMutablePointer(to: &pointer) { cdbus_message_iter_get_fixed_array(&sub, $0, &count) }
                 guard let pointer, count > 0 else { return .bytes([]) }
                 return .bytes(Array(UnsafeBufferPointer(start: pointer.assumingMemoryBound(to: UInt8.self), count: Int(count))))
             }
@@ -215,12 +215,12 @@ enum DBusMarshal {
                 let keySignature = String(inner.prefix(1))
                 let valueSignature = String(inner.dropFirst())
                 var entries: [DBusDictEntry] = []
-                while dbus_message_iter_get_arg_type(&sub) == DBusType.dictEntry {
+                while cdbus_message_iter_get_arg_type(&sub) == DBusType.dictEntry {
                     var entryIterator = DBusMessageIter()
-                    dbus_message_iter_recurse(&sub, &entryIterator)
+                    cdbus_message_iter_recurse(&sub, &entryIterator)
                     let pair = readAll(&entryIterator)
                     if pair.count == 2 { entries.append(DBusDictEntry(pair[0], pair[1])) }
-                    dbus_message_iter_next(&sub)
+                    cdbus_message_iter_next(&sub)
                 }
                 return .dictionary(key: keySignature, value: valueSignature, entries)
             }
@@ -232,9 +232,9 @@ enum DBusMarshal {
 
     static func readAll(_ iterator: inout DBusMessageIter) -> [DBusValue] {
         var values: [DBusValue] = []
-        while dbus_message_iter_get_arg_type(&iterator) != DBusType.invalid {
+        while cdbus_message_iter_get_arg_type(&iterator) != DBusType.invalid {
             if let value = read(&iterator) { values.append(value) }
-            dbus_message_iter_next(&iterator)
+            cdbus_message_iter_next(&iterator)
         }
         return values
     }
