@@ -93,3 +93,31 @@ public enum ConsumerClientEvent: Hashable, Sendable {
     /// not shown; the session goes on).
     case displayFailed(NotificationUID, ConsumerError)
 }
+
+/// Tells which notifications a new session only announces again: after a
+/// reconnection or Service Changed the phone announces everything it still
+/// has as PreExisting, under the same UIDs (spec: "Sessions"), and a
+/// display that already showed them should not show them twice.
+///
+/// A notification is a replay when it is PreExisting and was shown in the
+/// previous session with the same UID, app, title and date. Memory is
+/// bounded by two sessions' notifications.
+public struct PreExistingReplays: Sendable {
+    private var previous: Set<String> = []
+    private var current: Set<String> = []
+
+    public init() {}
+
+    /// A new session starts: what was shown so far becomes "previous".
+    public mutating func sessionStarted() {
+        previous = current
+        current = []
+    }
+
+    /// Records `shown`; true if it only repeats what the previous session showed.
+    public mutating func isReplay(_ shown: DisplayedNotification) -> Bool {
+        let identity = "\(shown.uid.rawValue)|\(shown.appIdentifier ?? "")|\(shown.title ?? "")|\(shown.notification[.date]?.string ?? "")"
+        current.insert(identity)
+        return shown.notification.isPreExisting && previous.contains(identity)
+    }
+}

@@ -16,8 +16,8 @@ final class ConsumerView: @unchecked Sendable {
     let json: Bool
     let start = ContinuousClock.now
     private let lock = NSLock()
-    /// Every notification shown since the program started, by its identity.
-    private var seen: Set<String> = []
+    /// What the previous session showed, so a reconnection's replays are not shown twice.
+    private var replays = PreExistingReplays()
     private var titles: [NotificationUID: String] = [:]
     /// Requests typed by the person, numbered in order.
     private var requests: UInt32 = 0
@@ -42,10 +42,8 @@ final class ConsumerView: @unchecked Sendable {
             consumer(event)
         case .ready(let shown):
             if let title = shown.title { titles[shown.uid] = title }
-            let identity = "\(shown.uid.rawValue)|\(shown.appIdentifier ?? "")|\(shown.title ?? "")|\(shown.notification[.date]?.string ?? "")"
             // A reconnection announces everything again as PreExisting: show each once.
-            if shown.notification.isPreExisting && seen.contains(identity) { return }
-            seen.insert(identity)
+            if replays.isReplay(shown) { return }
             line(DemoRun.describe(shown) + " · uid \(shown.uid.rawValue)")
             onShow?(shown)
         case .updated(let shown):
@@ -59,6 +57,7 @@ final class ConsumerView: @unchecked Sendable {
     private func consumer(_ event: ConsumerEvent) {
         switch event {
         case .sessionStarted:
+            replays.sessionStarted()
             line("── session started")
         case .sessionEnded(let reason):
             line("── session ended (\(reason))")
