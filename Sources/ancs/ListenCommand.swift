@@ -66,7 +66,7 @@ struct ListenCommand: AsyncParsableCommand {
         var configuration = ConsumerConfiguration()
         configuration.requestTimeout = .seconds(35)
         let client = ConsumerClient(transport: link.transport, configuration: configuration,
-                                    display: DisplayPolicy(attributes: Self.displayAttributes))
+                                    display: .standard)
         var desktop: DesktopNotifications?
         if notify {
             do {
@@ -122,16 +122,6 @@ struct ListenCommand: AsyncParsableCommand {
             throw CommandFailure("listen: \(failure)")
         }
     }
-
-    static let displayAttributes: [NotificationAttributeRequest] = [
-        NotificationAttributeRequest(.appIdentifier),
-        NotificationAttributeRequest(.title, maxLength: 64),
-        NotificationAttributeRequest(.subtitle, maxLength: 64),
-        NotificationAttributeRequest(.message, maxLength: 240),
-        NotificationAttributeRequest(.date),
-        NotificationAttributeRequest(.positiveActionLabel),
-        NotificationAttributeRequest(.negativeActionLabel),
-    ]
 
     /// Everything, long values whole (up to the engine's limit).
     static let allAttributes: [NotificationAttributeRequest] = [
