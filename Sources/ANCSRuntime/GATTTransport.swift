@@ -79,21 +79,24 @@ public enum GATTClientEvent: Hashable, Sendable {
 /// (`InterfacesRemoved`) or coming back (`InterfacesAdded`, once its
 /// characteristics are there); `linkDown` follows `Connected` going false.
 ///
-/// **Bumble (a Python host process, line protocol):** the host does the
-/// connection, pairing, discovery and CCCD writes with `bumble.gatt_client`
-/// and prints one line per event (`link-up 185`, `notify ds <hex>`, ...), in
+/// **Bumble (`ANCSBumble`, a Python host process):** the host does the
+/// connection, pairing, discovery and CCCD writes and prints one line per
+/// event (`link-up <mtu> <peer> <enc> <bonded>`, `notify ds <hex>`, ...), in
 /// the order its event loop saw them. Each operation is a request line with
-/// an id; the reply line carries `ok`, `att 0xNN` (from Bumble's
-/// `ProtocolError.error_code`) or `failed` (→ `.transportFailure`).
+/// an id; its `result <id>` line carries `ok`, `att 0xNN` or `failed`
+/// (→ `.transportFailure`). The protocol: `Sources/ANCSBumble/Host/PROTOCOL.md`.
 ///
 /// Rules for an implementation:
 /// - `events` is iterated by one task, once; notifications stay in arrival
 ///   order relative to each other and to `linkUp`/`linkDown`. It finishes
 ///   normally when the transport is closed on purpose, and throws the cause
 ///   when the stack or host process dies.
-/// - The runtime issues operations one at a time (ATT allows one request in
-///   flight). Each returns exactly once; on link loss, and when the calling
-///   task is cancelled, with `.transportFailure`.
+/// - The runtime issues operations one at a time within a session (ATT
+///   allows one request in flight); an operation of an ended session may
+///   still be pending when the next session's first one comes, so an
+///   adapter serializes its ATT requests itself. Each returns exactly once;
+///   on link loss, and when the calling task is cancelled, with
+///   `.transportFailure`.
 public protocol GATTClientTransport: Sendable {
     var events: AsyncThrowingStream<GATTClientEvent, any Error> { get }
     /// Enables notifications (writes the CCCD); BlueZ `StartNotify`.
@@ -135,13 +138,13 @@ public enum GATTServerEvent: Sendable {
 /// `AcquireNotify` socket) that goes to every subscribed client: exact
 /// with one consumer connected, which is how an NP on BlueZ is used.
 ///
-/// **Bumble (a Python host process, line protocol):** the host publishes the
-/// service with `bumble.gatt.Service` and prints `connected <handle> <mtu>`,
-/// `subscription <handle> ns on`, `write <handle> <id> <hex>`. The Control
-/// Point's write handler is a coroutine awaiting the `reply <id> ok` or
-/// `reply <id> att 0xA2` line and raising `ATT_Error(0xA2)` for the latter,
-/// so the exact ANCS code reaches the consumer. `notify` is a
-/// `notify <handle> ds <hex>` line, sent with `Device.notify_subscriber`.
+/// **Bumble (`ANCSBumble`, a Python host process):** the host publishes the
+/// service and prints `connected <conn> <mtu> <peer> <enc> <bonded>`,
+/// subscription and `write <conn> <id> <hex>` lines. The Control Point's
+/// write handler waits for the `reply <id> ok` or `reply <id> att 0xA2` line
+/// and answers with that ATT error, so the exact ANCS code reaches the
+/// consumer. `notify` is a `notify <id> <conn> ds <hex>` line answered by
+/// `notified <id> ok|failed`. The protocol: `Sources/ANCSBumble/Host/PROTOCOL.md`.
 ///
 /// Rules for an implementation: `events` is iterated by one task, once, and
 /// finishes normally when the transport is closed on purpose, throwing the
