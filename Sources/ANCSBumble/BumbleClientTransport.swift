@@ -28,23 +28,12 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
     /// Starts the host (`consume`); it then looks for the NP on its own.
     public static func start(_ options: BumbleHostOptions, environment: BumbleEnvironment? = nil,
                              progress: @Sendable (String) -> Void = { _ in }) async throws(TransportError) -> BumbleClientTransport {
-        let resolved: BumbleEnvironment
-        if let environment { resolved = environment } else { resolved = try await BumbleEnvironment.resolve(progress: progress) }
         let (events, sink) = AsyncThrowingStream<GATTClientEvent, any Error>.makeStream()
-        let handshake = Handshake(role: "consume")
         let operations = PendingTable<ATTResultLine>()
-        let router = LineRouter()
-        let host = try HostProcess(
-            python: resolved.python, script: resolved.script, role: "consume", arguments: options.arguments(role: "consume"),
-            onLine: { line in router.route(line) },
-            onExit: { error in
-                handshake.failed(error ?? TransportError("the Bumble host was closed"))
-                operations.close(with: .failed)
-                if let error { sink.finish(throwing: error) } else { sink.finish() }
-            })
-        router.handler = { line in
-            let fields = line.split(separator: " ")
-            if handshake.consume(line, fields: fields) { return }
+        let (host, ready) = try await HostProcess.launch(
+            role: "consume", options: options, environment: environment, progress: progress, sink: sink,
+            onExit: { operations.close(with: .failed) }
+        ) { line, fields, _ in
             guard let kind = fields.first else { return }
             switch kind {
             case "link-up":
@@ -76,15 +65,6 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
                 malformed(line)
             }
         }
-        router.start()
-        let ready: BumbleHostReady
-        do {
-            ready = try await handshake.wait(timeout: options.startTimeout)
-        } catch {
-            host.terminate()
-            throw error
-        }
-        sink.onTermination = { _ in host.close() }
         return BumbleClientTransport(host: host, ready: ready, events: events, operations: operations)
     }
 

@@ -34,34 +34,14 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     /// Starts the host (`serve`) and waits until it advertises.
     public static func start(_ options: BumbleHostOptions, environment: BumbleEnvironment? = nil,
                              progress: @Sendable (String) -> Void = { _ in }) async throws(TransportError) -> BumbleServerTransport {
-        let resolved: BumbleEnvironment
-        if let environment { resolved = environment } else { resolved = try await BumbleEnvironment.resolve(progress: progress) }
         let (events, sink) = AsyncThrowingStream<GATTServerEvent, any Error>.makeStream()
-        let handshake = Handshake(role: "serve")
         let notifications = PendingTable<String>()
-        let router = LineRouter()
-        let host = try HostProcess(
-            python: resolved.python, script: resolved.script, role: "serve", arguments: options.arguments(role: "serve"),
-            onLine: { line in router.route(line) },
-            onExit: { error in
-                handshake.failed(error ?? TransportError("the Bumble host was closed"))
-                notifications.close(with: "failed host-gone")
-                if let error { sink.finish(throwing: error) } else { sink.finish() }
-            })
-        router.handler = { line in
-            let fields = line.split(separator: " ")
-            if handshake.consume(line, fields: fields) { return }
+        let (host, ready) = try await HostProcess.launch(
+            role: "serve", options: options, environment: environment, progress: progress, sink: sink,
+            onExit: { notifications.close(with: "failed host-gone") }
+        ) { line, fields, host in
             BumbleServerTransport.handle(fields, line: line, sink: sink, notifications: notifications, host: host)
         }
-        router.start()
-        let ready: BumbleHostReady
-        do {
-            ready = try await handshake.wait(timeout: options.startTimeout)
-        } catch {
-            host.terminate()
-            throw error
-        }
-        sink.onTermination = { _ in host.close() }
         return BumbleServerTransport(host: host, ready: ready, events: events, notifications: notifications)
     }
 

@@ -179,3 +179,45 @@ final class Flag: Sendable {
     func set() { value.withLock { $0 = true } }
     var isSet: Bool { value.withLock { $0 } }
 }
+
+extension HostProcess {
+    /// Starts a host in `role` and waits for its handshake (the protocol
+    /// line, then `ready`). After the handshake every line goes to `handle`,
+    /// in order; when the host exits, `onExit` fails what still waits on it
+    /// and `sink` finishes, throwing the exit's error if it died. Finishing
+    /// `sink` from the other side closes the host.
+    static func launch<Event: Sendable>(
+        role: String, options: BumbleHostOptions, environment: BumbleEnvironment?,
+        progress: @Sendable (String) -> Void, sink: AsyncThrowingStream<Event, any Error>.Continuation,
+        onExit: @escaping @Sendable () -> Void,
+        handle: @escaping @Sendable (_ line: String, _ fields: [Substring], _ host: HostProcess) -> Void
+    ) async throws(TransportError) -> (HostProcess, BumbleHostReady) {
+        let resolved: BumbleEnvironment
+        if let environment { resolved = environment } else { resolved = try await BumbleEnvironment.resolve(progress: progress) }
+        let handshake = Handshake(role: role)
+        let router = LineRouter()
+        let host = try HostProcess(
+            python: resolved.python, script: resolved.script, role: role, arguments: options.arguments(role: role),
+            onLine: { line in router.route(line) },
+            onExit: { error in
+                handshake.failed(error ?? TransportError("the Bumble host was closed"))
+                onExit()
+                if let error { sink.finish(throwing: error) } else { sink.finish() }
+            })
+        router.handler = { line in
+            let fields = line.split(separator: " ")
+            if handshake.consume(line, fields: fields) { return }
+            handle(line, fields, host)
+        }
+        router.start()
+        let ready: BumbleHostReady
+        do {
+            ready = try await handshake.wait(timeout: options.startTimeout)
+        } catch {
+            host.terminate()
+            throw error
+        }
+        sink.onTermination = { _ in host.close() }
+        return (host, ready)
+    }
+}
