@@ -1,4 +1,5 @@
 import ANCS
+import ANCSFormat
 import ANCSRuntime
 
 /// How to start the Bumble host: which controller, as whom, with what.
@@ -147,16 +148,9 @@ func hexBytes(_ text: Substring) -> [UInt8]? {
     return bytes
 }
 
+/// Bytes as the line protocol writes them: lowercase hex, `-` for none.
 func hexString(_ bytes: [UInt8]) -> String {
-    if bytes.isEmpty { return "-" }
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        out.append(digits[Int(byte >> 4)])
-        out.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: out, as: UTF8.self)
+    bytes.isEmpty ? "-" : ANCSJSON.hex(bytes)
 }
 
 extension ANCSCharacteristic {
