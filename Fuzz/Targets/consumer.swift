@@ -16,9 +16,11 @@
 //      well-formed response, cut in MTU − 3 fragments (or b % 32 + 1 if b is
 //      odd; the last fragment dropped if b & 2)
 //
-// Invariants: no trap; one Control Point write at a time (a write whose
-// result never comes holds the link for one request timeout after it was
-// issued, or until the link drops); every request ends exactly once, and all of them by
+// Invariants: no trap; one Control Point write at a time, across sessions
+// on a link that stays up (a write whose result never comes holds the link
+// for one request timeout after it was issued, or until the link drops);
+// with eager attributes, ready at most once per notification and session
+// and only for a notification in the model, updated only after ready; every request ends exactly once, and all of them by
 // the end of their session; a successful fetch answers its request and
 // completes in the session it was made in, while it lasts (nothing of a
 // previous session survives); at a session's start and end the model and
@@ -49,6 +51,7 @@ func runConsumer(_ input: FuzzInput) {
     var inSession = false
     var epoch = 0
     var seen: Set<NotificationUID> = []
+    var shown: Set<NotificationUID> = []  // told ready in this session
     var submitted: [ConsumerRequestID: (command: ControlPointCommand, epoch: Int)] = [:]
     var ended: Set<ConsumerRequestID> = []
     var tokens: [WriteToken] = []
@@ -77,6 +80,7 @@ func runConsumer(_ input: FuzzInput) {
                 inSession = true
                 epoch += 1
                 seen = []
+                shown = []
                 check(consumer.notifications.isEmpty && consumer.appAttributes.isEmpty, "a new session starts empty")
             case .sessionEnded:
                 check(inSession, "session ended outside a session")
@@ -88,8 +92,10 @@ func runConsumer(_ input: FuzzInput) {
             case .added(let n), .modified(let n):
                 check(inSession, "\(event) outside a session")
                 seen.insert(n.uid)
+                if case .added = event { shown.remove(n.uid) }  // Added again: shown anew
             case .removed(let n):
                 check(inSession, "\(event) outside a session")
+                shown.remove(n.uid)
                 check(consumer.notifications[n.uid] == nil, "removed notification still in the model")
             case .attributes, .appAttributes:
                 check(inSession, "\(event) outside a session")
@@ -109,6 +115,16 @@ func runConsumer(_ input: FuzzInput) {
                 default:
                     check(false, "\(response) answers \(request.command)")
                 }
+            case .ready(let n, _):
+                check(inSession && consumer.notification(n.uid) != nil, "ready outside a session or for a notification not in the model")
+                check(!shown.contains(n.uid), "ready twice for \(n.uid) in one session")
+                check(!configuration.eagerAttributes.isEmpty, "ready without eager attributes")
+                shown.insert(n.uid)
+            case .updated(let n, _):
+                check(inSession && consumer.notification(n.uid) != nil, "updated outside a session or for a notification not in the model")
+                check(shown.contains(n.uid), "updated before ready for \(n.uid)")
+            case .displayFailed:
+                check(inSession, "displayFailed outside a session")
             case .unknownEvent, .protocolError, .dataSourceUnavailable:
                 break
             }

@@ -63,6 +63,14 @@ extension ANCSJSON {
             return .object([("event", .string("protocolError")), ("error", .string(error.description))])
         case .dataSourceUnavailable:
             return .object([("event", .string("dataSourceUnavailable"))])
+        case .ready(let n, let appName), .updated(let n, let appName):
+            guard case .object(var members) = notification(event.isReady ? "ready" : "updated", n) else { return .null }
+            if let appName {
+                members.append(("appName", includeContents ? .string(appName.string) : .object([("length", .integer(appName.count))])))
+            }
+            return .object(members)
+        case .displayFailed(let uid, let error):
+            return .object([("event", .string("displayFailed")), ("uid", .integer(Int(uid.rawValue))), ("error", .string(error.description))])
         }
     }
 
@@ -78,5 +86,12 @@ extension ANCSJSON {
         guard includeContents else { return [("length", .integer(value.count))] }
         guard case .object(let members) = attribute(id: .null, value: value, parse: parse) else { return [] }
         return Array(members.dropFirst())
+    }
+}
+
+extension ConsumerEvent {
+    var isReady: Bool {
+        if case .ready = self { return true }
+        return false
     }
 }

@@ -50,27 +50,24 @@ public struct ConsumerDriver<Waiter> {
         case displayFailed(NotificationUID, ConsumerError)
     }
 
-    /// Who waits for a request: the host's waiter, or the display policy.
-    enum Slot {
-        case host(Waiter)
-        case displayAttributes(NotificationUID)
-        case displayAppName(NotificationUID)
-    }
-
     public private(set) var engine: Consumer
-    /// Fetch what each notification needs to be shown, and tell `.ready`.
+    /// Fetch what each notification needs to be shown, and tell `.ready`:
+    /// the engine does it (its eager attributes), this names the policy.
     public let display: DisplayPolicy?
     var generation: UInt64 = 0
     var serial: UInt64 = 0
     var queue: [Operation] = []
     var inFlight: Operation?
-    var waiters: [ConsumerRequestID: Slot] = [:]
-    /// Notifications the display policy is working on or has shown, by UID:
-    /// true once shown.
-    var displayed: [NotificationUID: Bool] = [:]
+    var waiters: [ConsumerRequestID: Waiter] = [:]
     var finished = false
 
     public init(configuration: ConsumerConfiguration = .default, display: DisplayPolicy? = nil) {
+        var configuration = configuration
+        if let display {
+            configuration.eagerAttributes = display.attributes
+            configuration.eagerAppNames = display.appNames
+            configuration.refreshOnModified = display.refreshOnModified
+        }
         engine = Consumer(configuration: configuration)
         self.display = display
     }
@@ -78,9 +75,7 @@ public struct ConsumerDriver<Waiter> {
     /// The earliest request deadline: call `tick` then.
     public var nextDeadline: Timestamp? { engine.nextDeadline }
     /// The host's requests whose waiter has not been resumed yet.
-    public var waitingRequestCount: Int {
-        waiters.values.reduce(0) { count, slot in if case .host = slot { count + 1 } else { count } }
-    }
+    public var waitingRequestCount: Int { waiters.count }
     /// The operation the transport is working on, if any.
     public var operationInFlight: Operation? { inFlight }
 
@@ -114,7 +109,12 @@ public struct ConsumerDriver<Waiter> {
     public mutating func operationEnded(_ operation: Operation, _ result: ATTResult, at now: Timestamp) -> [Output] {
         var outputs: [Output] = []
         if inFlight?.serial == operation.serial { inFlight = nil }
-        if operation.generation == generation && !finished {
+        if operation.generation != generation, !finished, case .writeControlPoint = operation.kind, let token = operation.token {
+            // A write of a session that ended while the link stayed up: it
+            // answers nothing now, but the engine waits for it before the
+            // next write (ATT allows one at a time). Its token is unique.
+            outputs += perform(engine.writeCompleted(token, result, at: now), at: now, startNext: false)
+        } else if operation.generation == generation && !finished {
             switch operation.kind {
             case .subscribe(let characteristic):
                 outputs += perform(engine.subscriptionCompleted(characteristic, result, at: now), at: now, startNext: false)
@@ -139,13 +139,13 @@ public struct ConsumerDriver<Waiter> {
     ) -> (ConsumerRequestID?, [Output]) {
         guard !finished else { return (nil, [.resume(waiter, .failure(.notConnected))]) }
         let (id, actions) = request(&engine, now)
-        waiters[id] = .host(waiter)
+        waiters[id] = waiter
         return (id, perform(actions, at: now))
     }
 
     /// The waiter of `id` gave up: the request ends with `.cancelled`.
     public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp) -> [Output] {
-        guard case .host? = waiters[id] else { return [] }
+        guard waiters[id] != nil else { return [] }
         return perform(engine.cancel(id, at: now), at: now)
     }
 
@@ -171,11 +171,10 @@ public struct ConsumerDriver<Waiter> {
         queue.removeAll()
         // The engine has ended every request it knew; nothing may be left
         // waiting even if it had not.
-        for (_, slot) in waiters.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            if case .host(let waiter) = slot { outputs.append(.resume(waiter, .failure(.sessionEnded))) }
+        for (_, waiter) in waiters.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            outputs.append(.resume(waiter, .failure(.sessionEnded)))
         }
         waiters.removeAll()
-        displayed.removeAll()
         return outputs
     }
 
@@ -191,10 +190,6 @@ public struct ConsumerDriver<Waiter> {
 
     mutating func perform(_ actions: [ConsumerAction], at now: Timestamp, startNext shouldStart: Bool = true) -> [Output] {
         var outputs: [Output] = []
-        // Display fetches start after the actions that caused them, in order.
-        var toFetch: [NotificationUID] = []
-        var toName: [(NotificationUID, String)] = []
-        var toCancel: [NotificationUID] = []
         for action in actions {
             switch action {
             case .subscribe(let characteristic):
@@ -204,92 +199,19 @@ public struct ConsumerDriver<Waiter> {
             case .writeControlPoint(let bytes, let token):
                 enqueue(.writeControlPoint(bytes), token: token)
             case .emit(.completed(let id, let result)):
-                switch waiters.removeValue(forKey: id) {
-                case .host(let waiter)?:
-                    outputs.append(.resume(waiter, result))
-                case .displayAttributes(let uid)?:
-                    displayAttributesEnded(uid, result, into: &outputs, names: &toName)
-                case .displayAppName(let uid)?:
-                    showIfStillLive(uid, into: &outputs)
-                case nil:
-                    break
-                }
+                if let waiter = waiters.removeValue(forKey: id) { outputs.append(.resume(waiter, result)) }
+            case .emit(.ready(let notification, let appName)):
+                outputs.append(.ready(DisplayedNotification(notification: notification, appName: appName?.string.nonEmpty)))
+            case .emit(.updated(let notification, let appName)):
+                outputs.append(.updated(DisplayedNotification(notification: notification, appName: appName?.string.nonEmpty)))
+            case .emit(.displayFailed(let uid, let error)):
+                outputs.append(.displayFailed(uid, error))
             case .emit(let event):
                 outputs.append(.event(event))
-                guard let display else { break }
-                switch event {
-                case .added(let notification):
-                    displayed[notification.uid] = false
-                    toFetch.append(notification.uid)
-                case .modified(let notification):
-                    if display.refreshOnModified, displayed[notification.uid] != nil { toFetch.append(notification.uid) }
-                case .removed(let notification):
-                    displayed.removeValue(forKey: notification.uid)
-                    toCancel.append(notification.uid)
-                case .sessionEnded:
-                    displayed.removeAll()
-                default:
-                    break
-                }
-            }
-        }
-        // A removed notification's display fetches are not written (or their
-        // response is dropped, if they were).
-        for uid in toCancel {
-            let ids = waiters.compactMap { id, slot -> ConsumerRequestID? in
-                switch slot {
-                case .displayAttributes(uid), .displayAppName(uid): id
-                default: nil
-                }
-            }
-            for id in ids.sorted(by: { $0.rawValue < $1.rawValue }) {
-                outputs += perform(engine.cancel(id, at: now), at: now, startNext: false)
-            }
-        }
-        if let display {
-            for uid in toFetch where displayed[uid] != nil {
-                let (id, more) = engine.fetchAttributes(display.attributes, for: uid, at: now)
-                waiters[id] = .displayAttributes(uid)
-                outputs += perform(more, at: now, startNext: false)
-            }
-            for (uid, appIdentifier) in toName where displayed[uid] != nil {
-                let (id, more) = engine.fetchAppAttributes(appIdentifier, [.displayName], at: now)
-                waiters[id] = .displayAppName(uid)
-                outputs += perform(more, at: now, startNext: false)
             }
         }
         if shouldStart { startNext(into: &outputs) }
         return outputs
-    }
-
-    /// The display policy's attribute fetch for `uid` ended.
-    mutating func displayAttributesEnded(_ uid: NotificationUID, _ result: ConsumerResult, into outputs: inout [Output], names: inout [(NotificationUID, String)]) {
-        guard displayed[uid] != nil else { return }  // removed, or the session ended
-        switch result {
-        case .success:
-            if let display, display.appNames, let appIdentifier = engine.notification(uid)?.appIdentifier,
-               engine.cachedApp(appIdentifier) == nil {
-                names.append((uid, appIdentifier))
-            } else {
-                showIfStillLive(uid, into: &outputs)
-            }
-        case .failure(.sessionEnded), .failure(.notificationRemoved), .failure(.cancelled):
-            // Nothing to show: the session or the notification is gone.
-            displayed.removeValue(forKey: uid)
-        case .failure(let error):
-            displayed.removeValue(forKey: uid)
-            outputs.append(.displayFailed(uid, error))
-        }
-    }
-
-    /// Tells `.ready` (or `.updated`) for a notification still in the model.
-    mutating func showIfStillLive(_ uid: NotificationUID, into outputs: inout [Output]) {
-        guard let shown = displayed[uid], let notification = engine.notification(uid) else { return }
-        displayed[uid] = true
-        var appName: String?
-        if let appIdentifier = notification.appIdentifier { appName = engine.displayName(of: appIdentifier)?.string.nonEmpty }
-        let item = DisplayedNotification(notification: notification, appName: appName)
-        outputs.append(shown ? .updated(item) : .ready(item))
     }
 
     mutating func enqueue(_ kind: Operation.Kind, token: WriteToken?) {

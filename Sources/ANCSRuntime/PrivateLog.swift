@@ -46,6 +46,10 @@ public struct ANCSTrafficLog: Sendable {
             logger.warning("dropped bytes from the phone: \(error)")
         case .dataSourceUnavailable(let result):
             logger.warning("Data Source unavailable (\(result)): nothing can be fetched")
+        case .ready(let n, let appName), .updated(let n, let appName):
+            logger.debug("notification \(n.uid) ready to show (app name \(appName.map(show) ?? "none"))")
+        case .displayFailed(let uid, let error):
+            logger.notice("notification \(uid) could not be fetched: \(error)")
         }
     }
 

@@ -41,15 +41,18 @@ final class ConsumerView: @unchecked Sendable {
             if json { printJSON(ANCSJSON.consumerEvent(event)) }
             consumer(event)
         case .ready(let shown):
+            if json { printJSON(ANCSJSON.consumerEvent(.ready(shown.notification, appName: shown.appName.map { AttributeValue($0) as AttributeValue }))) }
             if let title = shown.title { titles[shown.uid] = title }
             // A reconnection announces everything again as PreExisting: show each once.
             if replays.isReplay(shown) { return }
             line(DemoRun.describe(shown) + " · uid \(shown.uid.rawValue)")
             onShow?(shown)
         case .updated(let shown):
+            if json { printJSON(ANCSJSON.consumerEvent(.updated(shown.notification, appName: shown.appName.map { AttributeValue($0) as AttributeValue }))) }
             if let title = shown.title { titles[shown.uid] = title }
             line(DemoRun.describe(shown).replacingOccurrences(of: "●", with: "↻") + " · uid \(shown.uid.rawValue)")
         case .displayFailed(let uid, let error):
+            if json { printJSON(ANCSJSON.consumerEvent(.displayFailed(uid, error))) }
             line("  notification \(uid) could not be fetched: \(error)")
         }
     }
@@ -71,8 +74,8 @@ final class ConsumerView: @unchecked Sendable {
             line("  Data Source unavailable (\(result)): titles and messages cannot be fetched")
         case .unknownEvent(let event):
             line("  unknown event \(event.eventID) for uid \(event.notificationUID)")
-        case .added, .modified, .attributes, .appAttributes, .completed:
-            break  // shown once ready; requests report themselves (`completed`)
+        case .added, .modified, .attributes, .appAttributes, .completed, .ready, .updated, .displayFailed:
+            break  // shown once ready (the client tells it); requests report themselves (`completed`)
         }
     }
 

@@ -20,19 +20,39 @@
 //
 // Requests: each application request gets a ConsumerRequestID and ends
 // exactly once with `.completed`. Identical commands in flight are coalesced
-// into one entry with several waiters. Entries move
+// into one entry with several waiters (each counted against
+// `maximumRequests`). Entries move
 //
 //   queued ──write issued──► writing ──write OK──► awaitingResponse ──response──► done
 //                              └── write failed ──► done (no Data Source follows, spec "Errors")
 //
 // with at most one Control Point write in flight (ATT) and at most
-// `pipeliningDepth` commands whose response is still due. A waiter times out
-// on its own deadline; an entry left without waiters is abandoned, and the
-// reassembler still consumes its response if it comes. An abandoned write
-// keeps the link busy until its result comes (ATT allows one write at a
-// time), or until a request timeout after it was issued if it never does.
-// A session's end forgets its write in flight: the caller drops results of
-// an earlier session's writes, so the next session writes at once.
+// `pipeliningDepth` commands whose response is still due. A request's
+// timeout counts from its write (the NP's time to answer), not from its
+// submission: a request queued behind others is never failed for the
+// others' time. Queued requests go out in order, ahead of the display's
+// fetches, so an application's action never waits behind a backlog.
+// An entry left without anyone waiting is abandoned, and the reassembler
+// still consumes its response if it comes. An abandoned write keeps the link
+// busy until its result comes (ATT allows one write at a time), or until a
+// request timeout after it was issued if it never does. That holds across
+// sessions on a link that stays up (Service Changed, stop): the next
+// session's first write waits for the last one's result; a link that drops
+// takes its write with it.
+//
+// Ready to show (with `eagerAttributes`): every live notification in the
+// model carries its display state,
+//
+//   wanted ──fetch written──► fetching ──attributes──► naming ──app name ended──► shown (.ready, later .updated)
+//                                 │                       └── (name cached, refused, or not wanted) ──► shown
+//                                 └── failed ──► .displayFailed
+//
+// so the display's fetches cost no application request: they are written
+// when nothing the application asked for is queued, live notifications
+// before PreExisting ones, and they are bounded by the model itself
+// (`maximumNotifications`). A Modified notification is wanted again (a
+// fetch already written may have read the old content). Each app's name
+// is asked once per session, and never again after the NP answered 0xA2.
 
 public struct Consumer: Sendable {
     enum Phase: Hashable, Sendable {
@@ -40,12 +60,6 @@ public struct Consumer: Sendable {
         case subscribingDataSource
         case subscribingNotificationSource
         case active
-    }
-
-    struct Waiter: Hashable, Sendable {
-        /// nil for the engine's own (eager) fetches.
-        var id: ConsumerRequestID?
-        var deadline: Timestamp
     }
 
     enum EntryState: Hashable, Sendable {
@@ -58,9 +72,39 @@ public struct Consumer: Sendable {
         var key: UInt32
         var command: ControlPointCommand
         var bytes: [UInt8]
-        var waiters: [Waiter]
+        /// The application's requests waiting on it.
+        var waiters: [ConsumerRequestID]
+        /// The display's fetch of this notification's attributes.
+        var display: NotificationUID?
+        /// The display's fetch of an app's name.
+        var appName: Bool
         var state: EntryState
+        /// Set when its write is issued: the write and the response must end by then.
+        var deadline: Timestamp?
         var expectsResponse: Bool { command.commandID != .performNotificationAction }
+        /// Nobody waits for it any more.
+        var isUnwanted: Bool { waiters.isEmpty && display == nil && !appName }
+    }
+
+    /// Where a notification stands on its way to being shown (with eager attributes).
+    enum DisplayPhase: Hashable, Sendable {
+        /// Nothing to do: lazy, shown, or its fetch failed.
+        case none
+        /// Its attributes are to be fetched.
+        case wanted
+        /// A fetch of its attributes is queued or written.
+        case fetching
+        /// Its attributes are in; its app's name is being asked.
+        case naming
+    }
+
+    struct Tracked: Sendable {
+        var notification: ConsumerNotification
+        var display: DisplayPhase = .none
+        /// `.ready` was told: the next show is `.updated`.
+        var shown = false
+        /// Modified while its fetch was written: fetch again when it ends.
+        var stale = false
     }
 
     public let configuration: ConsumerConfiguration
@@ -71,31 +115,33 @@ public struct Consumer: Sendable {
     /// Whether this session can fetch (Data Source subscribed).
     public private(set) var dataSourceAvailable = false
 
-    /// The session's model: every live notification by UID.
+    /// The session's model: every live notification, with its display state.
     /// Kept as an array in arrival order (oldest first) and searched by UID:
     /// at most `maximumNotifications` entries, and no Dictionary or hashing
     /// in a firmware image.
-    var model: [ConsumerNotification] = []
+    var model: [Tracked] = []
+    /// Notifications of the model whose display phase is `.wanted`.
+    var wantedCount = 0
 
     /// The session's model: every live notification by UID (built on each
     /// read; `notification(_:)` looks one up without building it).
     public var notifications: [NotificationUID: ConsumerNotification] {
         var result: [NotificationUID: ConsumerNotification] = [:]
         result.reserveCapacity(model.count)
-        for notification in model { result[notification.uid] = notification }
+        for tracked in model { result[tracked.notification.uid] = tracked.notification }
         return result
     }
 
     /// The live notification with this UID, if the model has it.
     public func notification(_ uid: NotificationUID) -> ConsumerNotification? {
-        modelIndex(uid).map { model[$0] }
+        modelIndex(uid).map { model[$0].notification }
     }
 
     /// The live notifications, oldest first.
-    public var liveNotifications: [ConsumerNotification] { model }
+    public var liveNotifications: [ConsumerNotification] { model.map(\.notification) }
 
     func modelIndex(_ uid: NotificationUID) -> Int? {
-        model.firstIndex { $0.uid == uid }
+        model.firstIndex { $0.notification.uid == uid }
     }
     /// App attributes per AppIdentifier, for this session only, oldest first.
     /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
@@ -104,8 +150,9 @@ public struct Consumer: Sendable {
     /// not valid UTF-8 are never confused through their lenient decoding.
     var appCache: [AppAttributesResponse] = []
     /// AppIdentifiers the NP answered 0xA2 (Invalid parameter) for in this
-    /// session, oldest first (at most `maximumCachedApps`): eager fetches do
-    /// not ask for their names again with every notification.
+    /// session, oldest first (at most `maximumCachedApps`): their names are
+    /// not asked for again in the session (spec: never ask the NP twice for
+    /// the same app in a session).
     var unknownApps: [[UInt8]] = []
 
     /// App attributes per AppIdentifier fetched in this session. Keyed by the
@@ -156,20 +203,22 @@ public struct Consumer: Sendable {
     /// True from the moment Notification Source is being subscribed until the session ends.
     public var isInSession: Bool { phase == .subscribingNotificationSource || phase == .active }
 
-    /// Requests not yet ended (waiting to be written, being written, or awaiting a response).
+    /// With eager attributes the engine fetches what each notification needs to be shown.
+    var displays: Bool { !configuration.eagerAttributes.isEmpty }
+
+    /// Application requests not yet ended (waiting to be written, being written, or awaiting a response).
     public var pendingRequestCount: Int {
         var count = 0
-        for entry in entries { count += entry.waiters.reduce(0) { $0 + ($1.id == nil ? 0 : 1) } }
+        for entry in entries { count += entry.waiters.count }
         return count
     }
 
-    /// The earliest deadline of a pending request: call `tick` then.
+    /// The earliest deadline of a written request (or of an abandoned
+    /// write's result): call `tick` then.
     public var nextDeadline: Timestamp? {
         var earliest: Timestamp?
         for entry in entries {
-            for waiter in entry.waiters where earliest == nil || waiter.deadline < earliest! {
-                earliest = waiter.deadline
-            }
+            if let deadline = entry.deadline, earliest == nil || deadline < earliest! { earliest = deadline }
         }
         if writeInFlight != nil, writeAbandoned, earliest == nil || writeDeadline < earliest! {
             earliest = writeDeadline
@@ -192,7 +241,7 @@ public struct Consumer: Sendable {
     /// The link is up (connected, encrypted, ANCS discovered) with this ATT MTU.
     public mutating func linkUp(mtu: Int, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if phase != .idle { endSession(.linkDown, into: &actions) }
-        writeInFlight = nil  // a new link has no write in flight
+        forgetWriteInFlight()  // a new link has no write in flight
         self.mtu = mtu
         if published { startSubscribing(into: &actions) }
     }
@@ -209,6 +258,7 @@ public struct Consumer: Sendable {
 
     public mutating func linkDown(at now: Timestamp, into actions: inout [ConsumerAction]) {
         endSession(.linkDown, into: &actions)
+        forgetWriteInFlight()  // the link took it
         mtu = nil
     }
 
@@ -302,30 +352,35 @@ public struct Consumer: Sendable {
                 categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
             insert(notification, into: &actions)
             actions.append(.emit(.added(notification)))
-            fetchEagerly(uid, modified: false, at: now, into: &actions)
+            if let index = modelIndex(uid) { want(index) }
         case .modified:
             let known = modelIndex(uid)
-            var notification = known.map { model[$0] } ?? ConsumerNotification(
+            var notification = known.map { model[$0].notification } ?? ConsumerNotification(
                 uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
                 categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
             notification.eventFlags = event.eventFlags
             notification.categoryID = event.categoryID
             notification.categoryCount = event.categoryCount
             // Modified does not make a notification younger.
-            if let known { model[known] = notification } else { insert(notification, into: &actions) }
+            if let known { model[known].notification = notification } else { insert(notification, into: &actions) }
             actions.append(.emit(.modified(notification)))
-            fetchEagerly(uid, modified: true, at: now, into: &actions)
+            if let index = modelIndex(uid), known == nil || configuration.refreshOnModified { want(index) }
         case .removed:
-            let notification = modelIndex(uid).map { model.remove(at: $0) } ?? ConsumerNotification(
-                uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
-                categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            var removed = notification
+            var removed: ConsumerNotification
+            if let index = modelIndex(uid) {
+                removed = forget(at: index).notification
+            } else {
+                removed = ConsumerNotification(
+                    uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
+                    categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
+            }
             removed.categoryCount = event.categoryCount
             actions.append(.emit(.removed(removed)))
             dropUnwrittenRequests(for: uid, into: &actions)
         default:
             actions.append(.emit(.unknownEvent(event)))
         }
+        pump(at: now, into: &actions)
     }
 
     public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp) -> [ConsumerAction] {
@@ -382,7 +437,8 @@ public struct Consumer: Sendable {
         return actions
     }
 
-    /// The answer to a `.writeControlPoint` action.
+    /// The answer to a `.writeControlPoint` action (also for a write of a
+    /// session that ended while the link stayed up: the link is free again).
     public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if writeInFlight == token {
             writeInFlight = nil
@@ -397,10 +453,8 @@ public struct Consumer: Sendable {
             if result != .success {
                 entries.remove(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: false)
-                if result == .attError(.invalidParameter), case .getAppAttributes(let request) = entry.command,
-                   !unknownApps.contains(request.appIdentifierBytes) {
-                    if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
-                    unknownApps.append(request.appIdentifierBytes)
+                if result == .attError(.invalidParameter), case .getAppAttributes(let request) = entry.command {
+                    remember(unknownApp: request.appIdentifierBytes)
                 }
                 finish(entry, .failure(ConsumerError(result)), into: &actions)
             } else if entry.expectsResponse {
@@ -465,10 +519,10 @@ public struct Consumer: Sendable {
     /// Ends a request with `cancelled`; its response, if it comes, is still consumed.
     public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp, into actions: inout [ConsumerAction]) {
         for index in entries.indices {
-            if let waiter = entries[index].waiters.firstIndex(where: { $0.id == id }) {
+            if let waiter = entries[index].waiters.firstIndex(of: id) {
                 entries[index].waiters.remove(at: waiter)
                 actions.append(.emit(.completed(id, .failure(.cancelled))))
-                if entries[index].waiters.isEmpty { abandon(at: index) }
+                if entries[index].isUnwanted { abandon(at: index) }
                 break
             }
         }
@@ -481,27 +535,25 @@ public struct Consumer: Sendable {
         return actions
     }
 
-    /// Fails every request whose deadline has passed.
+    /// Fails every written request whose deadline has passed.
     public mutating func tick(_ now: Timestamp, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < entries.count {
-            var waiter = 0
-            while waiter < entries[index].waiters.count {
-                let due = entries[index].waiters[waiter]
-                guard due.deadline <= now else {
-                    waiter += 1
-                    continue
-                }
-                if let id = due.id { actions.append(.emit(.completed(id, .failure(.timedOut)))) }
-                entries[index].waiters.remove(at: waiter)
+            guard let deadline = entries[index].deadline, deadline <= now else {
+                index += 1
+                continue
             }
-            if entries[index].waiters.isEmpty { abandon(at: index) } else { index += 1 }
+            let entry = entries[index]
+            // Nobody waits for it any more; its response is still consumed if it comes.
+            entries[index].waiters.removeAll()
+            entries[index].display = nil
+            entries[index].appName = false
+            abandon(at: index)
+            finish(entry, .failure(.timedOut), into: &actions)
         }
         if writeInFlight != nil, writeAbandoned, writeDeadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
-            writeInFlight = nil
-            writeAbandoned = false
-            abandonedResponseKey = nil
+            forgetWriteInFlight()
         }
         pump(at: now, into: &actions)
     }
@@ -541,7 +593,8 @@ public struct Consumer: Sendable {
                   notification.eventFlags.contains(flag)
             else { return fail(.actionNotAvailable) }
         }
-        let waiter = Waiter(id: id, deadline: now + configuration.requestTimeout)
+        // Every waiting caller counts, those of identical requests included.
+        guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }
         let bytes: [UInt8]
         do {
             bytes = try command.encode()
@@ -550,11 +603,10 @@ public struct Consumer: Sendable {
         }
         // Identical commands in flight are coalesced (compared as bytes).
         if let index = entries.firstIndex(where: { $0.bytes == bytes }) {
-            entries[index].waiters.append(waiter)
+            entries[index].waiters.append(id)
             return id
         }
-        guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }
-        enqueue(command, bytes: bytes, waiter: waiter)
+        enqueue(command, bytes: bytes, waiter: id)
         pump(at: now, into: &actions)
         return id
     }
@@ -564,34 +616,107 @@ public struct Consumer: Sendable {
         return (id, actions)
     }
 
-
-    private mutating func enqueue(_ command: ControlPointCommand, bytes: [UInt8], waiter: Waiter) {
+    @discardableResult
+    private mutating func enqueue(_ command: ControlPointCommand, bytes: [UInt8], waiter: ConsumerRequestID?, display: NotificationUID? = nil, appName: Bool = false) -> Int {
         nextEntryKey &+= 1
-        entries.append(Entry(key: nextEntryKey, command: command, bytes: bytes, waiters: [waiter], state: .queued))
+        entries.append(Entry(
+            key: nextEntryKey, command: command, bytes: bytes, waiters: waiter.map { [$0] } ?? [],
+            display: display, appName: appName, state: .queued, deadline: nil))
+        return entries.count - 1
     }
 
-    /// Issues the next write if the link allows one (one in flight, pipelining depth).
+    /// Issues the next write if the link allows one (one in flight, pipelining
+    /// depth): a queued request first, else the display's next fetch.
     private mutating func pump(at now: Timestamp, into actions: inout [ConsumerAction]) {
-        guard phase == .active, writeInFlight == nil,
-              let index = entries.firstIndex(where: { $0.state == .queued })
-        else { return }
-        if entries[index].expectsResponse {
-            var outstanding = 0
-            for entry in entries where entry.state != .queued && entry.expectsResponse { outstanding += 1 }
-            if outstanding >= configuration.pipeliningDepth { return }
+        guard phase == .active, writeInFlight == nil else { return }
+        var outstanding = 0
+        for entry in entries where entry.state != .queued && entry.expectsResponse { outstanding += 1 }
+        if let index = entries.firstIndex(where: { $0.state == .queued }) {
+            if entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
+            write(at: index, now, into: &actions)
+            return
         }
+        guard wantedCount > 0, dataSourceAvailable, outstanding < configuration.pipeliningDepth,
+              let next = nextWanted() else { return }
+        model[next].display = .fetching
+        wantedCount -= 1
+        let uid = model[next].notification.uid
+        let command = ControlPointCommand.getNotificationAttributes(
+            GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
+        guard let bytes = try? command.encode() else {
+            model[next].display = .none
+            return
+        }
+        if let index = entries.firstIndex(where: { $0.bytes == bytes }) {
+            // The application asked for the same, already written: it answers both.
+            entries[index].display = uid
+            return
+        }
+        write(at: enqueue(command, bytes: bytes, waiter: nil, display: uid), now, into: &actions)
+    }
+
+    private mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
-        let entry = entries[index]
-        if let request = DataSourceRequest(entry.command) {
-            reassembler.expect(request, id: entry.key)
+        if let request = DataSourceRequest(entries[index].command) {
+            reassembler.expect(request, id: entries[index].key)
         }
         entries[index].state = .writing(token)
+        entries[index].deadline = now + configuration.requestTimeout
         writeInFlight = token
         writeDeadline = now + configuration.requestTimeout
         writeAbandoned = false
         abandonedResponseKey = nil
-        actions.append(.writeControlPoint(entry.bytes, token))
+        actions.append(.writeControlPoint(entries[index].bytes, token))
+    }
+
+    /// The next notification whose attributes the display wants: live ones
+    /// before PreExisting ones (a new call is not kept behind the backlog
+    /// of a phone that held many), each in arrival order.
+    private func nextWanted() -> Int? {
+        var preExisting: Int?
+        for index in model.indices where model[index].display == .wanted {
+            if !model[index].notification.isPreExisting { return index }
+            if preExisting == nil { preExisting = index }
+        }
+        return preExisting
+    }
+
+    /// The display wants the notification at `index` fetched (again).
+    private mutating func want(_ index: Int) {
+        guard displays, dataSourceAvailable else { return }
+        switch model[index].display {
+        case .none, .naming:
+            model[index].display = .wanted
+            wantedCount += 1
+        case .fetching:
+            // A fetch of it is queued or written: a written one may have read
+            // the old content; a queued one reads the new.
+            if let entry = entries.first(where: { $0.display == model[index].notification.uid }), entry.state != .queued {
+                model[index].stale = true
+            }
+        case .wanted:
+            break
+        }
+    }
+
+    /// Removes a notification from the model, keeping `wantedCount` right.
+    private mutating func forget(at index: Int) -> Tracked {
+        let tracked = model.remove(at: index)
+        if tracked.display == .wanted { wantedCount -= 1 }
+        return tracked
+    }
+
+    private mutating func forgetWriteInFlight() {
+        writeInFlight = nil
+        writeAbandoned = false
+        abandonedResponseKey = nil
+    }
+
+    private mutating func remember(unknownApp identifier: [UInt8]) {
+        guard !unknownApps.contains(identifier) else { return }
+        if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
+        unknownApps.append(identifier)
     }
 
     private mutating func abandon(at index: Int) {
@@ -611,24 +736,81 @@ public struct Consumer: Sendable {
         }
     }
 
+    /// Ends an entry: its waiters hear the result, and the display goes on
+    /// with the notification or app it was fetching.
     private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
-        for waiter in entry.waiters {
-            if let id = waiter.id { actions.append(.emit(.completed(id, result))) }
+        for id in entry.waiters { actions.append(.emit(.completed(id, result))) }
+        if let uid = entry.display { displayFetchEnded(uid, result, into: &actions) }
+        if entry.appName, case .getAppAttributes(let request) = entry.command {
+            appNameEnded(request.appIdentifierBytes, into: &actions)
         }
+    }
+
+    private mutating func displayFetchEnded(_ uid: NotificationUID, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
+        guard let index = modelIndex(uid), model[index].display == .fetching else { return }
+        if model[index].stale {
+            // Modified while this fetch was written: fetch the new content.
+            model[index].stale = false
+            model[index].display = .wanted
+            wantedCount += 1
+            return
+        }
+        guard result.error == nil else {
+            model[index].display = .none
+            switch result.error {
+            case .sessionEnded?, .notificationRemoved?, .cancelled?: break
+            case let error?: actions.append(.emit(.displayFailed(uid, error)))
+            case nil: break
+            }
+            return
+        }
+        guard configuration.eagerAppNames,
+              let identifier = model[index].notification[.appIdentifier]?.bytes, !identifier.isEmpty,
+              cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
+        else { return show(at: index, into: &actions) }
+        model[index].display = .naming
+        // Asked once: a fetch of this app's name already queued or written serves every notification of it.
+        let asked = entries.contains { entry in
+            if case .getAppAttributes(let request) = entry.command { return entry.appName && request.appIdentifierBytes == identifier }
+            return false
+        }
+        if asked { return }
+        let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
+        guard let bytes = try? command.encode() else { return show(at: index, into: &actions) }
+        if let existing = entries.firstIndex(where: { $0.bytes == bytes }) {
+            entries[existing].appName = true
+        } else {
+            // Ahead of the application's queued requests: a notification is waiting on it.
+            let entry = Entry(key: nextEntryKey &+ 1, command: command, bytes: bytes, waiters: [], display: nil, appName: true, state: .queued, deadline: nil)
+            nextEntryKey &+= 1
+            entries.insert(entry, at: entries.firstIndex { $0.state == .queued } ?? entries.count)
+        }
+    }
+
+    /// An app-name fetch ended (answered, refused or failed): the
+    /// notifications waiting on it are shown, with the name if it came.
+    private mutating func appNameEnded(_ identifier: [UInt8], into actions: inout [ConsumerAction]) {
+        for index in model.indices where model[index].display == .naming {
+            if model[index].notification[.appIdentifier]?.bytes == identifier { show(at: index, into: &actions) }
+        }
+    }
+
+    private mutating func show(at index: Int, into actions: inout [ConsumerAction]) {
+        model[index].display = .none
+        let notification = model[index].notification
+        var appName: AttributeValue?
+        if let identifier = notification[.appIdentifier]?.bytes { appName = displayName(ofAppBytes: identifier) }
+        actions.append(.emit(model[index].shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
+        model[index].shown = true
     }
 
     private mutating func apply(_ response: DataSourceResponse, at now: Timestamp, into actions: inout [ConsumerAction]) {
         switch response {
         case .notificationAttributes(let value):
             if let index = modelIndex(value.notificationUID) {
-                model[index].merge(value.attributes)
+                model[index].notification.merge(value.attributes)
             }
             actions.append(.emit(.attributes(value)))
-            if configuration.eagerAppNames, !configuration.eagerAttributes.isEmpty,
-               let identifier = value[.appIdentifier], !identifier.isEmpty {
-                // Its bytes as received: a lenient decoding could name another app.
-                fetchAppNameEagerly(identifier.bytes, at: now)
-            }
         case .appAttributes(let value):
             let cached = cacheIndex(value.appIdentifierBytes)
             var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
@@ -645,42 +827,9 @@ public struct Consumer: Sendable {
         }
     }
 
-    /// The eager fetch of an Added or Modified notification. A Modified
-    /// notification changed on the NP, so a fetch already written may have
-    /// read the old content: it is fetched again unless an identical fetch is
-    /// still queued (so a burst of Modified events costs one fetch).
-    private mutating func fetchEagerly(_ uid: NotificationUID, modified: Bool, at now: Timestamp, into actions: inout [ConsumerAction]) {
-        guard !configuration.eagerAttributes.isEmpty, dataSourceAvailable else { return }
-        let command = ControlPointCommand.getNotificationAttributes(
-            GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
-        guard let bytes = try? command.encode(),
-              !entries.contains(where: { $0.bytes == bytes && (!modified || $0.state == .queued) }),
-              entries.count < configuration.maximumRequests else { return }
-        enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
-        pump(at: now, into: &actions)
-    }
-
-    private mutating func fetchAppNameEagerly(_ identifier: [UInt8], at now: Timestamp) {
-        guard cacheIndex(identifier) == nil, dataSourceAvailable,
-              !unknownApps.contains(identifier) else { return }
-        let alreadyAsked = entries.contains { entry in
-            if case .getAppAttributes(let request) = entry.command { return request.appIdentifierBytes == identifier }
-            return false
-        }
-        guard !alreadyAsked, entries.count < configuration.maximumRequests else { return }
-        let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
-        // Placed ahead of queued attribute fetches: the name is needed to show them.
-        guard let bytes = try? command.encode() else { return }
-        enqueue(command, bytes: bytes, waiter: Waiter(id: nil, deadline: now + configuration.requestTimeout))
-        if let firstQueued = entries.firstIndex(where: { $0.state == .queued }), firstQueued < entries.count - 1 {
-            let entry = entries.removeLast()
-            entries.insert(entry, at: firstQueued)
-        }
-    }
-
     /// A removed notification names nothing on the NP any more (it would
-    /// answer 0xA2): its requests not yet written (eager fetches, application
-    /// fetches and actions) are dropped, and whoever waits on them is told.
+    /// answer 0xA2): its requests not yet written (application fetches and
+    /// actions) are dropped, and whoever waits on them is told.
     private mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < entries.count {
@@ -700,15 +849,15 @@ public struct Consumer: Sendable {
 
     private mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) {
         if let known = modelIndex(notification.uid) {
-            // Added again: it is the youngest now.
-            model.remove(at: known)
+            // Added again: it is the youngest now, and is shown anew.
+            _ = forget(at: known)
         } else if model.count >= configuration.maximumNotifications {
             // Oldest first: a bounded model under an NP that never removes.
             // The application hears it as removed (from the model; the NP
             // still has it), so a display never shows what the model lost.
-            actions.append(.emit(.removed(model.removeFirst())))
+            actions.append(.emit(.removed(forget(at: 0).notification)))
         }
-        model.append(notification)
+        model.append(Tracked(notification: notification))
     }
 
     private mutating func startSubscribing(into actions: inout [ConsumerAction]) {
@@ -721,16 +870,20 @@ public struct Consumer: Sendable {
         let hadSession = isInSession
         let ended = entries
         entries.removeAll()
-        for entry in ended { finish(entry, .failure(.sessionEnded), into: &actions) }
-        reassembler = DataSourceReassembler(configuration: reassembler.configuration)
-        // The caller drops the results of this session's writes (they answer
-        // nothing in the next one), so the next session must not wait for
-        // them: it writes at once, and the transport keeps ATT's one write at
-        // a time on a link that stays up.
-        writeInFlight = nil
-        writeAbandoned = false
-        abandonedResponseKey = nil
         model.removeAll()
+        wantedCount = 0
+        for entry in ended {
+            for id in entry.waiters { actions.append(.emit(.completed(id, .failure(.sessionEnded)))) }
+        }
+        reassembler = DataSourceReassembler(configuration: reassembler.configuration)
+        // A write still in flight on a link that stays up (Service Changed,
+        // stop) answers nothing in the next session, but ATT allows one
+        // write at a time: the next session's first write waits for its
+        // result, or for its deadline. (linkDown and linkUp forget it.)
+        if writeInFlight != nil {
+            writeAbandoned = true
+            abandonedResponseKey = nil
+        }
         appCache.removeAll()
         unknownApps.removeAll()
         dataSourceAvailable = false

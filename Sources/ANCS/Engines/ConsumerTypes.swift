@@ -59,6 +59,17 @@ public enum ConsumerEvent: Hashable, Sendable {
     case protocolError(DecodingError)
     /// Subscribing to Data Source failed: fetches are unavailable in this session.
     case dataSourceUnavailable(ATTResult)
+    /// With eager attributes: the notification can be shown. Its attributes
+    /// are in, and its app's DisplayName when the NP gave one (asked once per
+    /// app and session). Told once per notification and session (again only
+    /// if it is Added again).
+    case ready(ConsumerNotification, appName: AttributeValue?)
+    /// With eager attributes: a notification already shown was Modified and
+    /// fetched again.
+    case updated(ConsumerNotification, appName: AttributeValue?)
+    /// With eager attributes: the notification's attributes could not be
+    /// fetched (not told for a notification removed or a session ended first).
+    case displayFailed(NotificationUID, ConsumerError)
 }
 
 /// How an application request ended.
@@ -190,25 +201,35 @@ public struct ConsumerNotification: Hashable, Sendable {
 
 /// How the consumer behaves; every field has a sensible default.
 public struct ConsumerConfiguration: Hashable, Sendable {
-    /// A request not ended by then fails with `timedOut`.
+    /// A request whose write went out and that has not ended this long
+    /// after fails with `timedOut` (counted from its write: time spent queued
+    /// behind other requests is not charged to it).
     public var requestTimeout: Duration
     /// Requests whose Control Point write went out and whose response has not
     /// yet fully arrived. 1 waits for each response before the next write.
     public var pipeliningDepth: Int
     /// Attributes fetched for every Added notification without being asked,
-    /// and again for a Modified one (its content changed; a burst of Modified
-    /// events costs one fetch); empty means lazy (the spec's recommendation).
+    /// and again for a Modified one (`refreshOnModified`), then told as
+    /// `.ready` / `.updated` ("ready to show"); empty means lazy (the spec's
+    /// recommendation). These fetches use no application request: they are
+    /// written when the application has nothing queued, and are bounded by
+    /// the model (`maximumNotifications`).
     public var eagerAttributes: [NotificationAttributeRequest]
     /// With eager attributes: also fetch the app's display name when its
     /// AppIdentifier is first seen in the session (not again after the NP
     /// answered 0xA2 for it in this session).
     public var eagerAppNames: Bool
+    /// With eager attributes: fetch a Modified notification again and tell
+    /// `.updated` (a burst of Modified events costs one fetch).
+    public var refreshOnModified: Bool
     /// Live notifications kept in the model; beyond it the oldest is dropped
     /// (and emitted as `removed`).
     public var maximumNotifications: Int
     /// App attribute responses cached per session.
     public var maximumCachedApps: Int
-    /// Requests waiting or outstanding at once; beyond it new ones fail.
+    /// Application requests waiting or outstanding at once, each caller
+    /// counted (identical requests share one command but not this budget);
+    /// beyond it new ones fail with `tooManyRequests`.
     public var maximumRequests: Int
     /// Longest value accepted for an attribute asked without a max length.
     public var unlimitedValueLength: Int
@@ -218,6 +239,7 @@ public struct ConsumerConfiguration: Hashable, Sendable {
         pipeliningDepth: Int = 1,
         eagerAttributes: [NotificationAttributeRequest] = [],
         eagerAppNames: Bool = true,
+        refreshOnModified: Bool = true,
         maximumNotifications: Int = 512,
         maximumCachedApps: Int = 128,
         maximumRequests: Int = 64,
@@ -227,6 +249,7 @@ public struct ConsumerConfiguration: Hashable, Sendable {
         self.pipeliningDepth = max(1, pipeliningDepth)
         self.eagerAttributes = eagerAttributes
         self.eagerAppNames = eagerAppNames
+        self.refreshOnModified = refreshOnModified
         self.maximumNotifications = max(1, maximumNotifications)
         self.maximumCachedApps = max(1, maximumCachedApps)
         self.maximumRequests = max(1, maximumRequests)

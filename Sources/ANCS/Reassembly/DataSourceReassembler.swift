@@ -365,9 +365,27 @@ public struct DataSourceReassembler: Sendable {
                 break
             }
             if matches { return true }
-            if !pending.abandoned { return false }
+            if !pending.abandoned { return answersWrongly(pending.request, fragment) }
         }
         return false
+    }
+
+    /// Whether `fragment` begins like a response to `request` for another
+    /// notification or app: its CommandID, then (after the UID, or the
+    /// AppIdentifier's NUL) the first attribute the request asked for.
+    /// Responses come in command order (spec: "Data Source"), so such a
+    /// notification is the oldest live request's answer, wrong: it fails
+    /// that request at once instead of being dropped as unsolicited while
+    /// the request waits for its timeout.
+    private func answersWrongly(_ request: DataSourceRequest, _ fragment: UnsafeRawBufferPointer) -> Bool {
+        guard let first = request.tuples.first, fragment.count > 0, fragment[0] == request.commandID.rawValue else { return false }
+        var tuplesStart = 5
+        if request.commandID == .getAppAttributes {
+            var index = 1
+            while index < fragment.count && fragment[index] != 0 { index += 1 }
+            tuplesStart = index + 1
+        }
+        return fragment.count > tuplesStart && fragment[tuplesStart] == first.id
     }
 
     // MARK: - Header
