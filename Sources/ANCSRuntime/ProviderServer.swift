@@ -24,9 +24,17 @@ public actor ProviderServer {
     private var started = false
 
     enum Output: Sendable {
-        case notify(ConnectionID, ANCSCharacteristic, [UInt8])
+        /// A notification for the connection's session `epoch`.
+        case notify(ConnectionID, ANCSCharacteristic, [UInt8], epoch: UInt64)
         case reply(ATTResponder, ATTResult)
     }
+    /// Each connection's current session, moved on when it connects and
+    /// when it disconnects: output queued for a session that ended is
+    /// dropped, never sent to a later connection that reuses its
+    /// `ConnectionID` (BlueZ names a connection by its device, and
+    /// controllers reuse handles).
+    private var epochs: [ConnectionID: UInt64] = [:]
+    private var nextEpoch: UInt64 = 0
 
     public init(transport: any GATTServerTransport, configuration: ProviderConfiguration = .default) {
         self.transport = transport
@@ -73,10 +81,12 @@ public actor ProviderServer {
             group.addTask {
                 for await output in outputs {
                     switch output {
-                    case .notify(let connection, let characteristic, let value):
+                    case .notify(let connection, let characteristic, let value, let epoch):
                         // A notification for a connection that is gone is
-                        // dropped, as on the air; the engine hears of the
-                        // disconnection from the event stream.
+                        // dropped, as on the air: checked before each one,
+                        // since a blocked `notify` lets the link drop and
+                        // come back under the same ID meanwhile.
+                        guard await self.isCurrent(connection, epoch) else { continue }
                         try? await transport.notify(connection, characteristic, value)
                     case .reply(let responder, let result):
                         responder(result)
@@ -121,7 +131,18 @@ public actor ProviderServer {
     // MARK: - Driver I/O
 
     private func handle(_ event: GATTServerEvent) {
+        switch event {
+        case .connected(let connection, _), .disconnected(let connection):
+            nextEpoch &+= 1
+            epochs[connection] = nextEpoch
+        default:
+            break
+        }
         perform(driver.handle(event))
+    }
+
+    private func isCurrent(_ connection: ConnectionID, _ epoch: UInt64) -> Bool {
+        epochs[connection] == epoch
     }
 
     private func transportEnded() {
@@ -133,7 +154,8 @@ public actor ProviderServer {
     private func perform(_ outputs: [ProviderDriver.Output]) {
         for output in outputs {
             switch output {
-            case .notify(let connection, let characteristic, let value): outputSink.yield(.notify(connection, characteristic, value))
+            case .notify(let connection, let characteristic, let value):
+                outputSink.yield(.notify(connection, characteristic, value, epoch: epochs[connection] ?? 0))
             case .reply(let responder, let result): outputSink.yield(.reply(responder, result))
             case .event(let event): eventSink.yield(event)
             }

@@ -1305,14 +1305,15 @@ struct ConsumerTests {
         #expect(consumer.pendingRequestCount == 0)
     }
 
-    @Test("Perform Notification Action on a NotificationUID the session does not know is not available")
+    @Test("Perform Notification Action on a NotificationUID the session does not know (never announced, or removed) fails as unknownNotification, without a write")
     func actionOnUnknownNotification() {
         var consumer = sessionConsumer(with: [(1, [.positiveAction])])
         _ = consumer.received(notificationSource: sourceEvent(.removed, 1, flags: [.positiveAction]), at: .zero)
         let (removed, removedActions) = consumer.performAction(.positive, on: uid(1), at: .zero)
-        #expect(removedActions == [.emit(.completed(removed, .failure(.actionNotAvailable)))])
+        #expect(removedActions == [.emit(.completed(removed, .failure(.unknownNotification)))])
         let (unknown, unknownActions) = consumer.performAction(.positive, on: uid(77), at: .zero)
-        #expect(unknownActions == [.emit(.completed(unknown, .failure(.actionNotAvailable)))])
+        #expect(unknownActions == [.emit(.completed(unknown, .failure(.unknownNotification)))])
+        #expect(ConsumerError.unknownNotification.description == "no notification with this UID in this session")
     }
 
     @Test("Perform Notification Action writes 02 · NotificationUID · ActionID; success ends it with actionPerformed, no Data Source follows",

@@ -589,9 +589,9 @@ public struct Consumer: Sendable {
             }
         case .performNotificationAction(let request):
             let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
-            guard let notification = notification(request.notificationUID), !flag.isEmpty,
-                  notification.eventFlags.contains(flag)
-            else { return fail(.actionNotAvailable) }
+            // Its flags tell whether the action exists: a UID this session never announced has none to tell.
+            guard let notification = notification(request.notificationUID) else { return fail(.unknownNotification) }
+            guard !flag.isEmpty, notification.eventFlags.contains(flag) else { return fail(.actionNotAvailable) }
         }
         // Every waiting caller counts, those of identical requests included.
         guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }

@@ -116,6 +116,9 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
     case dataSourceUnavailable
     /// The notification's flags do not announce this action; the link was not touched.
     case actionNotAvailable
+    /// An action on a UID this session has not announced (or already
+    /// removed): nothing tells which actions it has, so nothing was sent.
+    case unknownNotification
     /// The command cannot be encoded (an AppIdentifier with NUL, too long for one write).
     case encoding(EncodingError)
     /// More requests are outstanding than the configuration allows.
@@ -154,6 +157,7 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
         case .notConnected: "not connected"
         case .dataSourceUnavailable: "Data Source unavailable"
         case .actionNotAvailable: "the notification offers no such action"
+        case .unknownNotification: "no notification with this UID in this session"
         case .encoding(let error): "\(error)"
         case .tooManyRequests: "too many requests outstanding"
         case .notificationRemoved: "the notification was removed before the request was written"
