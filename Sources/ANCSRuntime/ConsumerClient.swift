@@ -267,6 +267,7 @@ public actor ConsumerClient {
             case .ready(let item): eventSink.yield(.ready(item))
             case .updated(let item): eventSink.yield(.updated(item))
             case .displayFailed(let uid, let error): eventSink.yield(.displayFailed(uid, error))
+            case .subscriptionRetry(let delay): eventSink.yield(.subscriptionRetry(after: delay))
             }
         }
         rearmTimer()

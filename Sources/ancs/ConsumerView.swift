@@ -51,6 +51,9 @@ final class ConsumerView: @unchecked Sendable {
             if json { printJSON(ANCSJSON.consumerEvent(.updated(shown.notification, appName: shown.appName.map { AttributeValue($0) as AttributeValue }))) }
             if let title = shown.title { titles[shown.uid] = title }
             line(DemoRun.describe(shown).replacingOccurrences(of: "●", with: "↻") + " · uid \(shown.uid.rawValue)")
+        case .subscriptionRetry(let delay):
+            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+            status(String(format: "the phone did not let the session start (it refused or never answered the subscription: on an iPhone, allow notifications for this accessory); subscribing again in %.0f s", seconds), locked: true)
         case .displayFailed(let uid, let error):
             if json { printJSON(ANCSJSON.consumerEvent(.displayFailed(uid, error))) }
             line("  notification \(uid) could not be fetched: \(error)")
@@ -62,6 +65,8 @@ final class ConsumerView: @unchecked Sendable {
         case .sessionStarted:
             replays.sessionStarted()
             line("── session started")
+        case .sessionEnded(.subscriptionFailed(let result)):
+            line("── session ended: subscribing to Notification Source failed (\(result))")
         case .sessionEnded(let reason):
             line("── session ended (\(reason))")
         case .removed(let notification):
@@ -99,6 +104,10 @@ final class ConsumerView: @unchecked Sendable {
     func status(_ text: String) {
         lock.lock()
         defer { lock.unlock() }
+        status(text, locked: true)
+    }
+
+    private func status(_ text: String, locked: Bool) {
         if json {
             printErrorLine("ancs listen: \(text)")
         } else {

@@ -89,6 +89,10 @@ struct UserFindingsTests {
                                 configuration: ConsumerConfiguration(requestTimeout: .seconds(30)), display: .standard)
         rig.link.serverDelay = link.phoneDelay
         rig.connect()
+        // Bytes no request explains (say, a late fragment of an earlier
+        // session): the consumer resynchronizes on the next response.
+        rig.link.injectNotification(.dataSource, [0x07, 0x01, 0x02])
+        rig.simulation.runUntilIdle()
         var rewrote = false
         rig.link.rewriteNotification = { characteristic, bytes in
             // The phone answers the first Get Notification Attributes for another UID.
@@ -192,5 +196,53 @@ struct ProviderSessionTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         Issue.record("condition never held")
+    }
+}
+
+@Suite("Runtime: subscriptions the phone refuses or never answers")
+struct SubscriptionRetryTests {
+    typealias Driver = ConsumerDriver<Int>
+
+    static func operations(_ outputs: [Driver.Output]) -> [Driver.Operation] {
+        outputs.compactMap { if case .startOperation(let operation) = $0 { operation } else { nil } }
+    }
+    static func retries(_ outputs: [Driver.Output]) -> [Duration] {
+        outputs.compactMap { if case .subscriptionRetry(let delay) = $0 { delay } else { nil } }
+    }
+
+    @Test("after both subscriptions fail on a link that stays up, the client says so and subscribes again (2 s, then 4 s, …); once the phone answers, the session runs")
+    func retriesUntilThePhoneAnswers() throws {
+        var driver = Driver(display: .standard)
+        var now = Timestamp.zero
+        var pending = Self.operations(driver.handle(.linkUp(LinkInfo(mtu: 185)), at: now))
+        var delays: [Duration] = []
+        var ended = 0
+        // The phone times out both subscriptions twice (the user has not allowed notifications yet).
+        for round in 0..<2 {
+            let dataSource = try #require(pending.first)
+            #expect(dataSource.kind == .subscribe(.dataSource))
+            pending = Self.operations(driver.operationEnded(dataSource, .transportFailure, at: now))
+            let notificationSource = try #require(pending.first)
+            #expect(notificationSource.kind == .subscribe(.notificationSource))
+            let outputs = driver.operationEnded(notificationSource, .transportFailure, at: now)
+            ended += outputs.filter { if case .event(.sessionEnded(.subscriptionFailed)) = $0 { true } else { false } }.count
+            delays += Self.retries(outputs)
+            let retryAt = try #require(driver.nextDeadline, "round \(round): a retry is scheduled")
+            #expect(Self.operations(driver.tick(at: now + .milliseconds(1))).isEmpty)
+            now = retryAt
+            pending = Self.operations(driver.tick(at: now))
+        }
+        #expect(ended == 2)
+        #expect(delays == [.seconds(2), .seconds(4)])
+        // Now the phone answers: the session starts and nothing more is scheduled.
+        let dataSource = try #require(pending.first)
+        #expect(dataSource.kind == .subscribe(.dataSource))
+        let notificationSource = try #require(Self.operations(driver.operationEnded(dataSource, .success, at: now)).first)
+        _ = driver.operationEnded(notificationSource, .success, at: now)
+        #expect(driver.nextDeadline == nil)
+        #expect(driver.engine.isInSession)
+        // A new link starts the backoff over.
+        _ = driver.handle(.linkDown, at: now)
+        #expect(driver.nextDeadline == nil)
     }
 }
