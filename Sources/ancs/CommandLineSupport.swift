@@ -271,17 +271,19 @@ struct HexArguments {
         return lines
     }
 
-    static func readFile(_ path: String) throws(CommandFailure) -> [UInt8] {
+    /// The bytes of the file at `path`, at most `limit`; a failure names the
+    /// file and says why (the system's reason).
+    static func readFile(_ path: String, limit: Int = sizeLimit) throws(CommandFailure) -> [UInt8] {
         let descriptor = open(path, O_RDONLY)
         guard descriptor >= 0 else {
             throw CommandFailure("cannot open \(path): \(errorText(errno))")
         }
         defer { close(descriptor) }
-        return try readAll(descriptor: descriptor, name: path)
+        return try readAll(descriptor: descriptor, name: path, limit: limit)
     }
 
-    /// Everything `descriptor` holds up to end of file, at most `sizeLimit` bytes.
-    static func readAll(descriptor: Int32, name: String) throws(CommandFailure) -> [UInt8] {
+    /// Everything `descriptor` holds up to end of file, at most `limit` bytes.
+    static func readAll(descriptor: Int32, name: String, limit: Int = sizeLimit) throws(CommandFailure) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -293,8 +295,8 @@ struct HexArguments {
                 throw CommandFailure("cannot read \(name): \(errorText(code))")
             }
             bytes += chunk[..<count]
-            if bytes.count > sizeLimit {
-                throw CommandFailure("\(name): more than \(sizeLimit >> 20) MiB of input")
+            if bytes.count > limit {
+                throw CommandFailure("\(name): more than \(limit >> 20) MiB of input")
             }
         }
     }

@@ -32,12 +32,15 @@ struct DecodeCommand: ParsableCommand {
         guard let btsnoop else {
             throw usageError("decode: name a subcommand (ns, cp, ds) or --btsnoop FILE; see --help")
         }
-        guard let data = FileManager.default.contents(atPath: btsnoop) else {
-            throw CommandFailure("--btsnoop: cannot read \(btsnoop)")
+        let data: [UInt8]
+        do {
+            data = try HexArguments.readFile(btsnoop, limit: 1 << 30)
+        } catch {
+            throw CommandFailure("--btsnoop: \(error.message)")
         }
         let records: [BTSnoopRecord]
         do {
-            records = try BTSnoop.parse(Array(data))
+            records = try BTSnoop.parse(data)
         } catch {
             throw CommandFailure("--btsnoop \(btsnoop): \(error)")
         }
