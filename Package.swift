@@ -53,7 +53,8 @@ let package = Package(
         .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ", "ANCSFormat"]),
         .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSBumble", "ANCSDemo"],
                     exclude: ["Interop", "Scenarios"]),
-        .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], exclude: ["make_monitor_fixture.py"],
+                    resources: [.copy("Fixtures")]),
         .testTarget(name: "ancsCLITests", dependencies: ["ANCS"]),
     ],
     swiftLanguageModes: [.v6]

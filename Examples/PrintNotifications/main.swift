@@ -1,20 +1,27 @@
 // Prints an iPhone's notifications as they arrive, on Linux with BlueZ.
 // Run it, pair from the iPhone's Bluetooth settings, allow notifications:
 //   swift run PrintNotifications
+// Without BlueZ (no system D-Bus, no bluetoothd) it prints one error line and exits 1.
 import ANCSBlueZ
 import ANCSRuntime
+import Foundation
 
-let phone = try await BlueZConsumerTransport.start(
-    options: .init(name: "Notification printer"),
-    status: { print("·", $0.message) },
-    prompt: { request in print("pairing with \(request.device): accepted"); return true })
+do {
+    let phone = try await BlueZConsumerTransport.start(
+        options: .init(name: "Notification printer"),
+        status: { print("·", $0.message) },
+        prompt: { request in print("pairing with \(request.device): accepted"); return true })
 
-try await ConsumerClient.withRunning(transport: phone, display: .standard) { client in
-    for await event in client.events {
-        switch event {
-        case .ready(let shown): print("[\(shown.appLabel)] \(shown.title ?? "") — \(shown.message ?? "")")
-        case .consumer(.removed(let notification)): print("removed \(notification.uid)")
-        default: break
+    try await ConsumerClient.withRunning(transport: phone, display: .standard) { client in
+        for await event in client.events {
+            switch event {
+            case .ready(let shown): print("[\(shown.appLabel)] \(shown.title ?? "") — \(shown.message ?? "")")
+            case .consumer(.removed(let notification)): print("removed \(notification.uid)")
+            default: break
+            }
         }
     }
+} catch {
+    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    exit(1)
 }

@@ -2,18 +2,28 @@ import ANCS
 
 /// The Agent1 object bluetoothd asks when pairing (capability DisplayYesNo:
 /// it shows the passkey and asks yes or no).
+///
+/// `allows` says whether a device (its object path) may pair at all: with
+/// `--device`, every other device's pairing and service authorization is
+/// rejected (`org.bluez.Error.Rejected`) before anyone is asked.
 enum BlueZAgent {
     static func handle(_ call: DBusIncomingCall, prompt: @escaping @Sendable (PairingRequest) async -> Bool,
-                       status: @escaping @Sendable (BlueZStatus) -> Void) {
-        let device = address(of: call.arguments.first?.string ?? "")
+                       status: @escaping @Sendable (BlueZStatus) -> Void,
+                       allows: @escaping @Sendable (String) async -> (allowed: Bool, address: String)) {
+        let devicePath = call.arguments.first?.string ?? ""
+        let device = address(of: devicePath)
         switch (call.interface, call.member) {
         case (BlueZName.agent, "RequestConfirmation"):
             let passkey = call.arguments.dropFirst().first?.integer.map { UInt32($0) }
-            ask(call, PairingRequest(device: device, passkey: passkey), prompt, status)
+            ifAllowed(call, devicePath, allows, status) { address in
+                await ask(call, PairingRequest(device: address, passkey: passkey), prompt, status)
+            }
         case (BlueZName.agent, "RequestAuthorization"):
-            ask(call, PairingRequest(device: device, passkey: nil), prompt, status)
+            ifAllowed(call, devicePath, allows, status) { address in
+                await ask(call, PairingRequest(device: address, passkey: nil), prompt, status)
+            }
         case (BlueZName.agent, "AuthorizeService"):
-            call.reply()
+            ifAllowed(call, devicePath, allows, status) { _ in call.reply() }
         case (BlueZName.agent, "DisplayPasskey"):
             let passkey = call.arguments.dropFirst().first?.integer ?? 0
             status(BlueZStatus(kind: .pairing, message: "pairing with \(device): passkey \(sixDigits(UInt32(passkey)))"))
@@ -33,15 +43,29 @@ enum BlueZAgent {
         }
     }
 
-    private static func ask(_ call: DBusIncomingCall, _ request: PairingRequest, _ prompt: @escaping @Sendable (PairingRequest) async -> Bool,
-                            _ status: @escaping @Sendable (BlueZStatus) -> Void) {
+    /// Runs `body` (with the device's address) if the device may pair; otherwise rejects the call.
+    private static func ifAllowed(_ call: DBusIncomingCall, _ devicePath: String,
+                                  _ allows: @escaping @Sendable (String) async -> (allowed: Bool, address: String),
+                                  _ status: @escaping @Sendable (BlueZStatus) -> Void,
+                                  _ body: @escaping @Sendable (String) async -> Void) {
         Task {
-            if await prompt(request) {
-                call.reply()
-            } else {
-                status(BlueZStatus(kind: .pairing, message: "pairing with \(request.device) rejected"))
-                call.fail("org.bluez.Error.Rejected", "rejected")
+            let verdict = await allows(devicePath)
+            guard verdict.allowed else {
+                status(BlueZStatus(kind: .pairing, message: "pairing with \(verdict.address) refused: not the --device phone"))
+                call.fail("org.bluez.Error.Rejected", "\(verdict.address) is not the device this accessory is limited to")
+                return
             }
+            await body(verdict.address)
+        }
+    }
+
+    private static func ask(_ call: DBusIncomingCall, _ request: PairingRequest, _ prompt: @escaping @Sendable (PairingRequest) async -> Bool,
+                            _ status: @escaping @Sendable (BlueZStatus) -> Void) async {
+        if await prompt(request) {
+            call.reply()
+        } else {
+            status(BlueZStatus(kind: .pairing, message: "pairing with \(request.device) rejected"))
+            call.fail("org.bluez.Error.Rejected", "rejected")
         }
     }
 

@@ -188,7 +188,12 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         }
         let prompt = self.prompt
         let status = self.status
-        bus.export(BlueZName.agentPath) { call in BlueZAgent.handle(call, prompt: prompt, status: status) }
+        bus.export(BlueZName.agentPath) { [weak self] call in
+            let transport = self
+            BlueZAgent.handle(call, prompt: prompt, status: status) { path in
+                await transport?.pairingVerdict(path) ?? (false, BlueZAgent.address(of: path))
+            }
+        }
         do {
             _ = try await bus.call(destination: BlueZName.service, path: "/org/bluez", interface: BlueZName.agentManager,
                                    member: "RegisterAgent", [.objectPath(BlueZName.agentPath), .string("DisplayYesNo")])
@@ -282,9 +287,41 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         }
     }
 
+    /// The device's address (as bluetoothd knows it, else from its object
+    /// path), and whether `--device` lets it connect.
     private func accepts(_ devicePath: String) -> Bool {
         guard let wanted = options.device else { return true }
-        return tree.property(devicePath, BlueZName.device, "Address")?.string?.uppercased() == wanted.uppercased()
+        return address(of: devicePath).uppercased() == wanted.uppercased()
+    }
+
+    private func address(of devicePath: String) -> String {
+        tree.property(devicePath, BlueZName.device, "Address")?.string ?? BlueZAgent.address(of: devicePath)
+    }
+
+    /// Whether the agent may let this device pair (or use a service), and its address.
+    func pairingVerdict(_ devicePath: String) -> (allowed: Bool, address: String) {
+        (accepts(devicePath), address(of: devicePath))
+    }
+
+    /// Devices `--device` shuts out that are connected: each is told to
+    /// disconnect once per connection, and the person is told.
+    private var refused: Set<String> = []
+
+    private func refuseOtherDevices() {
+        guard options.device != nil else { return }
+        for path in tree.devices(under: adapterPath) {
+            guard isConnected(path), !accepts(path) else {
+                refused.remove(path)
+                continue
+            }
+            guard refused.insert(path).inserted else { continue }
+            let address = address(of: path)
+            status(BlueZStatus(kind: .warning, message: "\(address) connected; disconnecting it: not the --device phone"))
+            Task { [bus] in
+                _ = try? await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.device, member: "Disconnect",
+                                        timeout: .seconds(10))
+            }
+        }
     }
 
     private func isConnected(_ path: String) -> Bool {
@@ -294,6 +331,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     /// Moves the link state to what the object tree says, telling the engine.
     private func reassess(valueArrived: Bool = false) {
         guard !closing else { return }
+        refuseOtherDevices()
         if let current = device {
             if tree.objects[current]?[BlueZName.device] == nil || !isConnected(current) {
                 let address = tree.property(current, BlueZName.device, "Address")?.string ?? current

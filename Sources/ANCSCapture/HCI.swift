@@ -22,6 +22,11 @@ public struct L2CAPFrame: Hashable, Sendable {
 }
 
 /// Reassembles ACL fragments into L2CAP frames and decodes the link events.
+///
+/// Connections are named by their HCI handle; in a capture of several
+/// controllers (btmon's monitor format), a connection of controller N is
+/// N × 4096 + its handle (handles are 12 bits), so links of different
+/// controllers never mix.
 public struct HCIReassembler: Sendable {
     private struct Key: Hashable { var handle: Int; var direction: BTSnoopRecord.Direction }
     /// The frame so far, its 4-byte L2CAP header included.
@@ -42,7 +47,7 @@ public struct HCIReassembler: Sendable {
         let data = record.payload
         guard data.count >= 4 else { return [.malformed(handle: -1, record: record.number, reason: "ACL header cut")] }
         let header = le16(data, 0)
-        let handle = header & 0x0FFF
+        let handle = record.controller << 12 | header & 0x0FFF
         let boundary = (header >> 12) & 0b11
         let length = le16(data, 2)
         guard data.count >= 4 + length else { return [.malformed(handle: handle, record: record.number, reason: "ACL data cut")] }
@@ -78,16 +83,16 @@ public struct HCIReassembler: Sendable {
         let body = Array(data.dropFirst(2))
         switch code {
         case 0x05 where body.count >= 4 && body[0] == 0:  // Disconnection Complete
-            let handle = le16(body, 1)
+            let handle = record.controller << 12 | le16(body, 1) & 0x0FFF
             partial = partial.filter { $0.key.handle != handle }
             return [.disconnected(handle: handle, reason: body[3])]
         case 0x08 where body.count >= 4 && body[0] == 0:  // Encryption Change
-            return [.encryption(handle: le16(body, 1), enabled: body[3] != 0)]
+            return [.encryption(handle: record.controller << 12 | le16(body, 1) & 0x0FFF, enabled: body[3] != 0)]
         case 0x3E where !body.isEmpty:  // LE Meta
             let subevent = body[0]
             // LE Connection Complete (0x01), Enhanced (0x0A, v2 0x29): status, handle, role, peer type, peer address.
             guard [0x01, 0x0A, 0x29].contains(subevent), body.count >= 12, body[1] == 0 else { return [] }
-            let handle = le16(body, 2)
+            let handle = record.controller << 12 | le16(body, 2) & 0x0FFF
             let address = body[6..<12].reversed().map { byte in
                 let text = String(byte, radix: 16, uppercase: true)
                 return byte < 16 ? "0" + text : text

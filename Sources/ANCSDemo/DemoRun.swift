@@ -33,7 +33,8 @@ public final class DemoRun: @unchecked Sendable {
         case opened(DisplayedNotification)
         case removed(ConsumerNotification, title: String)
         case userAction(title: String, ActionID, label: String?)
-        case actionResult(title: String, String)
+        /// How a pressed action ended; `request` numbers the presses of the run from 1.
+        case actionResult(title: String, uid: NotificationUID, ActionID, request: Int, ConsumerResult)
         case failed(NotificationUID, ConsumerError)
     }
 
@@ -131,6 +132,10 @@ public final class DemoRun: @unchecked Sendable {
     /// Presses waiting for their notification to be shown (a person acts on what they see).
     var seenWaiters: [NotificationUID: [CheckedContinuation<Bool, Never>]] = [:]
     var seen: Set<NotificationUID> = []
+    /// Actions pressed so far (numbers the results).
+    var presses = 0
+    /// The consumer has heard that its session ended.
+    var sessionOver = false
 
     public init(scenario: DemoScenario = .standard, link configuration: SimulatedLink.Configuration = .init(),
                 consumer consumerConfiguration: ConsumerConfiguration? = nil, policy: FetchPolicy = .eager,
@@ -205,6 +210,15 @@ public final class DemoRun: @unchecked Sendable {
         summary.simulated = simulation.now.sinceOrigin
     }
 
+    /// The person walks away with the accessory: the link drops and the
+    /// consumer's session ends (`sessionEnded`, link down), as any session
+    /// does. Call after `finish()`, which counts what never settled.
+    public func endSession() {
+        guard started, link.isConnected else { return }
+        link.disconnect()
+        simulation.run(while: { !self.sessionOver }, limit: .seconds(5))
+    }
+
     // MARK: - The phone
 
     func phone() async throws {
@@ -274,12 +288,14 @@ public final class DemoRun: @unchecked Sendable {
         let title = titles[uid] ?? "uid \(uid)"
         let label = action == .positive ? notification?[.positiveActionLabel]?.string : notification?[.negativeActionLabel]?.string
         emit(.userAction(title: title, action, label: label))
+        presses += 1
+        let request = presses
         do {
             try await consumer.performAction(action, on: uid)
-            emit(.actionResult(title: title, "the phone performed the action"))
+            emit(.actionResult(title: title, uid: uid, action, request: request, .success(.actionPerformed)))
         } catch {
             summary.failedRequests += 1
-            emit(.actionResult(title: title, "the action failed: \(error)"))
+            emit(.actionResult(title: title, uid: uid, action, request: request, .failure(error)))
         }
     }
 
@@ -325,7 +341,6 @@ public final class DemoRun: @unchecked Sendable {
                     summary.shown += 1
                     emit(.announced(notification))
                     markSeen(notification.uid)
-                    return
                 }
             case .modified(let notification):
                 models[notification.uid] = notification
@@ -334,12 +349,14 @@ public final class DemoRun: @unchecked Sendable {
                 waiting.removeValue(forKey: notification.uid)
                 models.removeValue(forKey: notification.uid)
                 emit(.removed(notification, title: titles.removeValue(forKey: notification.uid) ?? "uid \(notification.uid)"))
-                return
+            case .sessionStarted:
+                sessionOver = false
             case .appAttributes(let response):
                 // A response from the NP, not the session's cache.
                 summary.appNameFetches += 1
                 if !appNamesFetched.insert(response.appIdentifier).inserted { summary.repeatedAppNameFetches += 1 }
             case .sessionEnded:
+                sessionOver = true
                 // UIDs mean nothing after a session; a press waiting for one is dropped.
                 for uid in seenWaiters.keys.sorted(by: { $0.rawValue < $1.rawValue }) { markSeen(uid, false) }
                 seen.removeAll()

@@ -35,6 +35,7 @@ struct ANCSCommand: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
+            if let checked = command as? UsageChecked { try checked.checkUsage() }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

@@ -271,17 +271,19 @@ struct HexArguments {
         return lines
     }
 
-    static func readFile(_ path: String) throws(CommandFailure) -> [UInt8] {
+    /// The bytes of the file at `path`, at most `limit`; a failure names the
+    /// file and says why (the system's reason).
+    static func readFile(_ path: String, limit: Int = sizeLimit) throws(CommandFailure) -> [UInt8] {
         let descriptor = open(path, O_RDONLY)
         guard descriptor >= 0 else {
             throw CommandFailure("cannot open \(path): \(errorText(errno))")
         }
         defer { close(descriptor) }
-        return try readAll(descriptor: descriptor, name: path)
+        return try readAll(descriptor: descriptor, name: path, limit: limit)
     }
 
-    /// Everything `descriptor` holds up to end of file, at most `sizeLimit` bytes.
-    static func readAll(descriptor: Int32, name: String) throws(CommandFailure) -> [UInt8] {
+    /// Everything `descriptor` holds up to end of file, at most `limit` bytes.
+    static func readAll(descriptor: Int32, name: String, limit: Int = sizeLimit) throws(CommandFailure) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -293,8 +295,8 @@ struct HexArguments {
                 throw CommandFailure("cannot read \(name): \(errorText(code))")
             }
             bytes += chunk[..<count]
-            if bytes.count > sizeLimit {
-                throw CommandFailure("\(name): more than \(sizeLimit >> 20) MiB of input")
+            if bytes.count > limit {
+                throw CommandFailure("\(name): more than \(limit >> 20) MiB of input")
             }
         }
     }
@@ -323,5 +325,58 @@ enum LogLevel: String, CaseIterable, ExpressibleByArgument, Sendable {
         case .error: .error
         case .critical: .critical
         }
+    }
+}
+
+// MARK: - Usage checks
+
+/// A command whose options ArgumentParser takes as plain text but that must
+/// name one of a few things (a stack): checked once the command line is
+/// parsed and before anything runs, so a mistake there is a usage error
+/// (status 64) like any other command line that does not parse.
+protocol UsageChecked {
+    func checkUsage() throws(CommandFailure)
+}
+
+/// A usage error: one `error:` line and status 64.
+func usageError(_ message: String) -> CommandFailure {
+    CommandFailure(message, status: ExitStatus.usage)
+}
+
+/// The stacks a command runs on, as `--stack` names them.
+enum StackName {
+    case bluez, bumble
+
+    /// `--stack`'s value checked against `allowed`: `bluez`, or
+    /// `bumble:<transport>` with a transport after the colon.
+    static func check(_ value: String, allowed: [StackName], command: String, note: String = "") throws(CommandFailure) {
+        let forms = allowed.map { $0 == .bluez ? "bluez" : "bumble:<transport>" }.joined(separator: ", ")
+        if value == "bluez", allowed.contains(.bluez) { return }
+        if value == "bumble" || value.hasPrefix("bumble:"), allowed.contains(.bumble) {
+            let transport = value.dropFirst("bumble".count).drop { $0 == ":" }
+            guard transport.isEmpty else { return }
+            throw usageError("\(command): --stack \(value): name a Bumble transport: bumble:usb:0, bumble:serial:/dev/ttyACM0,1000000, bumble:tcp-client:127.0.0.1:9001, ...")
+        }
+        throw usageError("\(command): --stack \(value): unknown stack (available: \(forms))\(note)")
+    }
+}
+
+extension ListenCommand: UsageChecked {
+    func checkUsage() throws(CommandFailure) {
+        try StackName.check(stack, allowed: [.bluez, .bumble], command: "listen")
+    }
+}
+
+extension ProvideCommand: UsageChecked {
+    func checkUsage() throws(CommandFailure) {
+        if let stack {
+            try StackName.check(stack, allowed: [.bumble], command: "provide", note: "; BlueZ turns the ANCS errors 0xA0–0xA3 into 0x0E")
+        }
+    }
+}
+
+extension SetupCommand: UsageChecked {
+    func checkUsage() throws(CommandFailure) {
+        guard stack == "bumble" else { throw usageError("setup: unknown stack '\(stack)'; known: bumble") }
     }
 }

@@ -24,16 +24,23 @@ struct DecodeCommand: ParsableCommand {
     var btsnoop: String?
     @Flag(help: "With --btsnoop: one JSON object per transcript entry.") var json = false
 
+    func validate() throws {
+        if json && btsnoop == nil { throw ValidationError("decode: --json goes with --btsnoop FILE (ns, cp and ds always print JSON)") }
+    }
+
     func run() throws {
         guard let btsnoop else {
-            throw CommandFailure("decode: name a subcommand (ns, cp, ds) or --btsnoop FILE; see --help")
+            throw usageError("decode: name a subcommand (ns, cp, ds) or --btsnoop FILE; see --help")
         }
-        guard let data = FileManager.default.contents(atPath: btsnoop) else {
-            throw CommandFailure("--btsnoop: cannot read \(btsnoop)")
+        let data: [UInt8]
+        do {
+            data = try HexArguments.readFile(btsnoop, limit: 1 << 30)
+        } catch {
+            throw CommandFailure("--btsnoop: \(error.message)")
         }
         let records: [BTSnoopRecord]
         do {
-            records = try BTSnoop.parse(Array(data))
+            records = try BTSnoop.parse(data)
         } catch {
             throw CommandFailure("--btsnoop \(btsnoop): \(error)")
         }
@@ -46,6 +53,9 @@ struct DecodeCommand: ParsableCommand {
     struct NotificationSource: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "ns", abstract: "A Notification Source event (8 bytes).")
         @Argument(help: "The event as hex, or - (stdin) or @PATH (a file).") var hex: [String] = []
+        @ParentCommand var decode: DecodeCommand
+
+        func validate() throws { try decode.checkNoCapture(for: Self.configuration.commandName!) }
 
         func run() throws {
             let bytes = try readPDU(hex, what: "event")
@@ -60,6 +70,9 @@ struct DecodeCommand: ParsableCommand {
     struct ControlPoint: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "cp", abstract: "A Control Point command.")
         @Argument(help: "The command as hex, or - (stdin) or @PATH (a file).") var hex: [String] = []
+        @ParentCommand var decode: DecodeCommand
+
+        func validate() throws { try decode.checkNoCapture(for: Self.configuration.commandName!) }
 
         func run() throws {
             let bytes = try readPDU(hex, what: "command")
@@ -79,6 +92,9 @@ struct DecodeCommand: ParsableCommand {
         @Option(name: .long, help: "The Control Point command (hex, or - or @PATH) that the response answers.") var request: String
         @Argument(help: "The GATT notifications of the response, in order: each hex, or - or @PATH for one per line.")
         var fragments: [String] = []
+        @ParentCommand var decode: DecodeCommand
+
+        func validate() throws { try decode.checkNoCapture(for: Self.configuration.commandName!) }
 
         func run() throws {
             var input = HexArguments()
@@ -124,6 +140,15 @@ struct DecodeCommand: ParsableCommand {
             case .failure(let failure): throw failure
             case nil: throw CommandFailure("no response")
             }
+        }
+    }
+}
+
+extension DecodeCommand {
+    /// `decode --btsnoop FILE ns …`: one or the other, not both.
+    func checkNoCapture(for subcommand: String) throws {
+        if let btsnoop {
+            throw ValidationError("decode: --btsnoop \(btsnoop) decodes a capture and takes no subcommand; drop `\(subcommand)` or --btsnoop")
         }
     }
 }

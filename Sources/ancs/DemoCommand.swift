@@ -65,6 +65,7 @@ struct DemoCommand: AsyncParsableCommand {
             }
             demo.finish()
         }
+        demo.endSession()
         view.summary(demo.summary)
         if demo.summary.unsettled > 0 {
             throw CommandFailure("demo: \(demo.summary.unsettled) notifications were never shown")
@@ -76,6 +77,21 @@ struct DemoCommand: AsyncParsableCommand {
 }
 
 extension DemoRun.FetchPolicy: ExpressibleByArgument {}
+
+extension JSON {
+    /// An object with `members` inserted at `index`; anything else unchanged.
+    func inserting(_ member: (String, JSON), at index: Int) -> JSON {
+        guard case .object(var members) = self else { return self }
+        members.insert(member, at: index)
+        return .object(members)
+    }
+
+    /// An object with `members` appended; anything else unchanged.
+    func adding(_ added: (String, JSON)...) -> JSON {
+        guard case .object(let members) = self else { return self }
+        return .object(members + added)
+    }
+}
 
 /// The terminal view of the demo: one line per thing a person would notice.
 final class DemoView: @unchecked Sendable {
@@ -96,14 +112,19 @@ final class DemoView: @unchecked Sendable {
     func show(time: Timestamp, line: DemoRun.Line) {
         let seconds = Double(time.sinceOrigin.components.seconds) + Double(time.sinceOrigin.components.attoseconds) / 1e18
         if json {
-            if case .consumer(let event) = line {
-                var object = ANCSJSON.consumerEvent(event)
-                if case .object(var members) = object {
-                    members.insert(("time", .double((seconds * 1000).rounded() / 1000)), at: 0)
-                    object = .object(members)
-                }
-                printLine(object.rendered)
+            // One object per consumer event, and one per request the person
+            // made (`completed`, numbered in order, as `ancs listen --json`).
+            let object: JSON
+            switch line {
+            case .consumer(let event):
+                object = ANCSJSON.consumerEvent(event)
+            case .actionResult(_, let uid, let action, let request, let result):
+                object = ANCSJSON.consumerEvent(.completed(ConsumerRequestID(rawValue: UInt32(request)), result))
+                    .adding(("uid", .integer(Int(uid.rawValue))), ("action", .string(action == .positive ? "positive" : "negative")))
+            default:
+                return
             }
+            printLine(object.inserting(("time", .double((seconds * 1000).rounded() / 1000)), at: 0).rendered)
             return
         }
         let stamp = String(format: "%7.3fs", seconds)
@@ -126,8 +147,10 @@ final class DemoView: @unchecked Sendable {
             printLine("\(stamp)  ✕ \(title) — removed (\(notification.categoryID), \(notification.categoryCount) left in category)")
         case .userAction(let title, let action, let label):
             printLine("\(stamp)  ▶ you pressed \(label ?? action.description) on “\(title)”")
-        case .actionResult(let title, let result):
-            printLine("\(stamp)    \(result) for “\(title)”")
+        case .actionResult(let title, _, _, _, .success):
+            printLine("\(stamp)    the phone performed the action for “\(title)”")
+        case .actionResult(let title, _, _, _, .failure(let error)):
+            printLine("\(stamp)    the action failed: \(error) for “\(title)”")
         case .failed(let uid, let error):
             printLine("\(stamp)  ⚠ notification \(uid) could not be fetched: \(error)")
         case .consumer:

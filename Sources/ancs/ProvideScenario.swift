@@ -88,22 +88,29 @@ extension ProvideScenario {
     /// `positiveEffect`/`negativeEffect` (automatic, keep, remove,
     /// removeAndAddMissedCall, fail: error injection, 0xA3).
     static func load(_ path: String) throws(CommandFailure) -> ProvideScenario {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandFailure("--scenario: cannot read \(path)")
+        let bytes: [UInt8]
+        do {
+            bytes = try HexArguments.readFile(path, limit: 64 << 20)
+        } catch {
+            throw CommandFailure("--scenario: \(error.message)")
         }
         let document: Any
         if path.lowercased().hasSuffix(".json") {
             do {
-                document = try JSONSerialization.jsonObject(with: data)
+                document = try ScenarioJSON.parse(bytes)
             } catch {
-                throw CommandFailure("--scenario \(path): not valid JSON: \(error.localizedDescription)")
+                throw CommandFailure("--scenario \(path): \(error.line > 0 ? "line \(error.line), column \(error.column): " : "")not valid JSON: \(error.message)")
             }
         } else {
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw CommandFailure("--scenario \(path): not UTF-8 text")
+            }
             do {
-                guard let loaded = try Yams.load(yaml: String(decoding: data, as: UTF8.self)) else {
+                guard let node = try Yams.compose(yaml: text) else {
                     throw CommandFailure("--scenario \(path): empty YAML document")
                 }
-                document = loaded
+                try checkDuplicateKeys(node, path: path)
+                document = node.any
             } catch let failure as CommandFailure {
                 throw failure
             } catch {
@@ -112,10 +119,30 @@ extension ProvideScenario {
                 throw CommandFailure("--scenario \(path): not valid YAML: \(text)")
             }
         }
-        do {
-            return try ScenarioReader(path: path).scenario(document)
-        } catch {
-            throw error
+        return try ScenarioReader(path: path).scenario(document)
+    }
+
+    /// YAML keeps the last of two equal keys in a mapping; a scenario file
+    /// with one is a mistake (a step with `add` twice, say), named by line.
+    static func checkDuplicateKeys(_ node: Node, path: String) throws(CommandFailure) {
+        switch node {
+        case .mapping(let mapping):
+            var seen: [String: Mark?] = [:]
+            for (key, value) in mapping {
+                if let name = key.string {
+                    if let first = seen[name] {
+                        let here = key.mark.map { "line \($0.line), column \($0.column)" } ?? "a mapping"
+                        let there = first.map { " (first at line \($0.line))" } ?? ""
+                        throw CommandFailure("--scenario \(path): \(here): key `\(name)` appears twice in one mapping\(there)")
+                    }
+                    seen[name] = key.mark
+                }
+                try checkDuplicateKeys(value, path: path)
+            }
+        case .sequence(let sequence):
+            for item in sequence { try checkDuplicateKeys(item, path: path) }
+        default:
+            break
         }
     }
 }
@@ -168,6 +195,21 @@ struct ScenarioReader {
         return .milliseconds(Int((seconds * 1000).rounded()))
     }
 
+    /// The longest attribute value ANCS carries: its length is a uint16.
+    static let attributeLength = Int(UInt16.max)
+    /// The longest value a consumer takes, by default, for an attribute it
+    /// asks for without a max length (app names and identifiers, action
+    /// labels): `ancs listen` rejects longer ones, and so may other accessories.
+    static let unlimitedValueLength = ConsumerConfiguration().unlimitedValueLength
+
+    func checkLength(_ value: String?, _ place: String, limit: Int, what: String) throws(CommandFailure) {
+        guard let value, value.utf8.count > limit else { return }
+        let reason = limit == Self.attributeLength
+            ? "ANCS carries at most \(limit) bytes in an attribute"
+            : "ANCS asks for it without a max length, and a consumer takes at most \(limit) bytes then (ancs listen does)"
+        throw fail(place, "\(value.utf8.count) bytes is too long for \(what): \(reason)")
+    }
+
     static let categories: [String: CategoryID] = {
         var names: [String: CategoryID] = [:]
         for raw in UInt8(0)...11 {
@@ -217,6 +259,12 @@ struct ScenarioReader {
         }
         let positive = try string(fields["positive"], place + ".positive")
         let negative = try string(fields["negative"], place + ".negative")
+        try checkLength(app, place + ".app", limit: Self.unlimitedValueLength, what: "an app identifier")
+        try checkLength(positive, place + ".positive", limit: Self.unlimitedValueLength, what: "an action label")
+        try checkLength(negative, place + ".negative", limit: Self.unlimitedValueLength, what: "an action label")
+        for field in ["title", "subtitle", "message"] {
+            try checkLength(try string(fields[field], place + "." + field), place + "." + field, limit: Self.attributeLength, what: "a \(field)")
+        }
         var flags: EventFlags = []
         if try bool(fields["important"], place + ".important") { flags.insert(.important) }
         if try bool(fields["silent"], place + ".silent") { flags.insert(.silent) }
@@ -240,15 +288,28 @@ struct ScenarioReader {
         for (index, entry) in try list(root["apps"], "apps").enumerated() {
             let place = "apps[\(index)]"
             let app = try object(entry, place)
+            if let unknown = app.keys.sorted().first(where: { !["id", "name"].contains($0) }) {
+                throw fail(place, "unknown field `\(unknown)` (known: id, name)")
+            }
             guard let id = try string(app["id"], place + ".id"), let name = try string(app["name"], place + ".name") else {
                 throw fail(place, "needs `id` and `name`")
             }
+            try checkLength(id, place + ".id", limit: Self.unlimitedValueLength, what: "an app identifier")
+            try checkLength(name, place + ".name", limit: Self.unlimitedValueLength, what: "an app's name")
+            if let first = scenario.apps.firstIndex(where: { $0.identifier == id }) {
+                throw fail(place + ".id", "`\(id)` is already apps[\(first)]")
+            }
             scenario.apps.append((id, name))
         }
-        var keys = Set<String>()
+        // Keys of the notifications on the phone at each point (where each was
+        // added), and of those removed (where), for the errors.
+        var active: [String: String] = [:]
+        var removed: [String: String] = [:]
         for (index, entry) in try list(root["preExisting"], "preExisting").enumerated() {
-            let parsed = try notification(entry, "preExisting[\(index)]")
-            guard keys.insert(parsed.key).inserted else { throw fail("preExisting[\(index)]", "key `\(parsed.key)` used twice") }
+            let place = "preExisting[\(index)]"
+            let parsed = try notification(entry, place)
+            if let first = active[parsed.key] { throw fail(place, "key `\(parsed.key)` used twice (first at \(first))") }
+            active[parsed.key] = place
             scenario.preExisting.append(parsed)
         }
         var last = Duration.zero
@@ -258,19 +319,42 @@ struct ScenarioReader {
             let at = try seconds(step["at"], place + ".at")
             guard at >= last else { throw fail(place, "steps must be in time order") }
             last = at
+            if let unknown = step.keys.sorted().first(where: { !["at", "add", "modify", "remove", "message"].contains($0) }) {
+                throw fail(place, "unknown field `\(unknown)` (known: at, add, modify, remove, message)")
+            }
+            let actions = ["add", "modify", "remove"].filter { step[$0] != nil }
+            guard actions.count == 1 else {
+                if actions.isEmpty { throw fail(place, "a step is `add`, `modify` or `remove`") }
+                throw fail(place, "a step has one of `add`, `modify` or `remove`, this one has \(actions.map { "`\($0)`" }.joined(separator: " and ")): make them two steps")
+            }
+            /// The active notification `key` names, or an error saying why there is none.
+            func activeKey(_ key: String) throws(CommandFailure) {
+                guard active[key] == nil else { return }
+                if let gone = removed[key] { throw fail(place, "notification `\(key)` was removed at \(gone)") }
+                throw fail(place, "no notification has key `\(key)`")
+            }
             if let add = step["add"] {
                 let parsed = try notification(add, place + ".add")
-                keys.insert(parsed.key)
+                if let first = active[parsed.key] {
+                    throw fail(place + ".add", "key `\(parsed.key)` is still in use (added at \(first)); remove that notification first or use another key")
+                }
+                active[parsed.key] = place
+                removed[parsed.key] = nil
+                if step["message"] != nil { throw fail(place, "`message` goes with `modify`; an added notification has its own") }
                 scenario.timeline.append((at, .add(key: parsed.key, parsed.notification)))
             } else if let key = try string(step["modify"], place + ".modify") {
-                guard keys.contains(key) else { throw fail(place, "no notification has key `\(key)`") }
+                try activeKey(key)
                 guard let message = try string(step["message"], place + ".message") else { throw fail(place, "`modify` needs `message`") }
+                try checkLength(message, place + ".message", limit: Self.attributeLength, what: "a message")
                 scenario.timeline.append((at, .modify(key: key, message: message)))
             } else if let key = try string(step["remove"], place + ".remove") {
-                guard keys.contains(key) else { throw fail(place, "no notification has key `\(key)`") }
+                try activeKey(key)
+                if step["message"] != nil { throw fail(place, "`message` goes with `modify`, not `remove`") }
+                removed[key] = place
+                active[key] = nil
                 scenario.timeline.append((at, .remove(key: key)))
             } else {
-                throw fail(place, "a step is `add`, `modify` or `remove`")
+                throw fail(place, "`\(actions[0])` needs a notification key")
             }
         }
         return scenario

@@ -22,6 +22,10 @@ final class FakeBlueZ: Sendable {
         var maximumWritesInFlight = 0
         var writeReplies: [(name: String, message: String)?] = []
         var registered: [String] = []
+        /// Who registered the agent (its unique bus name), to call it as bluetoothd does.
+        var agentOwner: String?
+        /// Device1 methods called, as (device path, member).
+        var deviceCalls: [(path: String, member: String)] = []
     }
 
     let connection: DBusConnection
@@ -45,14 +49,20 @@ final class FakeBlueZ: Sendable {
         let objects = Self.objects(connected: false, adapterAddress: adapterAddress)
         connection.export("/") { call in call.reply([objects]) }
         connection.export("/org/bluez") { [state] call in
-            state.withLock { $0.registered.append(call.member) }
+            state.withLock {
+                $0.registered.append(call.member)
+                if call.member == "RegisterAgent" { $0.agentOwner = call.sender }
+            }
             call.reply()
         }
         connection.export(Self.adapter) { [state] call in
             state.withLock { $0.registered.append(call.member) }
             call.reply()
         }
-        connection.export(Self.device) { call in call.reply() }
+        connection.export(Self.device) { [state] call in
+            state.withLock { $0.deviceCalls.append((Self.device, call.member)) }
+            call.reply()
+        }
         for path in [Self.ns, Self.ds] {
             connection.export(path) { [state] call in
                 guard call.member == "StartNotify" else { call.reply(); return }
@@ -124,6 +134,39 @@ final class FakeBlueZ: Sendable {
         ]
         entries += ancsObjects
         return .dictionary(key: "o", value: "a{sa{sv}}", entries)
+    }
+
+    /// The object path bluetoothd gives a device with this address.
+    static func devicePath(_ address: String) -> String {
+        adapter + "/dev_" + address.replacingOccurrences(of: ":", with: "_")
+    }
+
+    /// Another device appears under the adapter (a stranger's phone), with its own object.
+    func addDevice(address: String, connected: Bool) {
+        let path = Self.devicePath(address)
+        connection.export(path) { [state] call in
+            state.withLock { $0.deviceCalls.append((path, call.member)) }
+            call.reply()
+        }
+        connection.emit(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded", [
+            .objectPath(path),
+            .dictionary(key: "s", value: "a{sv}", [DBusDictEntry(.string("org.bluez.Device1"), .properties([
+                "Address": .string(address), "Name": .string("Stranger"), "Paired": .boolean(false), "Bonded": .boolean(false),
+                "Connected": .boolean(connected), "ServicesResolved": .boolean(false),
+            ]))]),
+        ])
+    }
+
+    func setDevice(_ path: String, _ properties: [String: DBusValue]) {
+        connection.emit(path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                        [.string("org.bluez.Device1"), .properties(properties), .strings([])])
+    }
+
+    /// Calls the registered agent as bluetoothd does: `member` with the device's path first.
+    func callAgent(_ member: String, device: String, _ more: [DBusValue] = []) async throws(DBusError) {
+        let owner = state.withLock { $0.agentOwner }
+        _ = try await connection.call(destination: owner, path: "/org/swiftancs/agent", interface: "org.bluez.Agent1", member: member,
+                                      [.objectPath(device)] + more, timeout: .seconds(10))
     }
 
     func setDevice(_ properties: [String: DBusValue]) {

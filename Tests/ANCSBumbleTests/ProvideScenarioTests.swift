@@ -87,6 +87,32 @@ struct ProvideScenarioTests {
         ("{\"apps\": [", "json", "not valid JSON"),
         ("apps: [", "yaml", "not valid YAML"),
         ("sessions: 3\n", "yaml", "top level: unknown field `sessions`"),
+        // Mistakes that used to be accepted silently.
+        ("timeline:\n  - {at: 1, add: {key: a, app: x}, remove: a}\n", "yaml",
+         "timeline[0]: a step has one of `add`, `modify` or `remove`, this one has `add` and `remove`"),
+        ("{\"timeline\": [{\"at\": 1, \"add\": {\"key\": \"a\", \"app\": \"x\"}, \"modify\": \"a\", \"message\": \"m\"}]}", "json",
+         "timeline[0]: a step has one of `add`, `modify` or `remove`, this one has `add` and `modify`"),
+        ("timeline:\n  - {at: 1, add: {key: a, app: x}}\n  - {at: 2, add: {key: a, app: y}}\n", "yaml",
+         "timeline[1].add: key `a` is still in use (added at timeline[0])"),
+        ("preExisting:\n  - {key: a, app: x}\ntimeline:\n  - {at: 2, add: {key: a, app: y}}\n", "yaml",
+         "timeline[0].add: key `a` is still in use (added at preExisting[0])"),
+        ("timeline:\n  - {at: 1, add: {key: a, app: x}}\n  - {at: 2, remove: a}\n  - {at: 3, modify: a, message: late}\n", "yaml",
+         "timeline[2]: notification `a` was removed at timeline[1]"),
+        ("apps:\n  - {id: com.x, name: X}\n  - {id: com.y, name: Y}\n  - {id: com.x, name: Other}\n", "yaml",
+         "apps[2].id: `com.x` is already apps[0]"),
+        ("apps: [{id: com.x, name: X, icon: x.png}]\n", "yaml", "apps[0]: unknown field `icon`"),
+        ("timeline:\n  - at: 1\n    remove: a\n    remove: b\n", "yaml", "line 4, column 5: key `remove` appears twice in one mapping (first at line 3)"),
+        ("apps: []\napps: [{id: a, name: A}]\n", "yaml", "line 2, column 1: key `apps` appears twice"),
+        ("{\"apps\": [],\n \"apps\": []}", "json", "line 2, column 2: not valid JSON: key `apps` appears twice in one object (first at line 1, column 2)"),
+        ("{\"apps\": [{\"id\": \"a\",\n  \"name\": \"A\"", "json", "line 2, column 14: not valid JSON: the file ends inside an object"),
+        ("{\"apps\": [{\"id\": \"a\", \"name\": \"A\"}],\n \"timeline\": [{\"at\": 1, \"remove\" \"a\"}]}", "json",
+         "line 2, column 34: not valid JSON: expected ':', found '\"'"),
+        ("apps: [{id: a, name: " + String(repeating: "n", count: 60_000) + "}]\n", "yaml",
+         "apps[0].name: 60000 bytes is too long for an app's name: ANCS asks for it without a max length, and a consumer takes at most 1024 bytes"),
+        ("timeline:\n  - {at: 1, add: {key: a, app: x, positive: " + String(repeating: "p", count: 1025) + "}}\n", "yaml",
+         "timeline[0].add.positive: 1025 bytes is too long for an action label"),
+        ("preExisting:\n  - {key: a, app: x, message: " + String(repeating: "m", count: 65_536) + "}\n", "yaml",
+         "preExisting[0].message: 65536 bytes is too long for a message: ANCS carries at most 65535 bytes"),
     ])
     func badFilesNameThePlace(text: String, ext: String, message: String) throws {
         let url = try ProvideExecutable.write(text, ext)
@@ -99,9 +125,29 @@ struct ProvideScenarioTests {
         #expect(output.stderr.split(separator: "\n").count == 1, "\(output.stderr)")
     }
 
-    @Test func aMissingFileIsNamed() throws {
+    @Test func aMissingFileIsNamedWithTheReason() throws {
         let output = try ProvideExecutable.run(["provide", "--check", "--scenario", "/nonexistent/scenario.yaml"])
         #expect(output.status != 0)
-        #expect(output.stderr == "error: --scenario: cannot read /nonexistent/scenario.yaml\n")
+        #expect(output.stderr == "error: --scenario: cannot open /nonexistent/scenario.yaml: No such file or directory\n")
+        let directory = FileManager.default.temporaryDirectory.path
+        let notAFile = try ProvideExecutable.run(["provide", "--check", "--scenario", directory])
+        #expect(notAFile.status != 0)
+        #expect(notAFile.stderr == "error: --scenario: cannot read \(directory): Is a directory\n")
+    }
+
+    @Test func aKeyMayBeUsedAgainOnceItsNotificationIsRemoved() throws {
+        let yaml = """
+            apps: [{id: com.x, name: X}]
+            timeline:
+              - {at: 1, add: {key: a, app: com.x, title: First}}
+              - {at: 2, remove: a}
+              - {at: 3, add: {key: a, app: com.x, title: Second, positive: \(String(repeating: "p", count: 1024))}}
+              - {at: 4, modify: a, message: "edited"}
+            """
+        let url = try ProvideExecutable.write(yaml, "yaml")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let output = try ProvideExecutable.run(["provide", "--check", "--scenario", url.path])
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stdout == "scenario: 1 apps, 0 pre-existing, 2 added, 1 modified, 1 removed over 4.0 s, 0 with failing actions\n")
     }
 }

@@ -26,5 +26,11 @@ timeout ${VM_TIMEOUT:-540} "$VENV/bin/vng" --run $KERNEL $VNG_ACCEL --memory 1G 
 echo "== VM exited after $(( $(date +%s) - START )) s"
 grep -E '^\[check|^\[guest|passed, ' "$OUT/console.log"
 RC=$(cat "$OUT/rc" 2>/dev/null || echo 3)
+
+# btmon's capture of the run (monitor format) through `ancs decode --btsnoop`.
+if [ -f "$OUT/listen.jsonl" ]; then
+  python3 "$HERE/check_btmon.py" "$ANCS" "$OUT" || { [ "$RC" = 0 ] && RC=1; }
+fi
+
 [ "$RC" = 0 ] && echo "vm-bluez: PASS" || { echo "vm-bluez: FAIL (rc $RC; logs in $OUT)"; tail -40 "$OUT/console.log"; }
 exit $RC

@@ -1,0 +1,57 @@
+// `ancs demo --json` as a reader of the stream sees it: one object per
+// consumer event (removals and the end of the session included) and one
+// `completed` object per action the person pressed.
+
+import Foundation
+import Testing
+
+/// The objects of a JSON-lines stream, each line parsed on its own.
+func jsonLines(_ text: String, _ context: String) throws -> [[String: JSONValue]] {
+    try text.split(separator: "\n").enumerated().map { index, line in
+        guard case .object(let members) = try JSONValue(parsing: Data(line.utf8)) else {
+            throw CLITestError("\(context): line \(index + 1) is not an object: \(line)")
+        }
+        return members
+    }
+}
+
+@Suite("ancs demo --json: every consumer event and every action's result")
+struct CLIDemoJSONTests {
+    @Test("removed, completed and sessionEnded objects, matching what the terminal view shows", arguments: ["eager", "lazy"])
+    func everyEvent(policy: String) throws {
+        let json = try runANCS(["demo", "--fast", "--json", "--policy", policy])
+        #expect(json.status == 0, "stderr: \(json.stderr)")
+        let objects = try jsonLines(json.stdout, "demo --json --policy \(policy)")
+        let events = objects.map { $0["event"] ?? .null }
+
+        // Every object has a time and an event name.
+        #expect(objects.allSatisfy { $0["time"] != nil && $0["event"] != nil })
+        #expect(events.first == .string("sessionStarted"))
+
+        // The scenario removes four notifications (two answered calls, an
+        // email withdrawn by the phone, a chat cleared from the accessory).
+        let added = Set(objects.filter { $0["event"] == .string("added") }.compactMap { $0["uid"] })
+        let removed = objects.filter { $0["event"] == .string("removed") }.compactMap { $0["uid"] }
+        #expect(removed.count == 4, "removed: \(removed)")
+        #expect(removed.allSatisfy { added.contains($0) }, "removed \(removed), added \(added)")
+
+        // Three actions pressed, each with its result, numbered in order.
+        let completed = objects.filter { $0["event"] == .string("completed") }
+        #expect(completed.map { $0["request"] } == [.number(1), .number(2), .number(3)])
+        #expect(completed.allSatisfy { $0["result"] == .string("actionPerformed") && $0["error"] == nil })
+        #expect(completed.map { $0["action"] } == [.string("positive"), .string("negative"), .string("negative")])
+        #expect(completed.allSatisfy { $0["uid"].map { removed.contains($0) } ?? false },
+                "each pressed notification is removed by its action")
+
+        // The run ends with the session.
+        #expect(events.last == .string("sessionEnded"))
+        #expect(objects.last?["reason"] == .string("linkDown"))
+
+        // The terminal view shows the same removals.
+        let terminal = try runANCS(["demo", "--fast", "--policy", policy])
+        #expect(terminal.status == 0)
+        let terminalRemovals = terminal.stdout.split(separator: "\n").filter { $0.contains("✕") }
+        #expect(terminalRemovals.count == removed.count, "\(terminal.stdout)")
+        #expect(terminal.stdout.contains("session ended (linkDown)"))
+    }
+}

@@ -1,0 +1,47 @@
+// Command lines that do not parse, or whose options contradict each other,
+// exit 64 with one `error:` line, as `ancs --help` and the README promise.
+
+import Foundation
+import Testing
+
+@Suite("Usage errors exit 64")
+struct CLIUsageTests {
+    static let capture = CLIVectors.packageRoot.appendingPathComponent("Tests/ANCSCaptureTests/Fixtures/listen-nc.btsnoop").path
+
+    @Test("a subcommand or stack that is missing or unknown", arguments: [
+        (["decode"], "name a subcommand (ns, cp, ds) or --btsnoop FILE"),
+        (["setup", "foo"], "unknown stack 'foo'"),
+        (["listen", "--stack", "foo"], "--stack foo: unknown stack"),
+        (["listen", "--stack", "bumble"], "name a Bumble transport"),
+        (["provide", "--stack", "foo"], "--stack foo: unknown stack"),
+        (["provide", "--stack", "bluez"], "--stack bluez: unknown stack"),
+    ])
+    func unknownNames(_ arguments: [String], _ message: String) throws {
+        let result = try runANCS(arguments)
+        expectOneErrorLine(result, status: 64, containing: message, arguments.joined(separator: " "))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test("--btsnoop with a subcommand, --json without --btsnoop", arguments: [
+        (["decode", "--btsnoop", capture, "ns", seed004Hex], "takes no subcommand"),
+        (["decode", "ns", "--btsnoop", capture, seed004Hex], "takes no subcommand"),
+        (["decode", "--btsnoop", capture, "cp", "0000000000"], "takes no subcommand"),
+        (["decode", "--btsnoop", capture, "ds", "--request", "01636F6D2E610000", "00"], "takes no subcommand"),
+        (["decode", "--json"], "--json goes with --btsnoop"),
+        (["decode", "--json", "ns", seed004Hex], "--json goes with --btsnoop"),
+    ])
+    func conflictingOptions(_ arguments: [String], _ message: String) throws {
+        let result = try runANCS(arguments)
+        expectOneErrorLine(result, status: 64, containing: message, arguments.joined(separator: " "))
+        #expect(result.stdout.isEmpty, "\(arguments): stdout: \(result.stdout)")
+    }
+
+    @Test("the same options used as documented still work")
+    func documentedForms() throws {
+        let event = try runANCS(["decode", "ns", seed004Hex])
+        #expect(event.status == 0 && event.stdout.contains("\"uid\":67"), "\(event.stderr)")
+        let transcript = try runANCS(["decode", "--btsnoop", Self.capture, "--json"])
+        #expect(transcript.status == 0, "\(transcript.stderr)")
+        #expect(transcript.stdout.split(separator: "\n").count > 10)
+    }
+}
