@@ -77,6 +77,9 @@ public final class DemoRun: @unchecked Sendable {
         public var repeatedAppNameFetches = 0
         /// Notifications neither shown, removed nor failed when the run ended.
         public var unsettled = 0
+        /// Titles of notifications the phone removed before the accessory
+        /// could show them (a slow link: not yet announced, or not yet fetched).
+        public var removedBeforeShown: [String] = []
         public var counters = SimulatedLink.Counters()
         public var simulated: Duration = .zero
         public var readiness = Readiness()
@@ -87,6 +90,10 @@ public final class DemoRun: @unchecked Sendable {
             text += "; \(policy.rawValue), depth \(depth)"
             if readiness.count > 0 {
                 text += ", Added → ready median \(milliseconds(readiness.medianLatency)) ms, max \(milliseconds(readiness.maximumLatency)) ms"
+            }
+            if !removedBeforeShown.isEmpty {
+                text += "; \(removedBeforeShown.count) removed on the phone before it could be shown ("
+                    + removedBeforeShown.map { "“\($0)”" }.joined(separator: ", ") + ")"
             }
             if unsettled > 0 { text += "; \(unsettled) never settled" }
             return text
@@ -132,6 +139,10 @@ public final class DemoRun: @unchecked Sendable {
     /// Presses waiting for their notification to be shown (a person acts on what they see).
     var seenWaiters: [NotificationUID: [CheckedContinuation<Bool, Never>]] = [:]
     var seen: Set<NotificationUID> = []
+    /// Every UID the accessory showed, in any session (the phone never reuses one).
+    var everShown: Set<NotificationUID> = []
+    /// What the phone's scenario removed: UID and title.
+    var removedOnPhone: [(NotificationUID, String)] = []
     /// Actions pressed so far (numbers the results).
     var presses = 0
     /// The consumer has heard that its session ended.
@@ -205,6 +216,7 @@ public final class DemoRun: @unchecked Sendable {
     /// Ends the run: counts what never settled, records the figures.
     public func finish() {
         summary.unsettled = waiting.count
+        summary.removedBeforeShown = removedOnPhone.filter { !everShown.contains($0.0) }.map(\.1)
         summary.counters = link.counters
         summary.requests = link.counters.writes
         summary.simulated = simulation.now.sinceOrigin
@@ -258,7 +270,11 @@ public final class DemoRun: @unchecked Sendable {
             notification.message = message
             try? await provider.modify(uid, to: notification)
         case .remove(let key):
-            if let uid = uidsByKey[key + suffix] { try? await provider.remove(uid) }
+            if let uid = uidsByKey[key + suffix] {
+                let title = await provider.notificationCenter[uid]?.title ?? key
+                try? await provider.remove(uid)
+                removedOnPhone.append((uid, title))
+            }
         case .act(let key, let action):
             guard let uid = uidsByKey[key + suffix] else { return }
             if action == .negative, let notification = await provider.notificationCenter[uid], notification.categoryID == .incomingCall {
@@ -339,6 +355,7 @@ public final class DemoRun: @unchecked Sendable {
                     waiting[notification.uid] = (link.counters.connectionEvents, link.counters.bytesOnAir, simulation.now)
                 } else {
                     summary.shown += 1
+                    everShown.insert(notification.uid)
                     emit(.announced(notification))
                     markSeen(notification.uid)
                 }
@@ -372,6 +389,7 @@ public final class DemoRun: @unchecked Sendable {
             models[shown.uid] = shown.notification
             if let title = shown.title { titles[shown.uid] = title }
             summary.shown += 1
+            everShown.insert(shown.uid)
             record(shown)
             emit(.ready(shown))
             markSeen(shown.uid)

@@ -197,11 +197,14 @@ import Testing
         let rig = SimulationRig(mtu: 23)
         rig.connect()
         let server = rig.server, connection = rig.link.connection
+        let before = rig.link.counters
         let sent = rig.simulation.spawn { try await server.notify(connection, .dataSource, Array(repeating: 1, count: 40)) }
         rig.simulation.runUntilIdle()
         try rig.unwrap(sent)
-        #expect(rig.link.counters.attBytesToConsumer >= 3 + 20)
-        #expect(rig.consumerEvents.contains { $0.isProtocolError })
+        // One Handle Value Notification: a 3-byte ATT header and MTU − 3 = 20 bytes of the 40.
+        #expect(rig.link.counters.notifications - before.notifications == 1)
+        #expect(rig.link.counters.attBytesToConsumer - before.attBytesToConsumer == 3 + 20)
+        #expect(rig.consumerEvents.filter(\.isProtocolError).count == 1)
     }
 
     @Test("a notification for a consumer that did not subscribe, or is gone, is refused")

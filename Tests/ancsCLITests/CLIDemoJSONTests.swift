@@ -55,3 +55,23 @@ struct CLIDemoJSONTests {
         #expect(terminal.stdout.contains("session ended (linkDown)"))
     }
 }
+
+@Suite("ancs demo on a slow link: every notification is accounted for")
+struct CLIDemoSlowLinkTests {
+    @Test("--interval 4000: each notification is shown or named as removed by the phone before it could be shown", arguments: ["4000", "1000"])
+    func everyNotificationAccountedFor(interval: String) throws {
+        let run = try runANCS(["demo", "--fast", "--interval", interval])
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let summary = try #require(run.stdout.split(separator: "\n").last.map(String.init))
+        let numbers = summary.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        // "demo: N notifications, S shown, …; R removed on the phone before it could be shown (“…”)"
+        let total = try #require(numbers.first), shown = numbers[1]
+        var removed = 0
+        if let range = summary.range(of: #"(\d+) removed on the phone before it could be shown \((.*)\)"#, options: .regularExpression) {
+            removed = Int(summary[range].prefix { $0.isNumber }) ?? 0
+            #expect(summary[range].contains("“Bike Shop”"), "names what was missed: \(summary)")
+        }
+        #expect(shown + removed == total, "every notification is shown or named: \(summary)")
+        #expect(!summary.contains("failed)") || summary.contains("(0 failed)"))
+    }
+}
