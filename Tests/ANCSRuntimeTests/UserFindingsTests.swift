@@ -118,6 +118,25 @@ struct UserFindingsTests {
     }
 }
 
+extension UserFindingsTests {
+    @Test("an unknown UID: attributes are asked and the phone answers 0xA2; an action is not sent and ends as unknownNotification", arguments: links)
+    func unknownUID(_ link: Link) throws {
+        let rig = SimulationRig(mtu: link.mtu, interval: link.interval)
+        rig.link.serverDelay = link.phoneDelay
+        rig.connect()
+        try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", flags: [.positiveAction], title: "known"))
+        let writesBefore = rig.link.counters.writes
+        let unknown = NotificationUID(999)
+        if case .failure(let error)? = rig.fetch(unknown) { #expect(error == .invalidParameter) } else { Issue.record("expected 0xA2") }
+        #expect(rig.link.counters.writes == writesBefore + 1)
+        let action = rig.request { client throws(ConsumerError) in try await client.performAction(.positive, on: unknown) }
+        rig.simulation.runUntilIdle()
+        #expect(action.error == .unknownNotification)
+        #expect(action.error?.description == "no notification with this UID in this session")
+        #expect(rig.link.counters.writes == writesBefore + 1, "the action was not sent")
+    }
+}
+
 // MARK: - The provider never sends into a later session
 
 /// A server transport whose `notify` blocks until the test opens the gate,
