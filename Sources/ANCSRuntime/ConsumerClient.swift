@@ -30,7 +30,19 @@ import Synchronization
 public actor ConsumerClient {
     /// Everything the client tells the application, in order. Finishes when
     /// `run()` returns. One reader.
+    ///
+    /// Bounded: at most `eventBufferLimit` events wait for a reader. An
+    /// application that stops reading loses the oldest ones beyond that
+    /// (counted in `droppedEventCount`), never its memory; the session's
+    /// model (`notifications`) stays complete either way.
     public nonisolated let events: AsyncStream<ConsumerClientEvent>
+    /// Events not yet read that `events` holds at most.
+    public nonisolated let eventBufferLimit: Int
+    /// Events dropped because the application did not read `events` in time.
+    public private(set) var droppedEventCount = 0
+    /// A bound for a display of a phone full of notifications (about 10
+    /// events each), a few megabytes at most.
+    public static let defaultEventBufferLimit = 8192
     private let eventSink: AsyncStream<ConsumerClientEvent>.Continuation
 
     private let transport: any GATTClientTransport
@@ -59,13 +71,15 @@ public actor ConsumerClient {
         configuration: ConsumerConfiguration = .default,
         display: DisplayPolicy? = nil,
         clock: C = ContinuousClock(),
-        executor: (any TaskExecutor)? = nil
+        executor: (any TaskExecutor)? = nil,
+        eventBufferLimit: Int = ConsumerClient.defaultEventBufferLimit
     ) {
         self.transport = transport
+        self.eventBufferLimit = max(1, eventBufferLimit)
         self.time = TimeSource(clock)
         self.executor = executor
         self.driver = ConsumerDriver(configuration: configuration, display: display)
-        (events, eventSink) = AsyncStream.makeStream()
+        (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(max(1, eventBufferLimit)))
         (operations, operationSink) = AsyncStream.makeStream()
     }
 
@@ -261,13 +275,13 @@ public actor ConsumerClient {
     private func perform(_ outputs: [ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Output]) {
         for output in outputs {
             switch output {
-            case .event(let event): eventSink.yield(.consumer(event))
+            case .event(let event): tell(.consumer(event))
             case .startOperation(let operation): operationSink.yield(operation)
             case .resume(let continuation, let result): continuation.resume(returning: result)
-            case .ready(let item): eventSink.yield(.ready(item))
-            case .updated(let item): eventSink.yield(.updated(item))
-            case .displayFailed(let uid, let error): eventSink.yield(.displayFailed(uid, error))
-            case .subscriptionRetry(let delay): eventSink.yield(.subscriptionRetry(after: delay))
+            case .ready(let item): tell(.ready(item))
+            case .updated(let item): tell(.updated(item))
+            case .displayFailed(let uid, let error): tell(.displayFailed(uid, error))
+            case .subscriptionRetry(let delay): tell(.subscriptionRetry(after: delay))
             }
         }
         rearmTimer()
@@ -308,6 +322,11 @@ public actor ConsumerClient {
         timer = nil
         timerDeadline = nil
         eventSink.finish()
+    }
+
+    /// Yields one event; one the bounded buffer has no room for drops the oldest.
+    private func tell(_ event: ConsumerClientEvent) {
+        if case .dropped = eventSink.yield(event) { droppedEventCount += 1 }
     }
 }
 

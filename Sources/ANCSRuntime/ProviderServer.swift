@@ -11,8 +11,15 @@ import ANCS
 /// the order the engine produced them in.
 public actor ProviderServer {
     /// Everything the engine tells the application, in order. Finishes when
-    /// `run()` returns. One reader.
+    /// `run()` returns. One reader. Bounded: at most `eventBufferLimit`
+    /// events wait for a reader; beyond that the oldest are dropped and
+    /// counted in `droppedEventCount` (a phone that nobody watches keeps
+    /// serving, in bounded memory).
     public nonisolated let events: AsyncStream<ProviderEvent>
+    /// Events not yet read that `events` holds at most.
+    public nonisolated let eventBufferLimit: Int
+    /// Events dropped because the application did not read `events` in time.
+    public private(set) var droppedEventCount = 0
     private let eventSink: AsyncStream<ProviderEvent>.Continuation
 
     private let transport: any GATTServerTransport
@@ -36,10 +43,12 @@ public actor ProviderServer {
     private var epochs: [ConnectionID: UInt64] = [:]
     private var nextEpoch: UInt64 = 0
 
-    public init(transport: any GATTServerTransport, configuration: ProviderConfiguration = .default) {
+    public init(transport: any GATTServerTransport, configuration: ProviderConfiguration = .default,
+                eventBufferLimit: Int = ConsumerClient.defaultEventBufferLimit) {
         self.transport = transport
+        self.eventBufferLimit = max(1, eventBufferLimit)
         driver = ProviderDriver(configuration: configuration)
-        (events, eventSink) = AsyncStream.makeStream()
+        (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(max(1, eventBufferLimit)))
         (outputs, outputSink) = AsyncStream.makeStream()
     }
 
@@ -157,7 +166,8 @@ public actor ProviderServer {
             case .notify(let connection, let characteristic, let value):
                 outputSink.yield(.notify(connection, characteristic, value, epoch: epochs[connection] ?? 0))
             case .reply(let responder, let result): outputSink.yield(.reply(responder, result))
-            case .event(let event): eventSink.yield(event)
+            case .event(let event):
+                if case .dropped = eventSink.yield(event) { droppedEventCount += 1 }
             }
         }
     }
