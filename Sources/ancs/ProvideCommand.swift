@@ -184,7 +184,7 @@ struct ProvideView: Sendable {
         switch notice {
         case .status(let text):
             if json {
-                FileHandle.standardError.write(Data("provide: \(text)\n".utf8))
+                printErrorLine("provide: \(text)")
             } else {
                 printLine("provide: \(text)")
             }
