@@ -107,6 +107,11 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
         await perform("write", hexString(value))
     }
 
+    /// Answers a numeric comparison the host asked about (`askPairing`).
+    public func confirmPairing(_ connection: Int, _ accept: Bool) {
+        host.send("confirm \(connection) \(accept ? "yes" : "no")")
+    }
+
     /// Disconnects the link (the host reconnects only with `reconnect`).
     public func disconnect() {
         host.send("disconnect")

@@ -31,6 +31,9 @@ public struct BumbleHostOptions: Sendable {
     public var peripheral: Bool
     /// How this device pairs.
     public var pairing: BumblePairing
+    /// Numeric comparison: ask (`BumbleHostNotice.pairingConfirmation`, answered
+    /// with `confirmPairing`) instead of confirming.
+    public var askPairing: Bool = false
     /// Seconds to scan for the peer (and to connect) before giving up. Nil: 20.
     public var scanTimeout: Double?
     /// Host log level on stderr (Python logging: WARNING, INFO, DEBUG).
@@ -68,6 +71,7 @@ public struct BumbleHostOptions: Sendable {
         if let logLevel { arguments += ["--log-level", logLevel] }
         if let peer { arguments += ["--peer", peer] }
         arguments += ["--pairing", pairing.rawValue]
+        if askPairing { arguments.append("--ask-pairing") }
         if let scanTimeout { arguments += ["--scan-timeout", "\(scanTimeout)"] }
         if role == "consume" {
             if reconnect { arguments.append("--reconnect") }
@@ -96,6 +100,9 @@ public enum BumbleHostNotice: Sendable, Hashable {
     case status(String)
     /// Numeric comparison on `connection`: the code this device shows (and confirmed).
     case pairingCode(connection: Int, code: String)
+    /// Numeric comparison on `connection` with `askPairing`: the code, waiting for
+    /// `confirmPairing` (no answer within 30 s is no).
+    case pairingConfirmation(connection: Int, code: String)
     /// Pairing on `connection` succeeded; `authenticated`: with MITM protection (numeric comparison).
     case paired(connection: Int, authenticated: Bool)
     /// Pairing on `connection` failed with the SMP reason; the host ends the link.
@@ -111,7 +118,9 @@ public enum BumbleHostNotice: Sendable, Hashable {
             self = .status(rest.joined(separator: " "))
         case "pairing-code":
             guard let connection = connection(), rest.count > 1 else { return nil }
-            self = .pairingCode(connection: connection, code: String(rest[rest.startIndex + 1]))
+            let code = String(rest[rest.startIndex + 1])
+            self = rest.count > 2 && rest[rest.startIndex + 2] == "ask"
+                ? .pairingConfirmation(connection: connection, code: code) : .pairingCode(connection: connection, code: code)
         case "paired":
             guard let connection = connection(), rest.count > 1 else { return nil }
             self = .paired(connection: connection, authenticated: rest[rest.startIndex + 1] == "numeric")

@@ -101,6 +101,11 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
         }
     }
 
+    /// Answers a numeric comparison the host asked about (`askPairing`).
+    public func confirmPairing(_ connection: Int, _ accept: Bool) {
+        host.send("confirm \(connection) \(accept ? "yes" : "no")")
+    }
+
     /// Disconnects a consumer.
     public func disconnect(_ connection: ConnectionID) {
         host.send("disconnect \(connection.rawValue)")

@@ -5,6 +5,7 @@ import ANCSFormat
 import ANCSRuntime
 import ArgumentParser
 import Foundation
+import Synchronization
 
 /// `ancs provide`: act as an iPhone. A Notification Provider on a real (or
 /// virtual) controller plays a scenario: notifications there before the
@@ -39,11 +40,16 @@ struct ProvideCommand: AsyncParsableCommand {
     @Option(help: "Exit after this many sessions have ended (0: run until interrupted).") var sessions: Int = 0
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
     @Flag(help: "Print one JSON object per provider event instead of text.") var json = false
+    @Flag(help: "Numeric comparison: ask whether the accessory shows the same code (answer yes or no on standard input; no answer within 30 s is no) instead of confirming it.")
+    var askPairing = false
 
     func validate() throws {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
         guard sessions >= 0 else { throw ValidationError("--sessions must be 0 or more") }
         guard duration >= 0 else { throw ValidationError("--duration must be 0 or more seconds") }
+        if askPairing && bumble.pairing != BumblePairing.numericComparison.rawValue {
+            throw ValidationError("--ask-pairing needs --pairing numeric (Just Works has no code to compare)")
+        }
     }
 
     func run() async throws {
@@ -59,8 +65,13 @@ struct ProvideCommand: AsyncParsableCommand {
             throw CommandFailure("provide runs on --stack bumble:<transport> (BlueZ turns ANCS errors 0xA0–0xA3 into 0x0E); got '\(stack)'")
         }
         let view = ProvideView(json: json)
+        let answers = PairingAnswers()
         let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu, central: central, peer: peer,
-                                                 notices: { view.show($0) })
+                                                 askPairing: askPairing, notices: { notice in
+            view.show(notice)
+            if case .pairingConfirmation(let connection, _) = notice { answers.ask(connection) }
+        })
+        answers.server.withLock { $0 = server }
         let provider = ProviderServer(transport: server)
         view.ready(address: server.ready.address, transport: transport, scenario: play)
 
@@ -144,6 +155,20 @@ struct ProvideCommand: AsyncParsableCommand {
     }
 }
 
+/// `--ask-pairing`: each numeric comparison is answered by the next line on
+/// standard input (`yes`/`y` accepts; anything else, or its end, refuses).
+final class PairingAnswers: Sendable {
+    let server = Mutex<BumbleServerTransport?>(nil)
+
+    func ask(_ connection: Int) {
+        Thread { [self] in
+            let line = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+            let accept = line == "yes" || line == "y"
+            server.withLock { $0 }?.confirmPairing(connection, accept)
+        }.start()
+    }
+}
+
 /// What `ancs provide` shows.
 struct ProvideView: Sendable {
     var json: Bool
@@ -191,6 +216,10 @@ struct ProvideView: Sendable {
         case .pairingCode(let connection, let code):
             line("connection \(connection): numeric comparison, code \(code) (confirmed)",
                  json: .object([("event", .string("pairingCode")), ("connection", .integer(connection)), ("code", .string(code))]))
+        case .pairingConfirmation(let connection, let code):
+            line("connection \(connection): numeric comparison, code \(code): does the accessory show the same? (yes/no)",
+                 json: .object([("event", .string("pairingCode")), ("connection", .integer(connection)), ("code", .string(code)),
+                                ("ask", .bool(true))]))
         case .paired(let connection, let authenticated):
             line("connection \(connection): paired (\(authenticated ? "numeric comparison, MITM protection" : "Just Works, no MITM protection"))",
                  json: .object([("event", .string("paired")), ("connection", .integer(connection)),

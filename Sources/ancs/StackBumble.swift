@@ -61,6 +61,7 @@ struct BumbleStackOptions: ParsableArguments {
     switch notice {
     case .status(let text): bumbleProgress(text)
     case .pairingCode(_, let code): bumbleProgress("numeric comparison, code \(code) (confirmed)")
+    case .pairingConfirmation(_, let code): bumbleProgress("numeric comparison, code \(code)")
     case .paired(_, let authenticated):
         bumbleProgress("paired (\(authenticated ? "numeric comparison, MITM protection" : "Just Works, no MITM protection"))")
     case .pairingFailed(_, let reason): bumbleProgress("pairing failed: \(reason)")
@@ -70,8 +71,10 @@ struct BumbleStackOptions: ParsableArguments {
 /// Starts the Bumble host as an NP (GATT server) and returns its transport.
 /// `central`: connect to the accessory, as an iPhone does, instead of advertising.
 func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?, central: Bool = false, peer: String? = nil,
+                       askPairing: Bool = false,
                        notices: @escaping @Sendable (BumbleHostNotice) -> Void) async throws -> BumbleServerTransport {
     var host = options.hostOptions(transport: transport, mtu: mtu)
+    host.askPairing = askPairing
     host.central = central
     host.peer = peer
     do {

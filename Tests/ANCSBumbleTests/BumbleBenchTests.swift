@@ -156,6 +156,27 @@ struct BumbleBenchTests {
         }
     }
 
+    /// `--ask-pairing`: the provider asks whether the codes match and pairs
+    /// only when told yes.
+    @Test(arguments: [("yes", "paired numeric"), ("no", "pairing-failed")])
+    func askPairingWaitsForTheAnswer(answer: String, expected: String) async throws {
+        let bench = try await Bench()
+        defer { bench.stop() }
+        let provide = try bench.run(["provide", "--stack", "bumble:\(bench.link.transports.0)", "--json", "--duration", "40", "--ask-pairing"])
+        defer { provide.stop() }
+        #expect(await provide.waitFor("\"event\":\"ready\"", timeout: .seconds(30)), "\(provide.errorText)")
+        let accessory = try bench.peer(["--role", "accessory", "--refuse", "none", "--hold", "1"])
+        #expect(await provide.waitFor("\"ask\":true", timeout: .seconds(30)), "\(provide.text)")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(!accessory.text.contains("paired"), "nothing is decided before the answer: \(accessory.text)")
+        provide.send(answer)
+        _ = await accessory.waitForExit(timeout: .seconds(40))
+        #expect(accessory.text.contains(expected), "\(accessory.text)")
+        let asked = Bench.objects(provide.text).first { $0["event"] as? String == "pairingCode" }?["code"] as? String
+        let shown = accessory.text.split(separator: "\n").first { $0.hasPrefix("pairing-code ") }.map { String($0.dropFirst(13)) }
+        #expect(asked != nil && asked == shown, "provider \(String(describing: asked)), accessory \(String(describing: shown))")
+    }
+
     /// `ancs provide --json` shows what it sends: each notification's title
     /// and message as the scenario adds it and as its attributes go out.
     @Test func provideJSONShowsTitlesAndMessages() async throws {

@@ -105,6 +105,11 @@ final class ChildProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Writes one line to its stdin.
+    func send(_ line: String) {
+        try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+    }
+
     func stop() {
         try? input.fileHandleForWriting.close()
         if process.isRunning { process.terminate() }

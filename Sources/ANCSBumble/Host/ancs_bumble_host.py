@@ -92,17 +92,36 @@ class LinkFailure(Exception):
     pass
 
 
+# A numeric comparison the Swift process is asked to confirm and does not
+# answer within this time is answered no.
+CONFIRM_TIMEOUT = 30.0
+
+
 class ComparingDelegate(PairingDelegate):
     """Numeric comparison, as an iPhone pairs: DisplayYesNo with MITM
-    protection. The 6-digit code is reported (`pairing-code`) and confirmed."""
+    protection. The 6-digit code is reported (`pairing-code`) and confirmed,
+    or with --ask-pairing confirmed by the `confirm` line that answers it."""
 
-    def __init__(self, connection):
+    def __init__(self, connection, session):
         super().__init__(io_capability=PairingDelegate.IoCapability.DISPLAY_OUTPUT_AND_YES_NO_INPUT)
         self.connection = connection
+        self.session = session
 
     async def compare_numbers(self, number, digits):
-        emit('pairing-code', self.connection.handle, f'{number:0{digits}d}')
-        return True
+        code = f'{number:0{digits}d}'
+        if not self.session.args.ask_pairing:
+            emit('pairing-code', self.connection.handle, code)
+            return True
+        answer = asyncio.get_running_loop().create_future()
+        self.session.questions[self.connection.handle] = answer
+        emit('pairing-code', self.connection.handle, code, 'ask')
+        try:
+            return await asyncio.wait_for(answer, CONFIRM_TIMEOUT)
+        except asyncio.TimeoutError:
+            log.warning('numeric comparison on %d not answered in %.0f s: no', self.connection.handle, CONFIRM_TIMEOUT)
+            return False
+        finally:
+            self.session.questions.pop(self.connection.handle, None)
 
 
 class Session:
@@ -112,6 +131,7 @@ class Session:
         self.args = args
         self.device = None
         self.transport = None
+        self.questions = {}  # connection handle -> Future of the `confirm` answer
 
     async def open(self):
         args = self.args
@@ -135,7 +155,7 @@ class Session:
         def pairing_config(connection):
             # numeric: as an iPhone, DisplayYesNo and MITM (numeric comparison
             # with a DisplayYesNo peer); just-works: NoInputNoOutput, no MITM.
-            delegate = (ComparingDelegate(connection) if numeric
+            delegate = (ComparingDelegate(connection, self) if numeric
                         else PairingDelegate(PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
             return PairingConfig(sc=True, mitm=numeric, bonding=True,
                                  identity_address_type=hci.AddressType.RANDOM_DEVICE, delegate=delegate)
@@ -264,6 +284,11 @@ class Session:
             if not fields:
                 continue
             try:
+                if fields[0] == 'confirm':
+                    answer = self.questions.get(int(fields[1]))
+                    if answer is not None and not answer.done():
+                        answer.set_result(fields[2] == 'yes')
+                    continue
                 await handle(fields)
             except (ValueError, IndexError, KeyError) as error:
                 emit('error', f'bad command line {" ".join(fields)!r}: {error}')
@@ -741,6 +766,8 @@ def main():
         sub.add_argument('--scan-timeout', type=float, default=20.0)
         sub.add_argument('--pairing', choices=('numeric', 'just-works'), default='numeric',
                          help='numeric: DisplayYesNo with MITM (numeric comparison, as an iPhone); just-works: NoInputNoOutput')
+        sub.add_argument('--ask-pairing', action='store_true',
+                         help='numeric comparison: wait for a `confirm <conn> yes|no` line instead of confirming')
         if role == 'serve':
             sub.add_argument('--central', action='store_true',
                              help='connect to the accessory advertising the ANCS solicitation, as an iPhone does, instead of advertising')
