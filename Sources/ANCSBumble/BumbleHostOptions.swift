@@ -38,13 +38,15 @@ public struct BumbleHostOptions: Sendable {
     public var scanTimeout: Double?
     /// Host log level on stderr (Python logging: WARNING, INFO, DEBUG).
     public var logLevel: String?
-    /// How long to wait for the host to report `ready`.
+    /// How long to wait for the host to report `ready` (90 s by default: importing
+    /// Bumble on a slow machine or an emulated one takes tens of seconds). A host
+    /// that cannot start reports it at once.
     public var startTimeout: Duration
 
     public init(transport: String, address: String? = nil, name: String? = nil, keys: String? = nil,
                 snoop: String? = nil, mtu: Int? = nil, peer: String? = nil, reconnect: Bool = false,
                 central: Bool = false, peripheral: Bool = false, pairing: BumblePairing = .numericComparison,
-                scanTimeout: Double? = nil, logLevel: String? = nil, startTimeout: Duration = .seconds(30)) {
+                scanTimeout: Double? = nil, logLevel: String? = nil, startTimeout: Duration = .seconds(90)) {
         self.transport = transport
         self.address = address
         self.name = name

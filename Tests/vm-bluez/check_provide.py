@@ -162,7 +162,7 @@ def main():
     link = Proc('link', [PYTHON, '-B', '-u', HOST, 'link', '--hci', 'vhci:/dev/vhci', '--hci', 'tcp-server:127.0.0.1:9101'],
                 stdin=subprocess.PIPE)
     try:
-        if not check('virtual link on /dev/vhci up', wait(lambda: 'ready 2' in link.out, 30, 'the link'), link.err[-3:]):
+        if not check('virtual link on /dev/vhci up', wait(lambda: 'ready 2' in link.out, 90, 'the link'), link.err[-3:]):
             return
         if not check('bluetoothd sees the adapter', wait(adapter_ready, 30, 'the adapter')):
             return

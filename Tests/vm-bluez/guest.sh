@@ -25,7 +25,7 @@ fi
 if runs notify; then timeout 200 /usr/bin/python3 $HERE/check_notify.py $ANCS $OUT $HERE || RC=1; fi
 # The simulated iPhone leaves (its adapter with it); `ancs provide` acts as the iPhone on a new one.
 kill $PHONE; wait $PHONE 2>/dev/null; sleep 1
-if runs provide; then timeout 240 /usr/bin/python3 $HERE/check_provide.py $ANCS $OUT $HERE $VENV || RC=1; fi
+if runs provide; then timeout 360 /usr/bin/python3 $HERE/check_provide.py $ANCS $OUT $HERE $VENV || RC=1; fi
 kill $BTD_PID; sleep 0.5; kill $BTMON; wait 2>/dev/null
 echo "[guest] done rc=$RC uptime $(cut -d' ' -f1 /proc/uptime)s"
 echo $RC > $OUT/rc
