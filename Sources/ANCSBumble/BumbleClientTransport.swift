@@ -26,14 +26,19 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
     }
 
     /// Starts the host (`consume`); it then looks for the NP on its own.
+    /// `notices`: what the host is doing (scanning, connecting, pairing) and
+    /// how pairings go, as they happen. When the link cannot be made and no
+    /// other attempt follows (no `reconnect`), `events` finishes throwing the reason.
     public static func start(_ options: BumbleHostOptions, environment: BumbleEnvironment? = nil,
-                             progress: @Sendable (String) -> Void = { _ in }) async throws(TransportError) -> BumbleClientTransport {
+                             progress: @Sendable (String) -> Void = { _ in },
+                             notices: @escaping @Sendable (BumbleHostNotice) -> Void = { _ in }) async throws(TransportError) -> BumbleClientTransport {
         let (events, sink) = AsyncThrowingStream<GATTClientEvent, any Error>.makeStream()
         let operations = PendingTable<ATTResultLine>()
         let (host, ready) = try await HostProcess.launch(
             role: "consume", options: options, environment: environment, progress: progress, sink: sink,
             onExit: { operations.close(with: .failed) }
         ) { line, fields, _ in
+            if let notice = BumbleHostNotice(fields) { return notices(notice) }
             guard let kind = fields.first else { return }
             switch kind {
             case "link-up":
@@ -57,6 +62,9 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
             case "finished":
                 // The link ended and the host does not reconnect.
                 sink.finish()
+            case "failed":
+                // No link could be made and none will be tried.
+                sink.finish(throwing: TransportError("connection failed: \(fields.dropFirst().joined(separator: " "))"))
             case "fatal":
                 break  // the host exits; its exit reports the reason
             case "error":
@@ -97,6 +105,11 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
 
     public func writeControlPoint(_ value: [UInt8]) async -> ATTResult {
         await perform("write", hexString(value))
+    }
+
+    /// Answers a numeric comparison the host asked about (`askPairing`).
+    public func confirmPairing(_ connection: Int, _ accept: Bool) {
+        host.send("confirm \(connection) \(accept ? "yes" : "no")")
     }
 
     /// Disconnects the link (the host reconnects only with `reconnect`).

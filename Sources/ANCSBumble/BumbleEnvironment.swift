@@ -38,10 +38,10 @@ public struct BumbleEnvironment: Sendable {
             }
             return path
         }
-        guard let directory = Bundle.module.url(forResource: "Host", withExtension: nil) else {
+        guard let script = Bundle.module.url(forResource: "ancs_bumble_host", withExtension: "py") else {
             throw TransportError("the Bumble host program is missing from the package's resources")
         }
-        return directory.appendingPathComponent("ancs_bumble_host.py").path
+        return script.path
     }
 
     /// The default virtual environment directory.

@@ -32,14 +32,17 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     }
 
     /// Starts the host (`serve`) and waits until it advertises.
+    /// `notices`: what the host is doing and how pairings go, as they happen.
     public static func start(_ options: BumbleHostOptions, environment: BumbleEnvironment? = nil,
-                             progress: @Sendable (String) -> Void = { _ in }) async throws(TransportError) -> BumbleServerTransport {
+                             progress: @Sendable (String) -> Void = { _ in },
+                             notices: @escaping @Sendable (BumbleHostNotice) -> Void = { _ in }) async throws(TransportError) -> BumbleServerTransport {
         let (events, sink) = AsyncThrowingStream<GATTServerEvent, any Error>.makeStream()
         let notifications = PendingTable<String>()
         let (host, ready) = try await HostProcess.launch(
             role: "serve", options: options, environment: environment, progress: progress, sink: sink,
             onExit: { notifications.close(with: "failed host-gone") }
         ) { line, fields, host in
+            if let notice = BumbleHostNotice(fields) { return notices(notice) }
             BumbleServerTransport.handle(fields, line: line, sink: sink, notifications: notifications, host: host)
         }
         return BumbleServerTransport(host: host, ready: ready, events: events, notifications: notifications)
@@ -96,6 +99,11 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
         guard result == "ok" else {
             throw TransportError("\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
         }
+    }
+
+    /// Answers a numeric comparison the host asked about (`askPairing`).
+    public func confirmPairing(_ connection: Int, _ accept: Bool) {
+        host.send("confirm \(connection) \(accept ? "yes" : "no")")
     }
 
     /// Disconnects a consumer.

@@ -30,7 +30,8 @@ final class HostProcess: Sendable {
         signal(SIGPIPE, SIG_IGN)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-u", script, role] + arguments
+        // -B: no bytecode cache beside the script (it is a resource of the package).
+        process.arguments = ["-u", "-B", script, role] + arguments
         let stdin = Pipe(), stdout = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout

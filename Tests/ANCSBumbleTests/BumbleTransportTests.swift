@@ -81,7 +81,7 @@ struct BumbleLineTests {
     }
 
     /// A host that dies before `ready` fails the start with its reason.
-    @Test(.enabled(if: BumbleTestEnvironment.isAvailable, "needs Python with bumble"))
+    @Test(.enabled(if: BumbleTestEnvironment.isAvailable, BumbleTestEnvironment.missing))
     func reportsABadTransport() async throws {
         let environment = try BumbleTestEnvironment.environment()
         await #expect {
@@ -92,7 +92,7 @@ struct BumbleLineTests {
     }
 }
 
-@Suite("Bumble on virtual controllers", .enabled(if: BumbleTestEnvironment.isAvailable, "needs Python with bumble (ANCS_BUMBLE_PYTHON or .build/venv-bumble)"),
+@Suite("Bumble on virtual controllers", .enabled(if: BumbleTestEnvironment.isAvailable, BumbleTestEnvironment.missing),
        .serialized)
 struct BumbleVirtualControllerTests {
     /// ProviderServer over the Bumble transport, against Bumble's own
@@ -193,7 +193,8 @@ struct BumbleVirtualControllerTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await BumbleServerTransport.start(
-            BumbleHostOptions(transport: link.transports.0, keys: directory.appendingPathComponent("np.json").path, central: phoneIsCentral),
+            // MTU 23 on both sides (as central the phone would ask for its own).
+            BumbleHostOptions(transport: link.transports.0, keys: directory.appendingPathComponent("np.json").path, mtu: 23, central: phoneIsCentral),
             environment: environment)
         let provider = ProviderServer(transport: server)
         try await prepareDemo(provider)
