@@ -74,7 +74,15 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     private var device: String?
     private var linkIsUp = false
     private var ancsPublished = true
-    private var characteristics: [ANCSCharacteristic: String] = [:]
+    private var characteristics: [ANCSCharacteristic: String] = [:] {
+        didSet { kinds = Dictionary(characteristics.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first }) }
+    }
+    /// The ANCS characteristic at each object path of the link: computed
+    /// when objects appear or go, read for every value that arrives.
+    private var kinds: [String: ANCSCharacteristic] = [:]
+    /// How many times the object tree was rescanned (`reassess`): when
+    /// objects or properties change, never for a value once the link is up.
+    private(set) var rescans = 0
     private var subscribed: Set<ANCSCharacteristic> = []
     /// Notification Source values that came before the engine asked for them
     /// in this link (a bonded reconnection: bluetoothd re-enables them itself).
@@ -252,8 +260,11 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             let invalidated = signal.arguments.dropFirst(2).first?.strings ?? []
             // A value first: the link may have to come up for it.
             if interface == BlueZName.characteristic, let value = changed["Value"]?.bytes {
-                tree.changed(signal.path, interface, changed.filter { $0.key != "Value" }, invalidated: invalidated)
-                reassess(valueArrived: true)
+                let others = changed.filter { $0.key != "Value" }
+                if !others.isEmpty || !invalidated.isEmpty { tree.changed(signal.path, interface, others, invalidated: invalidated) }
+                // A value changes nothing in the tree: the link's paths are
+                // known once it is up, so a Data Source fragment costs no rescan.
+                if !linkIsUp || !others.isEmpty || !invalidated.isEmpty { reassess(valueArrived: true) }
                 deliver(value, from: signal.path)
                 return
             }
@@ -331,6 +342,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     /// Moves the link state to what the object tree says, telling the engine.
     private func reassess(valueArrived: Bool = false) {
         guard !closing else { return }
+        rescans += 1
         refuseOtherDevices()
         if let current = device {
             if tree.objects[current]?[BlueZName.device] == nil || !isConnected(current) {
@@ -395,7 +407,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     }
 
     private func deliver(_ value: [UInt8], from path: String) {
-        guard linkIsUp, let kind = characteristics.first(where: { $0.value == path })?.key else { return }
+        guard linkIsUp, let kind = kinds[path] else { return }
         if kind == .notificationSource && !notificationSourceRequested {
             heldNotifications.append(value)
             return

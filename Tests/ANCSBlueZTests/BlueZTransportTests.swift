@@ -1,5 +1,5 @@
 import ANCS
-import ANCSBlueZ
+@testable import ANCSBlueZ
 import ANCSRuntime
 import Synchronization
 import Testing
@@ -47,6 +47,12 @@ struct BlueZTransportTests {
         bluez.notify(FakeBlueZ.ns, [2, 0, 4, 0, 7, 0, 0, 0])
         #expect(try await events.next() == .notification(.dataSource, [1, 2, 3]))
         #expect(try await events.next() == .notification(.notificationSource, [2, 0, 4, 0, 7, 0, 0, 0]))
+
+        // Data Source fragments once the link is up cost no rescan of the object tree.
+        let rescans = await transport.rescans
+        for index in 0..<100 { bluez.notify(FakeBlueZ.ds, [UInt8(index)]) }
+        for index in 0..<100 { #expect(try await events.next() == .notification(.dataSource, [UInt8(index)])) }
+        #expect(await transport.rescans == rescans)
 
         // Two writes at once reach bluetoothd one after the other; the ANCS code comes back typed.
         bluez.state.withLock { $0.writeReplies = [nil, ("org.bluez.Error.Failed", "Operation failed with ATT error: 0xa2")] }
