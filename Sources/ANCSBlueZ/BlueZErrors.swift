@@ -55,7 +55,7 @@ public enum BlueZ {
             case 0x07: return ("org.bluez.Error.InvalidOffset", "Invalid offset")
             case 0x08: return ("org.bluez.Error.NotAuthorized", "Not authorized")
             case 0x0D: return ("org.bluez.Error.InvalidValueLength", "Invalid length")
-            default: return ("org.bluez.Error.Failed", "0x" + hex(code.rawValue))
+            default: return ("org.bluez.Error.Failed", "0x" + Hex.string(code.rawValue, uppercase: true))
             }
         }
     }
@@ -72,11 +72,6 @@ public enum BlueZ {
             if digits > 2 { return nil }
         }
         return digits == 0 ? nil : UInt8(value)
-    }
-
-    static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
     }
 }
 

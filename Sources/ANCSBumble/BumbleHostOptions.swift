@@ -197,24 +197,16 @@ enum ATTResultLine: Sendable, Hashable {
     case failed
 }
 
+/// Bytes as the line protocol writes them: hex digit pairs, `-` for none.
 func hexBytes(_ text: Substring) -> [UInt8]? {
     if text == "-" { return [] }
-    guard text.utf8.count % 2 == 0 else { return nil }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(text.utf8.count / 2)
-    var index = text.startIndex
-    while index < text.endIndex {
-        let next = text.index(index, offsetBy: 2)
-        guard let byte = UInt8(text[index..<next], radix: 16) else { return nil }
-        bytes.append(byte)
-        index = next
-    }
+    guard !text.isEmpty, let bytes = try? Hex.bytes(text), bytes.count * 2 == text.utf8.count else { return nil }
     return bytes
 }
 
 /// Bytes as the line protocol writes them: lowercase hex, `-` for none.
 func hexString(_ bytes: [UInt8]) -> String {
-    bytes.isEmpty ? "-" : ANCSJSON.hex(bytes)
+    bytes.isEmpty ? "-" : Hex.string(bytes)
 }
 
 extension ANCSCharacteristic {

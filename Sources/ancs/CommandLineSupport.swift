@@ -2,6 +2,7 @@
 // the one-line `error:` report, hex input from arguments, files and standard
 // input, and the `--log-level` option.
 
+import ANCS
 import ANCSFormat
 import ArgumentParser
 import Logging
@@ -206,7 +207,7 @@ func parseHex(_ text: some StringProtocol, what: String) throws(CommandFailure) 
         }
     }
     do {
-        return try HexInput.parse(normalized)
+        return try Hex.bytes(normalized)
     } catch {
         throw CommandFailure("\(what): \(error)")
     }

@@ -215,7 +215,7 @@ public struct ANCSErrorCode: RawRepresentable, Hashable, Sendable, CustomStringC
         default: nil
         }
     }
-    public var description: String { name ?? "ATT error 0x\(hexByte(rawValue))" }
+    public var description: String { name ?? "ATT error 0x\(Hex.string(rawValue, uppercase: true))" }
 }
 
 /// NotificationUID: names one iOS notification, valid only inside a session.
@@ -270,12 +270,6 @@ public enum ANCSCharacteristic: Hashable, Sendable, CustomStringConvertible {
         case .dataSource: "Data Source"
         }
     }
-}
-
-@inline(__always)
-func hexByte(_ byte: UInt8) -> String {
-    let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "A", "B", "C", "D", "E", "F"]
-    return String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xF)])
 }
 
 func asciiUppercased(_ text: String) -> String {
