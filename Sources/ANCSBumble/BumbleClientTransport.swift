@@ -50,7 +50,7 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
                 // Operations in flight end with a failure before the event.
                 sink.yield(.linkDown)
             case "notify":
-                guard fields.count > 2, let characteristic = ANCSCharacteristic(lineName: fields[1]),
+                guard fields.count > 2, let characteristic = ANCSCharacteristic(shortName: fields[1]),
                       let value = hexBytes(fields[2]) else { return malformed(line) }
                 sink.yield(.notification(characteristic, value))
             case "mtu":
@@ -96,11 +96,11 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
     }
 
     public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
-        await perform("subscribe", characteristic.lineName)
+        await perform("subscribe", characteristic.shortName)
     }
 
     public func unsubscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
-        await perform("unsubscribe", characteristic.lineName)
+        await perform("unsubscribe", characteristic.shortName)
     }
 
     public func writeControlPoint(_ value: [UInt8]) async -> ATTResult {

@@ -64,7 +64,9 @@ public struct BumbleHostOptions: Sendable {
     }
 
     func arguments(role: String) -> [String] {
-        var arguments = ["--transport", transport]
+        // The UUIDs come from the core (ANCSUUID), not from a copy in the script.
+        var arguments = ["--transport", transport, "--ancs-uuids",
+                         ([ANCSUUID.service] + ANCSCharacteristic.allCases.map(\.uuid)).joined(separator: ",")]
         if let address { arguments += ["--address", address] }
         if let name { arguments += ["--name", name] }
         if let keys { arguments += ["--keys", keys] }
@@ -209,22 +211,3 @@ func hexString(_ bytes: [UInt8]) -> String {
     bytes.isEmpty ? "-" : Hex.string(bytes)
 }
 
-extension ANCSCharacteristic {
-    /// The name in the line protocol.
-    var lineName: String {
-        switch self {
-        case .notificationSource: "ns"
-        case .controlPoint: "cp"
-        case .dataSource: "ds"
-        }
-    }
-
-    init?(lineName: Substring) {
-        switch lineName {
-        case "ns": self = .notificationSource
-        case "cp": self = .controlPoint
-        case "ds": self = .dataSource
-        default: return nil
-        }
-    }
-}

@@ -64,7 +64,7 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
             guard let handle = int(1), let mtu = int(2) else { return malformed(line) }
             sink.yield(.mtuChanged(ConnectionID(UInt32(handle)), mtu))
         case "subscription":
-            guard let handle = int(1), fields.count > 3, let characteristic = ANCSCharacteristic(lineName: fields[2]) else { return malformed(line) }
+            guard let handle = int(1), fields.count > 3, let characteristic = ANCSCharacteristic(shortName: fields[2]) else { return malformed(line) }
             sink.yield(.subscriptionChanged(ConnectionID(UInt32(handle)), characteristic, enabled: fields[3] == "on"))
         case "write":
             guard let handle = int(1), let id = int(2), fields.count > 3, let value = hexBytes(fields[3]) else { return malformed(line) }
@@ -92,7 +92,7 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     /// not send it (no connection, not subscribed, longer than MTU − 3, host gone).
     public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
         let host = self.host
-        let line = "\(connection.rawValue) \(characteristic.lineName) \(hexString(value))"
+        let line = "\(connection.rawValue) \(characteristic.shortName) \(hexString(value))"
         let result = await notifications.perform(
             timeout: Self.notifyTimeout, expired: "failed timed-out", { id in host.send("notify \(id) \(line)") },
             failed: "failed host-gone")

@@ -321,11 +321,7 @@ public struct TranscriptBuilder: Sendable {
     // MARK: - Discovery
 
     static let ancsService = uuidBytes(ANCSUUID.service)
-    static let ancsCharacteristics: [([UInt8], ANCSCharacteristic)] = [
-        (uuidBytes(ANCSUUID.notificationSource), .notificationSource),
-        (uuidBytes(ANCSUUID.controlPoint), .controlPoint),
-        (uuidBytes(ANCSUUID.dataSource), .dataSource),
-    ]
+    static let ancsCharacteristics: [([UInt8], ANCSCharacteristic)] = ANCSCharacteristic.allCases.map { (uuidBytes($0.uuid), $0) }
 
     /// A 128-bit UUID as ATT carries it (little-endian).
     static func uuidBytes(_ text: String) -> [UInt8] {

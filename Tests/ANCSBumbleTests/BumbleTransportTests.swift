@@ -45,9 +45,9 @@ struct BumbleLineTests {
 
     @Test func characteristicNames() {
         for characteristic in [ANCSCharacteristic.notificationSource, .controlPoint, .dataSource] {
-            #expect(ANCSCharacteristic(lineName: Substring(characteristic.lineName)) == characteristic)
+            #expect(ANCSCharacteristic(shortName: Substring(characteristic.shortName)) == characteristic)
         }
-        #expect(ANCSCharacteristic(lineName: "xx") == nil)
+        #expect(ANCSCharacteristic(shortName: "xx") == nil)
     }
 
     @Test func pendingRequestsEndOnTimeoutAnswerAndClose() async {

@@ -24,3 +24,17 @@ struct HexTests {
         do { _ = try Hex.bytes(text) } catch { #expect(error.description == message) }
     }
 }
+
+@Suite("ANCSCharacteristic: one place for UUIDs and names")
+struct CharacteristicNamesTests {
+    @Test("UUID, name and short name of each characteristic, and back")
+    func names() {
+        #expect(ANCSCharacteristic.allCases.map(\.shortName) == ["ns", "cp", "ds"])
+        #expect(ANCSCharacteristic.allCases.map(\.uuid) == [ANCSUUID.notificationSource, ANCSUUID.controlPoint, ANCSUUID.dataSource])
+        for characteristic in ANCSCharacteristic.allCases {
+            #expect(ANCSCharacteristic(shortName: characteristic.shortName) == characteristic)
+            #expect(ANCSCharacteristic(uuid: characteristic.uuid.lowercased()) == characteristic)
+        }
+        #expect(ANCSCharacteristic(shortName: "xx") == nil)
+    }
+}

@@ -238,8 +238,9 @@ public enum ANCSUUID {
     public static let gattService: UInt16 = 0x1801
 }
 
-/// The three ANCS characteristics, as the engines name them to a transport.
-public enum ANCSCharacteristic: Hashable, Sendable, CustomStringConvertible {
+/// The three ANCS characteristics, as the engines name them to a transport:
+/// the one place that gives each its UUID, its name and its short name.
+public enum ANCSCharacteristic: Hashable, Sendable, CaseIterable, CustomStringConvertible {
     case notificationSource
     case controlPoint
     case dataSource
@@ -256,9 +257,9 @@ public enum ANCSCharacteristic: Hashable, Sendable, CustomStringConvertible {
     public init?(uuid: String) {
         let upper = asciiUppercased(uuid)
         switch upper {
-        case ANCSUUID.notificationSource: self = .notificationSource
-        case ANCSUUID.controlPoint: self = .controlPoint
-        case ANCSUUID.dataSource: self = .dataSource
+        case Self.notificationSource.uuid: self = .notificationSource
+        case Self.controlPoint.uuid: self = .controlPoint
+        case Self.dataSource.uuid: self = .dataSource
         default: return nil
         }
     }
@@ -268,6 +269,25 @@ public enum ANCSCharacteristic: Hashable, Sendable, CustomStringConvertible {
         case .notificationSource: "Notification Source"
         case .controlPoint: "Control Point"
         case .dataSource: "Data Source"
+        }
+    }
+
+    /// The short name: `ns`, `cp`, `ds` (the Bumble host's line protocol).
+    public var shortName: String {
+        switch self {
+        case .notificationSource: "ns"
+        case .controlPoint: "cp"
+        case .dataSource: "ds"
+        }
+    }
+
+    /// The characteristic a short name names, or nil.
+    public init?<Text: StringProtocol>(shortName: Text) {
+        switch shortName {
+        case "ns": self = .notificationSource
+        case "cp": self = .controlPoint
+        case "ds": self = .dataSource
+        default: return nil
         }
     }
 }

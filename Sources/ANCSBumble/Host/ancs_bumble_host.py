@@ -36,10 +36,9 @@ from bumble.transport import open_transport
 from bumble.transport.common import SnoopingTransport
 
 PROTOCOL = 'ancs-bumble 1'
-ANCS_SERVICE = '7905F431-B5CE-4E99-A40F-4B1E122D00D0'
-NOTIFICATION_SOURCE = '9FBF120D-6301-42D9-8C58-25E699A21DBD'
-CONTROL_POINT = '69D1D8F3-45E1-49A8-9821-9BBDFDAAD9D9'
-DATA_SOURCE = '22EAC6E9-24D6-4BB5-BE44-B36ACE7C7BFB'
+# The ANCS UUIDs come from the Swift side (--ancs-uuids), which has the one
+# copy of them (ANCSUUID in the core); set in main().
+ANCS_SERVICE = NOTIFICATION_SOURCE = CONTROL_POINT = DATA_SOURCE = None
 # A Control Point write not answered by the Swift process within this time is
 # answered with 0x0E (Unlikely Error), before the client's 30 s ATT timeout.
 WRITE_ANSWER_TIMEOUT = 25.0
@@ -755,6 +754,8 @@ def main():
     for role in ('serve', 'consume'):
         sub = roles.add_parser(role)
         sub.add_argument('--transport', required=True, help='Bumble transport: usb:0, serial:/dev/ttyACM0,115200, tcp-client:127.0.0.1:9001, ...')
+        sub.add_argument('--ancs-uuids', required=True,
+                         help='the ANCS service, Notification Source, Control Point and Data Source UUIDs, comma-separated')
         sub.add_argument('--address', default='F0:F0:F0:F0:F0:F0' if role == 'serve' else 'F1:F1:F1:F1:F1:F1',
                          help='random static address of this device')
         sub.add_argument('--name', default='swift-ancs NP' if role == 'serve' else 'swift-ancs NC')
@@ -785,6 +786,11 @@ def main():
     if args.role == 'link':
         asyncio.run(run_link(args))
         return
+    global ANCS_SERVICE, NOTIFICATION_SOURCE, CONTROL_POINT, DATA_SOURCE
+    uuids = [uuid.strip().upper() for uuid in args.ancs_uuids.split(',')]
+    if len(uuids) != 4:
+        parser.error('--ancs-uuids needs four UUIDs: service, Notification Source, Control Point, Data Source')
+    ANCS_SERVICE, NOTIFICATION_SOURCE, CONTROL_POINT, DATA_SOURCE = uuids
     session = Server(args) if args.role == 'serve' else Client(args)
     asyncio.run(session.main())
     os._exit(0)
