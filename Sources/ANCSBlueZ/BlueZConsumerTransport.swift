@@ -439,8 +439,8 @@ public actor BlueZConsumerTransport: GATTClientTransport {
                 guard linkIsUp, characteristics[characteristic] == path else { return .transportFailure }
                 let waitable = error.name == "org.bluez.Error.InProgress" || error.name == "org.bluez.Error.NotPermitted"
                     || error.name == "org.bluez.Error.NotAuthorized" || error.name == "org.bluez.Error.AuthenticationFailed"
-                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(ANCSErrorCode(rawValue: 0x05))
-                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(ANCSErrorCode(rawValue: 0x0F))
+                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(.insufficientAuthentication)
+                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(.insufficientEncryption)
                 guard waitable, ContinuousClock.now + delay < deadline else {
                     return BlueZ.result(errorName: error.name, message: error.message)
                 }

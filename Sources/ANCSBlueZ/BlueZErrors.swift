@@ -13,7 +13,7 @@ public enum BlueZ {
     /// Errors without an ATT code (not connected, in progress, a D-Bus
     /// timeout) are transport failures.
     public static func result(errorName: String, message: String) -> ATTResult {
-        func att(_ code: UInt8) -> ATTResult { .attError(ANCSErrorCode(rawValue: code)) }
+        func att(_ code: UInt8) -> ATTResult { .attError(ATTErrorCode(rawValue: code)) }
         switch errorName {
         case "org.bluez.Error.Failed":
             if let code = attCode(in: message) { return att(code) }

@@ -12,13 +12,13 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
     public let ready: BumbleHostReady
 
     private let host: HostProcess
-    private let operations: PendingTable<ATTResultLine>
+    private let operations: PendingTable<ATTResult>
     /// An operation not answered within this time ends with `.transportFailure`
     /// (the host's own ATT timeout is 30 s).
     static let operationTimeout: Duration = .seconds(35)
 
     private init(host: HostProcess, ready: BumbleHostReady, events: AsyncThrowingStream<GATTClientEvent, any Error>,
-                 operations: PendingTable<ATTResultLine>) {
+                 operations: PendingTable<ATTResult>) {
         self.host = host
         self.ready = ready
         self.events = events
@@ -33,10 +33,10 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
                              progress: @Sendable (String) -> Void = { _ in },
                              notices: @escaping @Sendable (BumbleHostNotice) -> Void = { _ in }) async throws(TransportError) -> BumbleClientTransport {
         let (events, sink) = AsyncThrowingStream<GATTClientEvent, any Error>.makeStream()
-        let operations = PendingTable<ATTResultLine>()
+        let operations = PendingTable<ATTResult>()
         let (host, ready) = try await HostProcess.launch(
             role: "consume", options: options, environment: environment, progress: progress, sink: sink,
-            onExit: { operations.close(with: .failed) }
+            onExit: { operations.close(with: .transportFailure) }
         ) { line, fields, _ in
             if let notice = BumbleHostNotice(fields) { return notices(notice) }
             guard let kind = fields.first else { return }
@@ -82,17 +82,13 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
         let operations = self.operations
         let id = operations.makeID()
         let result = await withTaskCancellationHandler {
-            await operations.perform(id: id, timeout: Self.operationTimeout, expired: .failed,
-                                     { id in host.send("\(verb) \(id) \(argument)") }, failed: .failed)
+            await operations.perform(id: id, timeout: Self.operationTimeout, expired: .transportFailure,
+                                     { id in host.send("\(verb) \(id) \(argument)") }, failed: .transportFailure)
         } onCancel: {
             // The host still completes the ATT operation; its result line is then ignored.
-            operations.resolve(id, .failed)
+            operations.resolve(id, .transportFailure)
         }
-        switch result {
-        case .ok: return .success
-        case .att(let code): return .attError(ANCSErrorCode(rawValue: code))
-        case .failed: return .transportFailure
-        }
+        return result
     }
 
     public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {

@@ -184,19 +184,14 @@ final class Handshake: Sendable {
     }
 }
 
-func parseResult(_ fields: ArraySlice<Substring>) -> ATTResultLine {
-    guard let first = fields.first else { return .failed }
-    if first == "ok" { return .ok }
+/// A result line's fields: `ok`, `att 0xNN`, or anything else (failed).
+func parseResult(_ fields: ArraySlice<Substring>) -> ATTResult {
+    guard let first = fields.first else { return .transportFailure }
+    if first == "ok" { return .success }
     if first == "att", let text = fields.dropFirst().first, let code = UInt8(text.dropFirst(text.hasPrefix("0x") ? 2 : 0), radix: 16) {
-        return .att(code)
+        return .attError(ATTErrorCode(code))
     }
-    return .failed
-}
-
-enum ATTResultLine: Sendable, Hashable {
-    case ok
-    case att(UInt8)
-    case failed
+    return .transportFailure
 }
 
 /// Bytes as the line protocol writes them: hex digit pairs, `-` for none.

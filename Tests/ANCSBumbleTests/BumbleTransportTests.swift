@@ -35,12 +35,12 @@ struct BumbleLineTests {
     }
 
     @Test func resultLines() {
-        #expect(parseResult(["ok"]) == .ok)
-        #expect(parseResult(["att", "0xA2"]) == .att(0xA2))
-        #expect(parseResult(["att", "0F"]) == .att(0x0F))
-        #expect(parseResult(["failed"]) == .failed)
-        #expect(parseResult(["att", "nonsense"]) == .failed)
-        #expect(parseResult([]) == .failed)
+        #expect(parseResult(["ok"]) == .success)
+        #expect(parseResult(["att", "0xA2"]) == .attError(0xA2))
+        #expect(parseResult(["att", "0F"]) == .attError(0x0F))
+        #expect(parseResult(["failed"]) == .transportFailure)
+        #expect(parseResult(["att", "nonsense"]) == .transportFailure)
+        #expect(parseResult([]) == .transportFailure)
     }
 
     @Test func characteristicNames() {

@@ -35,9 +35,9 @@ import ANCSDemo
         var testDescription: String { rawValue }
     }
 
-    static let errors: [(ANCSErrorCode, ConsumerError)] = [
+    static let errors: [(ATTErrorCode, ConsumerError)] = [
         (.unknownCommand, .unknownCommand), (.invalidCommand, .invalidCommand), (.invalidParameter, .invalidParameter),
-        (.actionFailed, .actionFailed), (ANCSErrorCode(rawValue: 0x05), .att(0x05)), (ANCSErrorCode(rawValue: 0x0E), .att(0x0E)),
+        (.actionFailed, .actionFailed), (ATTErrorCode(rawValue: 0x05), .att(0x05)), (ATTErrorCode(rawValue: 0x0E), .att(0x0E)),
     ]
 
     @Test("each ATT and ANCS error on each command", arguments: Command.allCases)

@@ -190,18 +190,37 @@ public struct ActionID: RawRepresentable, Hashable, Sendable, CustomStringConver
 }
 
 /// The ATT error codes an NP answers a Control Point write with (spec: "Errors").
-public struct ANCSErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+/// An ATT error code: the four ANCS defines (0xA0–0xA3, spec: "Errors") and
+/// the ATT codes a link reports (0x05 Insufficient Authentication, …). The
+/// one typed form of an error code in the project: results, errors and
+/// the transports' lines all carry it.
+public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
+    public init(integerLiteral value: UInt8) { self.rawValue = value }
 
     /// 0xA0: the CommandID was not recognized.
-    public static let unknownCommand = ANCSErrorCode(rawValue: 0xA0)
+    public static let unknownCommand = ATTErrorCode(rawValue: 0xA0)
     /// 0xA1: the command was malformed.
-    public static let invalidCommand = ANCSErrorCode(rawValue: 0xA1)
+    public static let invalidCommand = ATTErrorCode(rawValue: 0xA1)
     /// 0xA2: a parameter (NotificationUID, AppIdentifier) names nothing on the NP.
-    public static let invalidParameter = ANCSErrorCode(rawValue: 0xA2)
+    public static let invalidParameter = ATTErrorCode(rawValue: 0xA2)
     /// 0xA3: the action was not performed.
-    public static let actionFailed = ANCSErrorCode(rawValue: 0xA3)
+    public static let actionFailed = ATTErrorCode(rawValue: 0xA3)
+
+    /// ATT 0x03 Write Not Permitted.
+    public static let writeNotPermitted = ATTErrorCode(rawValue: 0x03)
+    /// ATT 0x05 Insufficient Authentication.
+    public static let insufficientAuthentication = ATTErrorCode(rawValue: 0x05)
+    /// ATT 0x08 Insufficient Authorization.
+    public static let insufficientAuthorization = ATTErrorCode(rawValue: 0x08)
+    /// ATT 0x0E Unlikely Error.
+    public static let unlikelyError = ATTErrorCode(rawValue: 0x0E)
+    /// ATT 0x0F Insufficient Encryption.
+    public static let insufficientEncryption = ATTErrorCode(rawValue: 0x0F)
+    /// ATT 0xFD Client Characteristic Configuration Descriptor Improperly Configured.
+    public static let cccdImproperlyConfigured = ATTErrorCode(rawValue: 0xFD)
 
     /// True for the four codes ANCS defines; other values are plain ATT errors.
     public var isANCS: Bool { rawValue >= 0xA0 && rawValue <= 0xA3 }
