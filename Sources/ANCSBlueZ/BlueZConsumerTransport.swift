@@ -114,7 +114,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         do {
             connection = try DBusConnection(bus)
         } catch {
-            throw TransportError("cannot reach the system D-Bus (\(error.message)); is dbus running?")
+            throw TransportError(.unavailable, "cannot reach the system D-Bus (\(error.message)); is dbus running?")
         }
         let transport = BlueZConsumerTransport(bus: connection, options: options, status: status, prompt: prompt)
         do {
@@ -139,18 +139,18 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             for (path, interfaces) in reply.first?.managedObjects ?? [:] { tree.added(path, interfaces) }
         } catch {
             if error.name == "org.freedesktop.DBus.Error.ServiceUnknown" || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-                throw TransportError("bluetoothd is not running (no org.bluez on the system bus); start it: systemctl start bluetooth")
+                throw TransportError(.unavailable, "bluetoothd is not running (no org.bluez on the system bus); start it: systemctl start bluetooth")
             }
             if error.name == "org.freedesktop.DBus.Error.AccessDenied" {
-                throw TransportError("the system bus refused access to bluetoothd (\(error.message)); run as a user in the 'bluetooth' group or as root")
+                throw TransportError(.permission, "the system bus refused access to bluetoothd (\(error.message)); run as a user in the 'bluetooth' group or as root")
             }
-            throw TransportError("bluetoothd: \(error)")
+            throw TransportError(.unavailable, "bluetoothd: \(error)")
         }
         try chooseAdapter()
         do {
             lock = try AdapterLock(adapterAddress)
         } catch {
-            throw TransportError(error.message)
+            throw TransportError(.unavailable, error.message)  // another consumer holds the adapter
         }
         try await prepareAdapter()
         tasks.append(Task { [weak self] in
@@ -169,12 +169,12 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     private func chooseAdapter() throws(TransportError) {
         let adapters = tree.adapters
         guard !adapters.isEmpty else {
-            throw TransportError("bluetoothd sees no Bluetooth adapter (check `ancs doctor`, rfkill and the kernel's btusb)")
+            throw TransportError(.unavailable, "bluetoothd sees no Bluetooth adapter (check `ancs doctor`, rfkill and the kernel's btusb)")
         }
         if let wanted = options.adapter {
             let path = wanted.hasPrefix("/") ? wanted : "/org/bluez/" + wanted
             guard adapters.contains(path) else {
-                throw TransportError("--adapter \(wanted): no such adapter; bluetoothd has \(adapters.map { $0.split(separator: "/").last.map(String.init) ?? $0 }.joined(separator: ", "))")
+                throw TransportError(.configuration, "--adapter \(wanted): no such adapter; bluetoothd has \(adapters.map { $0.split(separator: "/").last.map(String.init) ?? $0 }.joined(separator: ", "))")
             }
             adapterPath = path
         } else {
@@ -192,7 +192,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             try await bus.setProperty(destination: BlueZName.service, path: adapterPath, interface: BlueZName.adapter, "Pairable", .boolean(true))
             try await bus.setProperty(destination: BlueZName.service, path: adapterPath, interface: BlueZName.adapter, "DiscoverableTimeout", .uint32(0))
         } catch {
-            throw TransportError("\(adapterName): cannot power it on or make it pairable (\(error)); try `rfkill unblock bluetooth`")
+            throw TransportError(.unavailable, "\(adapterName): cannot power it on or make it pairable (\(error)); try `rfkill unblock bluetooth`")
         }
         let prompt = self.prompt
         let status = self.status
@@ -208,7 +208,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             _ = try await bus.call(destination: BlueZName.service, path: "/org/bluez", interface: BlueZName.agentManager,
                                    member: "RequestDefaultAgent", [.objectPath(BlueZName.agentPath)])
         } catch {
-            throw TransportError("cannot register the pairing agent with bluetoothd: \(error)")
+            throw TransportError(.unavailable, "cannot register the pairing agent with bluetoothd: \(error)")
         }
         let advertisement = BlueZAdvertisement(name: options.name)
         bus.export(BlueZName.advertisementPath) { call in advertisement.handle(call) }
@@ -216,7 +216,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             _ = try await bus.call(destination: BlueZName.service, path: adapterPath, interface: BlueZName.advertisingManager,
                                    member: "RegisterAdvertisement", [.objectPath(BlueZName.advertisementPath), .properties([:])])
         } catch {
-            throw TransportError("\(adapterName): cannot advertise (\(error)); does the adapter support LE? see `ancs doctor`")
+            throw TransportError(.unavailable, "\(adapterName): cannot advertise (\(error)); does the adapter support LE? see `ancs doctor`")
         }
         status(BlueZStatus(kind: .ready, message: "advertising as “\(options.name)” on \(adapterName) (\(adapterAddress)); waiting for the iPhone"))
     }
@@ -244,7 +244,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     private func busEnded() {
         guard !closing else { return }
         closing = true
-        sink.finish(throwing: TransportError("the D-Bus connection to bluetoothd closed"))
+        sink.finish(throwing: TransportError(.stackEnded, "the D-Bus connection to bluetoothd closed"))
     }
 
     private func handle(_ signal: DBusSignal) {
@@ -278,7 +278,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         case ("org.freedesktop.DBus", "NameOwnerChanged"):
             if signal.arguments.count == 3, signal.arguments[2].string == "", !closing {
                 closing = true
-                sink.finish(throwing: TransportError("bluetoothd stopped (org.bluez left the system bus)"))
+                sink.finish(throwing: TransportError(.stackEnded, "bluetoothd stopped (org.bluez left the system bus)"))
             }
             return
         default:

@@ -64,7 +64,7 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
                 sink.finish()
             case "failed":
                 // No link could be made and none will be tried.
-                sink.finish(throwing: TransportError("connection failed: \(fields.dropFirst().joined(separator: " "))"))
+                sink.finish(throwing: TransportError(.connectionFailed, "connection failed: \(fields.dropFirst().joined(separator: " "))"))
             case "fatal":
                 break  // the host exits; its exit reports the reason
             case "error":

@@ -158,7 +158,7 @@ final class Handshake: Sendable {
         if fields.first == "ancs-bumble" {
             let version = fields.count > 1 ? String(fields[1]) : "?"
             if version != "\(BumbleEnvironment.protocolVersion)" || fields.count < 3 || fields[2] != role {
-                pending.close(with: .failure(TransportError(
+                pending.close(with: .failure(TransportError(.unavailable, 
                     "the Bumble host speaks `\(line)`, expected `ancs-bumble \(BumbleEnvironment.protocolVersion) \(role)`")))
             }
             return true
@@ -178,8 +178,8 @@ final class Handshake: Sendable {
 
     func wait(timeout: Duration) async throws(TransportError) -> BumbleHostReady {
         let result = await pending.perform(
-            timeout: timeout, expired: .failure(TransportError("the Bumble host did not report ready within \(timeout)")),
-            { _ in true }, failed: .failure(TransportError("the Bumble host is gone")))
+            timeout: timeout, expired: .failure(TransportError(.timedOut, "the Bumble host did not report ready within \(timeout)")),
+            { _ in true }, failed: .failure(TransportError(.stackEnded, "the Bumble host is gone")))
         return try result.get()
     }
 }

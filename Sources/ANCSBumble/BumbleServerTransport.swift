@@ -97,7 +97,7 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
             timeout: Self.notifyTimeout, expired: "failed timed-out", { id in host.send("notify \(id) \(line)") },
             failed: "failed host-gone")
         guard result == "ok" else {
-            throw TransportError("\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
+            throw TransportError(.notSent, "\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
         }
     }
 

@@ -39,7 +39,7 @@ final class HostProcess: Sendable {
         do {
             try process.run()
         } catch {
-            throw TransportError("cannot start the Bumble host \(python) \(script): \(error.localizedDescription)")
+            throw TransportError(.unavailable, "cannot start the Bumble host \(python) \(script): \(error.localizedDescription)")
         }
         handles = Handles(process: process, input: stdin.fileHandleForWriting)
         description = "Bumble host (pid \(process.processIdentifier))"
@@ -67,7 +67,7 @@ final class HostProcess: Sendable {
                 onExit(nil)
                 return
             }
-            onExit(TransportError(lastLine.isEmpty ? "\(name) \(reason)" : "\(name) \(reason): \(lastLine)"))
+            onExit(TransportError(.stackEnded, lastLine.isEmpty ? "\(name) \(reason)" : "\(name) \(reason): \(lastLine)"))
         }
         reader.start()
     }
@@ -201,7 +201,7 @@ extension HostProcess {
             python: resolved.python, script: resolved.script, role: role, arguments: options.arguments(role: role),
             onLine: { line in router.route(line) },
             onExit: { error in
-                handshake.failed(error ?? TransportError("the Bumble host was closed"))
+                handshake.failed(error ?? TransportError(.stackEnded, "the Bumble host was closed"))
                 onExit()
                 if let error { sink.finish(throwing: error) } else { sink.finish() }
             })

@@ -29,7 +29,8 @@ struct BlueZTransportTests {
         #expect(bluez.state.withLock { $0.registered }.contains("RegisterAdvertisement"))
 
         // A second consumer on the same adapter is refused, clearly.
-        await #expect(throws: TransportError.self) { _ = try await self.start(bus, Log()) }
+        let refusal = await #expect(throws: TransportError.self) { _ = try await self.start(bus, Log()) }
+        #expect(refusal?.kind == .unavailable)
 
         bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
         let up = try await events.next()
@@ -120,9 +121,10 @@ struct BlueZTransportTests {
         let bluez = try await FakeBlueZ(bus)
         let transport = try await start(bus, Log())
         bluez.connection.close()
-        await #expect(throws: TransportError.self) {
+        let error = await #expect(throws: TransportError.self) {
             for try await _ in transport.events {}
         }
+        #expect(error?.kind == .stackEnded)
         await transport.close()
     }
 
@@ -131,6 +133,7 @@ struct BlueZTransportTests {
         let bus = try PrivateBus()
         let error = await #expect(throws: TransportError.self) { _ = try await self.start(bus, Log()) }
         #expect(error?.message.contains("bluetoothd is not running") == true)
+        #expect(error?.kind == .unavailable)
     }
 
     @Test("doctor: main.conf and version findings")

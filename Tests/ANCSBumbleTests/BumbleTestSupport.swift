@@ -32,7 +32,7 @@ enum BumbleTestEnvironment {
     }
 
     static func environment() throws -> BumbleEnvironment {
-        guard let python else { throw TransportError("no Python with Bumble") }
+        guard let python else { throw TransportError(.unavailable, "no Python with Bumble") }
         return BumbleEnvironment(python: python, script: try BumbleEnvironment.hostScript())
     }
 
@@ -132,7 +132,7 @@ final class VirtualLink: Sendable {
         transports = ("tcp-client:127.0.0.1:\(a)", "tcp-client:127.0.0.1:\(b)")
         guard await child.waitFor("ready 2", timeout: .seconds(20)) else {
             child.stop()
-            throw TransportError("the virtual link did not start: \(child.text)")
+            throw TransportError(.unavailable, "the virtual link did not start: \(child.text)")
         }
     }
 
@@ -149,7 +149,7 @@ func withTimeout<T: Sendable>(_ timeout: Duration, _ what: String, _ body: @esca
         }
         guard let first = try await group.next(), let value = first else {
             group.cancelAll()
-            throw TransportError("\(what): no result within \(timeout)")
+            throw TransportError(.timedOut, "\(what): no result within \(timeout)")
         }
         group.cancelAll()
         return value
@@ -176,6 +176,6 @@ final class EventLog<Event: Sendable>: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         if let value = found(all) { return value }
-        throw TransportError("\(what): not seen within \(timeout)")
+        throw TransportError(.timedOut, "\(what): not seen within \(timeout)")
     }
 }

@@ -141,7 +141,7 @@ import ANCSDemo
         let (rig, uid) = try Self.setup()
         let request = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.message, maxLength: 64)], for: uid) }
         rig.simulation.run(for: .milliseconds(45))
-        rig.server.fail(TransportError("the phone's stack died"))
+        rig.server.fail(TransportError(.stackEnded, "the phone's stack died"))
         rig.simulation.runUntilIdle()
         #expect(request.error == .sessionEnded)
         #expect(rig.consumerEvents.last == .sessionEnded(.linkDown))
