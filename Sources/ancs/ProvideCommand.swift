@@ -28,7 +28,7 @@ struct ProvideCommand: AsyncParsableCommand {
         """
     )
 
-    @Option(help: "The Bluetooth stack: bumble:<transport>.") var stack: String?
+    @Option(help: "The Bluetooth stack: bumble:<transport>.", transform: Stack.parse) var stack: Stack?
     @OptionGroup var bumble: BumbleStackOptions
     @Option(help: "The largest ATT MTU accepted (23…517); with --central also the MTU asked for after connecting (23: none asked).") var mtu: Int = 517
     @Flag(help: "Be the central, as an iPhone is: connect to the accessory advertising the ANCS solicitation (again after each disconnection) instead of advertising.")
@@ -60,10 +60,7 @@ struct ProvideCommand: AsyncParsableCommand {
             printLine(play.summary)
             return
         }
-        guard let stack else { throw CommandFailure("provide: --stack bumble:<transport> is required (or --check)") }
-        guard let transport = try bumbleTransport(fromStack: stack) else {
-            throw CommandFailure("provide runs on --stack bumble:<transport> (BlueZ turns ANCS errors 0xA0–0xA3 into 0x0E); got '\(stack)'")
-        }
+        guard case .bumble(let transport)? = stack else { throw CommandFailure("provide: --stack bumble:<transport> is required (or --check)") }
         let view = ProvideView(json: json)
         let answers = PairingAnswers()
         let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu, central: central, peer: peer,

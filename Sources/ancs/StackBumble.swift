@@ -4,16 +4,6 @@ import ANCSRuntime
 import ArgumentParser
 import Foundation
 
-/// `--stack bumble:<transport>`: the Bumble transport spec after `bumble:`,
-/// or nil when the stack named is not Bumble.
-func bumbleTransport(fromStack stack: String) throws(CommandFailure) -> String? {
-    guard stack == "bumble" || stack.hasPrefix("bumble:") else { return nil }
-    let transport = String(stack.dropFirst("bumble".count)).drop { $0 == ":" }
-    guard !transport.isEmpty else {
-        throw CommandFailure("--stack bumble needs a Bumble transport: bumble:usb:0, bumble:serial:/dev/ttyACM0,1000000, bumble:tcp-client:127.0.0.1:9001, ...")
-    }
-    return String(transport)
-}
 
 /// The options every command on the Bumble stack shares.
 struct BumbleStackOptions: ParsableArguments {
