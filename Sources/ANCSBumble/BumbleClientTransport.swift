@@ -39,38 +39,21 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
             onExit: { operations.close(with: .transportFailure) }
         ) { line, fields, _ in
             if let notice = BumbleHostNotice(fields) { return notices(notice) }
-            guard let kind = fields.first else { return }
-            switch kind {
-            case "link-up":
-                guard fields.count > 1, let mtu = Int(fields[1]) else { return malformed(line) }
-                let peer = fields.count > 2 ? String(fields[2]) : nil
-                let flag = { (index: Int) in index < fields.count && fields[index] == "1" }
-                sink.yield(.linkUp(LinkInfo(mtu: mtu, peer: peer, isEncrypted: flag(3), isBonded: flag(4))))
-            case "link-down":
+            guard let parsed = BumbleHostLine(fields, line: line) else { return malformed(line) }
+            switch parsed {
+            case .linkUp(let link): sink.yield(.linkUp(link))
+            case .linkDown:
                 // Operations in flight end with a failure before the event.
                 sink.yield(.linkDown)
-            case "notify":
-                guard fields.count > 2, let characteristic = ANCSCharacteristic(shortName: fields[1]),
-                      let value = hexBytes(fields[2]) else { return malformed(line) }
-                sink.yield(.notification(characteristic, value))
-            case "mtu":
-                guard fields.count > 1, let mtu = Int(fields[1]) else { return malformed(line) }
-                sink.yield(.mtuChanged(mtu))
-            case "result":
-                guard fields.count > 2, let id = Int(fields[1]) else { return malformed(line) }
-                operations.resolve(id, parseResult(fields.dropFirst(2)))
-            case "finished":
-                // The link ended and the host does not reconnect.
-                sink.finish()
-            case "failed":
-                // No link could be made and none will be tried.
-                sink.finish(throwing: TransportError(.connectionFailed, "connection failed: \(fields.dropFirst().joined(separator: " "))"))
-            case "fatal":
-                break  // the host exits; its exit reports the reason
-            case "error":
-                FileHandle.standardError.write(Data("bumble host: \(line.dropFirst(6))\n".utf8))
-            default:
-                malformed(line)
+            case .notification(let characteristic, let value): sink.yield(.notification(characteristic, value))
+            case .mtu(let mtu): sink.yield(.mtuChanged(mtu))
+            case .result(let id, let result): operations.resolve(id, result)
+            case .finished: sink.finish()
+            case .failed(let reason): sink.finish(throwing: TransportError(.connectionFailed, "connection failed: \(reason)"))
+            case .fatal: break  // the host exits; its exit reports the reason
+            case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
+            case .notice: break  // handled before
+            case .connected, .disconnected, .connectionMTU, .subscription, .write, .notified: malformed(line)  // the serve role's
             }
         }
         return BumbleClientTransport(host: host, ready: ready, events: events, operations: operations)

@@ -34,6 +34,23 @@ struct BumbleLineTests {
         #expect(hexBytes("zz") == nil)
     }
 
+    @Test("every host line parses to its typed case; a malformed one to nil")
+    func typedLines() {
+        func parse(_ line: String) -> BumbleHostLine? { BumbleHostLine(line.split(separator: " "), line: line) }
+        #expect(parse("connected 64 185 AA:BB 1 0") == .connected(ConnectionID(64), LinkInfo(mtu: 185, peer: "AA:BB", isEncrypted: true, isBonded: false)))
+        #expect(parse("subscription 64 ds on") == .subscription(ConnectionID(64), .dataSource, enabled: true))
+        #expect(parse("write 64 7 0001") == .write(ConnectionID(64), id: 7, value: [0, 1]))
+        #expect(parse("notified 3 failed not-subscribed") == .notified(id: 3, outcome: "failed not-subscribed"))
+        #expect(parse("mtu 64 517") == .connectionMTU(ConnectionID(64), 517))
+        #expect(parse("mtu 185") == .mtu(185))
+        #expect(parse("link-up 185 AA:BB 1 1") == .linkUp(LinkInfo(mtu: 185, peer: "AA:BB", isEncrypted: true, isBonded: true)))
+        #expect(parse("notify ns 0000") == .notification(.notificationSource, [0, 0]))
+        #expect(parse("result 9 att 0xA2") == .result(id: 9, .attError(.invalidParameter)))
+        #expect(parse("failed no ANCS") == .failed("no ANCS"))
+        #expect(parse("status scanning") == .notice(.status("scanning")))
+        for bad in ["connected x", "write 64 7 0g", "notify xx 00", "result", "nonsense 1"] { #expect(parse(bad) == nil, "\(bad)") }
+    }
+
     @Test func resultLines() {
         #expect(parseResult(["ok"]) == .success)
         #expect(parseResult(["att", "0xA2"]) == .attError(0xA2))
