@@ -11,6 +11,12 @@
 #   seconds 0   replay the corpus only (every committed input once), no fuzzing
 #   --merge     afterwards, add the new inputs that reach new coverage to
 #               Fuzz/corpus/<target> (libFuzzer -merge=1; names are SHA-1s)
+#   --runs N    stop after N executions instead of after a time (seconds is
+#               then the time limit, 0 for none)
+#
+# Each target uses the dictionary of the format its input carries
+# (Fuzz/dict: Control Point commands for control-point and provider, Data
+# Source responses for data-source and consumer, Notification Source events).
 #
 # Reproduce a finding:   .build/fuzz/<target> fuzz-artifacts/<target>-crash-…
 # Minimize it:           .build/fuzz/<target> -minimize_crash=1 -runs=100000 <file>
@@ -29,10 +35,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 merge=0
-if [ "${1:-}" = "--merge" ]; then merge=1; shift; fi
+runs=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --merge) merge=1; shift ;;
+    --runs) runs=${2:-}; shift 2 ;;
+    *) break ;;
+  esac
+done
+case "$runs" in ''|*[!0-9]*) echo "usage: scripts/fuzz.sh [--merge] [--runs N] [seconds] [target...]" >&2; exit 2 ;; esac
 seconds=${1:-60}
 shift || true
-case "$seconds" in ''|*[!0-9]*) echo "usage: scripts/fuzz.sh [--merge] [seconds] [target...]" >&2; exit 2 ;; esac
+case "$seconds" in ''|*[!0-9]*) echo "usage: scripts/fuzz.sh [--merge] [--runs N] [seconds] [target...]" >&2; exit 2 ;; esac
+
+dictionary() {  # target
+  case "$1" in
+    control-point|provider) echo Fuzz/dict/control-point.dict ;;
+    data-source|consumer) echo Fuzz/dict/data-source.dict ;;
+    notification-source) echo Fuzz/dict/notification-source.dict ;;
+  esac
+}
 
 out=.build/fuzz
 mkdir -p "$out" fuzz-artifacts
@@ -42,16 +64,19 @@ fi
 
 # Every target is built from one snapshot of the sources, taken now: the
 # same code for all, whatever is edited while they build and run.
-rm -rf "$out/src" && mkdir -p "$out/src/Sources" && cp -R Sources/ANCS "$out/src/Sources/" && cp -R Fuzz "$out/src/"
+# (A folder of its own per run, so runs of different targets can overlap.)
+src=$(mktemp -d "$out/src.XXXXXX")
+trap 'rm -rf "$src"' EXIT
+mkdir -p "$src/Sources" && cp -R Sources/ANCS "$src/Sources/" && cp -R Fuzz "$src/"
 
 build() {  # target
-  local file="$out/src/Fuzz/Targets/$1.swift" dirs=() sources=()
+  local file="$src/Fuzz/Targets/$1.swift" dirs=() sources=()
   [ -f "$file" ] || { echo "no such target: $1" > "$out/$1.build.log"; return 1; }
   read -r -a dirs <<< "$(sed -n 's|^// sources:||p' "$file" | head -1)"
   if [ ${#dirs[@]} -eq 0 ]; then dirs=(.); fi
-  for dir in "${dirs[@]}"; do mapfile -t -O "${#sources[@]}" sources < <(find "$out/src/Sources/ANCS/$dir" -name '*.swift' | sort); done
+  for dir in "${dirs[@]}"; do mapfile -t -O "${#sources[@]}" sources < <(find "$src/Sources/ANCS/$dir" -name '*.swift' | sort); done
   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name ANCS \
-    "${sources[@]}" "$out"/src/Fuzz/Support/*.swift "$file" -o "$out/$1" > "$out/$1.build.log" 2>&1
+    "${sources[@]}" "$src"/Fuzz/Support/*.swift "$file" -o "$out/$1" > "$out/$1.build.log" 2>&1
 }
 
 final_stat() {  # name log
@@ -70,7 +95,12 @@ for target in "${targets[@]}"; do
   work=$(mktemp -d)
   if [ -d "Fuzz/corpus/$target" ]; then cp -R "Fuzz/corpus/$target/." "$work/"; fi
   log="$out/$target.log"
-  if [ "$seconds" -eq 0 ]; then limit=(-runs=0); else limit=(-max_total_time="$seconds"); fi
+  if [ "$runs" -gt 0 ]; then
+    limit=(-runs="$runs")
+    if [ "$seconds" -gt 0 ]; then limit+=(-max_total_time="$seconds"); fi
+  elif [ "$seconds" -eq 0 ]; then limit=(-runs=0); else limit=(-max_total_time="$seconds"); fi
+  dict=$(dictionary "$target")
+  if [ -n "$dict" ] && [ -f "$dict" ]; then limit+=(-dict="$dict"); fi
   if "$out/$target" "$work" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="fuzz-artifacts/$target-" > "$log" 2>&1; then
     result=ok

@@ -51,7 +51,10 @@ struct CodecTests {
         ])
         let events = reassemble(DataSourceRequest(command), [response.encode()])
         #expect(events == [.response(1, response)])
-        guard case .response(_, .notificationAttributes(let decoded))? = events.first else { return }
+        guard case .response(_, .notificationAttributes(let decoded))? = events.first else {
+            Issue.record("expected a notification attributes response, got \(events)")
+            return
+        }
         for attribute in decoded.attributes {
             #expect(attribute.value.isEmpty)
             #expect(attribute.value.count == 0)
@@ -129,7 +132,10 @@ struct CodecTests {
 
         let response = DataSourceResponse.notificationAttributes(NotificationAttributesResponse(notificationUID: uid, attributes: [NotificationAttribute(.messageSize, "0")]))
         #expect(response.encode() == [0x00] + le + [0x04, 0x01, 0x00, 0x30])
-        guard case .getNotificationAttributes(let command) = gna else { return }
+        guard case .getNotificationAttributes(let command) = gna else {
+            Issue.record("expected Get Notification Attributes, got \(gna)")
+            return
+        }
         #expect(reassemble(DataSourceRequest(command), [response.encode()]) == [.response(1, response)])
     }
 
@@ -193,7 +199,10 @@ struct CodecTests {
         #expect(try ControlPointCommand.decode(encoded) == command)
 
         // …and in a Data Source response, bounded by the unlimited-value length.
-        guard case .getNotificationAttributes(let gna) = command else { return }
+        guard case .getNotificationAttributes(let gna) = command else {
+            Issue.record("expected Get Notification Attributes, got \(command)")
+            return
+        }
         let response = DataSourceResponse.notificationAttributes(NotificationAttributesResponse(notificationUID: NotificationUID(1), attributes: [
             NotificationAttribute(NotificationAttributeID(rawValue: 8), "future"),
             NotificationAttribute(.title, "t"),
