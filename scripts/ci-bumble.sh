@@ -101,6 +101,17 @@ for title in "Team stand-up" "Pick up bike" "Alice" "Bike Shop" "Mum" "#release"
   if grep -q "\"$title\"" "$out/$run-listen.jsonl"; then echo "PASS listen shows “$title”"; else echo "FAIL listen lacks “$title”"; failures=$((failures + 1)); fi
 done
 if grep -q '"event":"sessionStarted"' "$out/$run-provide.jsonl"; then echo "PASS provide saw the session"; else echo "FAIL provide saw no session"; failures=$((failures + 1)); fi
+# listen --json tells each notification as `ready` (title and app name) once it can be shown.
+if python3 - "$out/$run-listen.jsonl" <<'PY'
+import json, sys
+ready = [json.loads(line) for line in open(sys.argv[1]) if '"event":"ready"' in line]
+titles = {a.get("value") for o in ready for a in o.get("attributes", []) if a.get("id") == "title"}
+wanted = {"Team stand-up", "Pick up bike", "Alice", "Mum", "#release", "Rain in 20 minutes"}
+named = all("appName" in o for o in ready)
+print(f"ready objects: {len(ready)}, titles {sorted(titles & wanted)}, all with appName: {named}")
+sys.exit(0 if wanted <= titles and named else 1)
+PY
+then echo "PASS listen --json tells ready with titles and app names"; else echo "FAIL listen --json ready objects"; failures=$((failures + 1)); fi
 
 echo "-- ancs decode --btsnoop: each capture against what each side logged"
 compare=Tests/ANCSBumbleTests/Interop/compare_capture.py
