@@ -1,4 +1,6 @@
+#if os(Linux)
 import ANCS
+import ANCSDBus
 import ANCSRuntime
 import Foundation
 
@@ -536,3 +538,5 @@ final class AdapterLock: @unchecked Sendable {
 
     deinit { Glibc.close(descriptor) }
 }
+
+#endif

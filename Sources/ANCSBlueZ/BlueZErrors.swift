@@ -1,3 +1,4 @@
+#if os(Linux)
 import ANCS
 import ANCSRuntime
 
@@ -80,3 +81,4 @@ public enum BlueZ {
     }
 }
 
+#endif

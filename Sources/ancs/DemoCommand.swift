@@ -3,6 +3,7 @@ import ANCSFormat
 import ANCSDemo
 import ANCSRuntime
 import ANCSSimulation
+import ANCSTerminal
 import ArgumentParser
 import Foundation
 import Logging
@@ -136,13 +137,13 @@ final class DemoView: @unchecked Sendable {
         case .consumer(.protocolError(let error)):
             printLine("\(stamp)  ⚠ the phone sent bytes that were dropped: \(error)")
         case .ready(let shown):
-            printLine("\(stamp)  \(DemoRun.describe(shown))")
+            printLine("\(stamp)  \(TerminalLine.notification(shown))")
         case .opened(let shown):
-            printLine("\(stamp)  ⤷ opened: \(DemoRun.describe(shown))")
+            printLine("\(stamp)  ⤷ opened: \(TerminalLine.notification(shown))")
         case .updated(let shown):
-            printLine("\(stamp)  \(DemoRun.describe(shown).replacingOccurrences(of: "●", with: "↻"))")
+            printLine("\(stamp)  \(TerminalLine.updated(shown))")
         case .announced(let notification):
-            printLine("\(stamp)  \(DemoRun.describe(announced: notification))")
+            printLine("\(stamp)  \(TerminalLine.announced(notification))")
         case .removed(let notification, let title):
             printLine("\(stamp)  ✕ \(title) — removed (\(notification.categoryID), \(notification.categoryCount) left in category)")
         case .userAction(let title, let action, let label):

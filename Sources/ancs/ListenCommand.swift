@@ -1,11 +1,14 @@
 import ANCS
-import ANCSBlueZ
 import ANCSBumble
 import ANCSFormat
 import ANCSRuntime
 import ArgumentParser
 import Foundation
 import Synchronization
+#if os(Linux)
+import ANCSBlueZ
+import ANCSDesktop
+#endif
 
 struct ListenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -147,6 +150,9 @@ struct ListenCommand: AsyncParsableCommand {
     static func makeTransport(_ options: ListenCommand, status: @escaping @Sendable (BlueZStatus) -> Void,
                               prompt: @escaping @Sendable (PairingRequest) async -> Bool) async throws(SetupError) -> ListenTransport {
         if options.stack == "bluez" {
+            #if !os(Linux)
+            throw SetupError(message: "--stack bluez: BlueZ runs on Linux only; use --stack bumble:<transport>")
+            #else
             do {
                 let transport = try await BlueZConsumerTransport.start(
                     options: .init(adapter: options.adapter, device: options.device, name: options.name),
@@ -155,6 +161,7 @@ struct ListenCommand: AsyncParsableCommand {
             } catch {
                 throw SetupError(message: error.message)
             }
+            #endif
         }
         let bumbleTransportName: String?
         do {

@@ -1,3 +1,4 @@
+#if os(Linux)
 import ANCS
 import ANCSBlueZ
 import ANCSRuntime
@@ -138,3 +139,5 @@ struct BlueZTransportTests {
         #expect(BlueZDoctor.versionFinding(nil).level == .problem)
     }
 }
+
+#endif

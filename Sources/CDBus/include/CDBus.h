@@ -5,6 +5,8 @@
 // functions are libdbus's own, named with a `cdbus_` prefix.
 #ifndef CDBUS_H
 #define CDBUS_H
+// Linux only: elsewhere the module is empty.
+#if defined(__linux__)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -120,4 +122,5 @@ int cdbus_load(char *reason, size_t length);
 CDBUS_FUNCTIONS(CDBUS_DECLARE)
 #undef CDBUS_DECLARE
 
+#endif // __linux__
 #endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// One D-Bus value with its type, as BlueZ uses them: basic types, arrays
 /// (byte arrays kept as bytes), dictionaries, structs and variants.
 ///
@@ -178,3 +179,5 @@ public struct DBusError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let disconnected = DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "the D-Bus connection is closed")
     public static let cancelled = DBusError(name: "org.freedesktop.DBus.Error.Cancelled", message: "the call was cancelled")
 }
+
+#endif
