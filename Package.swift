@@ -64,8 +64,6 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
-        // Examples/: small programs that use the library as an application would.
-        .executableTarget(name: "PrintNotifications", dependencies: ["ANCSRuntime", "ANCSBlueZ"], path: "Examples/PrintNotifications"),
         .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat"]),
         .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ANCSBlueZTests", dependencies: [
