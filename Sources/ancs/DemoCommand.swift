@@ -24,8 +24,7 @@ struct DemoCommand: AsyncParsableCommand {
     var policy: DemoRun.FetchPolicy = .eager
     @Option(help: "Pipelining depth: Control Point commands whose response may be outstanding at once.") var depth: Int = 1
 
-    @Option(help: "Log level on stderr, in any case.") var logLevel: LogLevel = .warning
-    @Flag(help: "Let logs show notification text; by default they show only lengths.") var logContents = false
+    @OptionGroup var logging: LoggingOptions
 
     typealias FetchPolicy = DemoRun.FetchPolicy
 
@@ -41,9 +40,7 @@ struct DemoCommand: AsyncParsableCommand {
         let demo = DemoRun(scenario: .standard, link: linkConfiguration, consumer: ConsumerConfiguration(pipeliningDepth: depth),
                            policy: policy, repetitions: rounds)
         let view = DemoView(json: json, mtu: mtu, interval: interval, policy: policy, depth: depth)
-        var logger = Logger(label: "ancs.demo") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = logLevel.level
-        let log = ANCSTrafficLog(logger: logger, logsContents: logContents)
+        let log = logging.trafficLog(label: "ancs.demo")
         demo.onLine = { time, line in
             if case .consumer(let consumerEvent) = line { log.log(consumerEvent) }
             view.show(time: time, line: line)

@@ -48,6 +48,7 @@ struct ListenCommand: AsyncParsableCommand {
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
     @Flag(help: "Print one JSON object per consumer event (the shape of `ancs demo --json`); status goes to stderr.") var json = false
     @Flag(help: "Also show each notification on the desktop (org.freedesktop.Notifications), its actions as buttons.") var notify = false
+    @OptionGroup var logging: LoggingOptions
 
     /// The advertised name (BlueZ); Bumble's device name too.
     var name: String { bumble.name ?? "ANCS listen" }
@@ -93,8 +94,12 @@ struct ListenCommand: AsyncParsableCommand {
         let running = Task { () -> (any Error)? in
             do { try await client.run(); return nil } catch { return error }
         }
+        let log = logging.trafficLog(label: "ancs.listen")
         let display = Task {
-            for await event in client.events { view.show(event) }
+            for await event in client.events {
+                log.log(event)
+                view.show(event)
+            }
         }
         let stopping = Mutex(false)
         let stop: @Sendable () -> Void = {
