@@ -1,5 +1,5 @@
 #if os(Linux)
-/// One D-Bus value with its type, as BlueZ uses them: basic types, arrays
+/// One D-Bus value with its type: basic types, arrays
 /// (byte arrays kept as bytes), dictionaries, structs and variants.
 ///
 /// An empty array or dictionary still has a type, so containers carry their

@@ -2,6 +2,7 @@
 // a Bluetooth dongle (any OS; `ancs setup bumble` prepares Python and Bumble).
 // The accessory advertises; pair from the iPhone's Bluetooth settings:
 //   swift run PrintNotificationsBumble usb:0
+// The bond is kept in printer-keys.json, so the phone reconnects without pairing.
 import ANCSBumble
 import ANCSRuntime
 import Foundation

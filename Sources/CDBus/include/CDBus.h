@@ -1,4 +1,4 @@
-// The part of libdbus-1's C API that ANCSBlueZ uses, loaded at run time
+// The part of libdbus-1's C API that ANCSDBus uses, loaded at run time
 // from the system's libdbus-1.so.3 (Debian: libdbus-1-3, on every machine
 // with a D-Bus daemon). Nothing is needed at build time: no headers, no
 // libdbus-1-dev. The types below are libdbus's stable ABI (1.x); the
