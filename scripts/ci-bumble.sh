@@ -46,7 +46,7 @@ start_link() {
   local name=$1
   port_a=$((20000 + RANDOM % 20000)); port_b=$((port_a + 1))
   exec {link_fd}< <(sleep 600)
-  "$ANCS_BUMBLE_PYTHON" -u "$host" link --hci "tcp-server:127.0.0.1:$port_a" --hci "tcp-server:127.0.0.1:$port_b" \
+  "$ANCS_BUMBLE_PYTHON" -B -u "$host" link --hci "tcp-server:127.0.0.1:$port_a" --hci "tcp-server:127.0.0.1:$port_b" \
     <&"$link_fd" >"$out/$name-link.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q '^ready' "$out/$name-link.log" && return 0; sleep 0.1; done
@@ -64,7 +64,7 @@ for mtu in 23 185; do
     --keys "$out/$run-np-keys.json" --duration 80 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
   provide=$!; pids+=($provide)
   sleep 1
-  if timeout 90 "$ANCS_BUMBLE_PYTHON" -u Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py \
+  if timeout 90 "$ANCS_BUMBLE_PYTHON" -B -u Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py \
        --transport "tcp-client:127.0.0.1:$port_b" --mtu "$mtu" "${keys[@]}" --json "$out/$run-client.json" | tee "$out/$run-client.log"; then
     :
   else
@@ -81,7 +81,7 @@ timeout 60 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --scena
   --sessions 1 --duration 50 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
 provide=$!; pids+=($provide)
 sleep 1
-timeout 60 "$ANCS_BUMBLE_PYTHON" -u Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py --transport "tcp-client:127.0.0.1:$port_b" \
+timeout 60 "$ANCS_BUMBLE_PYTHON" -B -u Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py --transport "tcp-client:127.0.0.1:$port_b" \
   --known-bugs 2>"$out/$run-client.err" | tee "$out/$run-client.log" || { echo "FAILED: $run"; failures=$((failures + 1)); }
 kill "$provide" 2>/dev/null || true; wait "$provide" 2>/dev/null || true
 cleanup; pids=()

@@ -133,7 +133,7 @@ func runConsumer(_ input: FuzzInput) {
     func result(_ byte: UInt8) -> ATTResult {
         switch byte % 4 {
         case 0, 1: .success
-        case 2: .attError(ANCSErrorCode(rawValue: 0xA0 + byte % 5))
+        case 2: .attError(ATTErrorCode(rawValue: 0xA0 + byte % 5))
         default: .transportFailure
         }
     }

@@ -76,7 +76,15 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     private var device: String?
     private var linkIsUp = false
     private var ancsPublished = true
-    private var characteristics: [ANCSCharacteristic: String] = [:]
+    private var characteristics: [ANCSCharacteristic: String] = [:] {
+        didSet { kinds = Dictionary(characteristics.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first }) }
+    }
+    /// The ANCS characteristic at each object path of the link: computed
+    /// when objects appear or go, read for every value that arrives.
+    private var kinds: [String: ANCSCharacteristic] = [:]
+    /// How many times the object tree was rescanned (`reassess`): when
+    /// objects or properties change, never for a value once the link is up.
+    private(set) var rescans = 0
     private var subscribed: Set<ANCSCharacteristic> = []
     /// Notification Source values that came before the engine asked for them
     /// in this link (a bonded reconnection: bluetoothd re-enables them itself).
@@ -108,7 +116,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         do {
             connection = try DBusConnection(bus)
         } catch {
-            throw TransportError("cannot reach the system D-Bus (\(error.message)); is dbus running?")
+            throw TransportError(.unavailable, "cannot reach the system D-Bus (\(error.message)); is dbus running?")
         }
         let transport = BlueZConsumerTransport(bus: connection, options: options, status: status, prompt: prompt)
         do {
@@ -133,18 +141,18 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             for (path, interfaces) in reply.first?.managedObjects ?? [:] { tree.added(path, interfaces) }
         } catch {
             if error.name == "org.freedesktop.DBus.Error.ServiceUnknown" || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-                throw TransportError("bluetoothd is not running (no org.bluez on the system bus); start it: systemctl start bluetooth")
+                throw TransportError(.unavailable, "bluetoothd is not running (no org.bluez on the system bus); start it: systemctl start bluetooth")
             }
             if error.name == "org.freedesktop.DBus.Error.AccessDenied" {
-                throw TransportError("the system bus refused access to bluetoothd (\(error.message)); run as a user in the 'bluetooth' group or as root")
+                throw TransportError(.permission, "the system bus refused access to bluetoothd (\(error.message)); run as a user in the 'bluetooth' group or as root")
             }
-            throw TransportError("bluetoothd: \(error)")
+            throw TransportError(.unavailable, "bluetoothd: \(error)")
         }
         try chooseAdapter()
         do {
             lock = try AdapterLock(adapterAddress)
         } catch {
-            throw TransportError(error.message)
+            throw TransportError(.unavailable, error.message)  // another consumer holds the adapter
         }
         try await prepareAdapter()
         tasks.append(Task { [weak self] in
@@ -163,12 +171,12 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     private func chooseAdapter() throws(TransportError) {
         let adapters = tree.adapters
         guard !adapters.isEmpty else {
-            throw TransportError("bluetoothd sees no Bluetooth adapter (check `ancs doctor`, rfkill and the kernel's btusb)")
+            throw TransportError(.unavailable, "bluetoothd sees no Bluetooth adapter (check `ancs doctor`, rfkill and the kernel's btusb)")
         }
         if let wanted = options.adapter {
             let path = wanted.hasPrefix("/") ? wanted : "/org/bluez/" + wanted
             guard adapters.contains(path) else {
-                throw TransportError("--adapter \(wanted): no such adapter; bluetoothd has \(adapters.map { $0.split(separator: "/").last.map(String.init) ?? $0 }.joined(separator: ", "))")
+                throw TransportError(.configuration, "--adapter \(wanted): no such adapter; bluetoothd has \(adapters.map { $0.split(separator: "/").last.map(String.init) ?? $0 }.joined(separator: ", "))")
             }
             adapterPath = path
         } else {
@@ -186,7 +194,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             try await bus.setProperty(destination: BlueZName.service, path: adapterPath, interface: BlueZName.adapter, "Pairable", .boolean(true))
             try await bus.setProperty(destination: BlueZName.service, path: adapterPath, interface: BlueZName.adapter, "DiscoverableTimeout", .uint32(0))
         } catch {
-            throw TransportError("\(adapterName): cannot power it on or make it pairable (\(error)); try `rfkill unblock bluetooth`")
+            throw TransportError(.unavailable, "\(adapterName): cannot power it on or make it pairable (\(error)); try `rfkill unblock bluetooth`")
         }
         let prompt = self.prompt
         let status = self.status
@@ -202,7 +210,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             _ = try await bus.call(destination: BlueZName.service, path: "/org/bluez", interface: BlueZName.agentManager,
                                    member: "RequestDefaultAgent", [.objectPath(BlueZName.agentPath)])
         } catch {
-            throw TransportError("cannot register the pairing agent with bluetoothd: \(error)")
+            throw TransportError(.unavailable, "cannot register the pairing agent with bluetoothd: \(error)")
         }
         let advertisement = BlueZAdvertisement(name: options.name)
         bus.export(BlueZName.advertisementPath) { call in advertisement.handle(call) }
@@ -210,7 +218,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             _ = try await bus.call(destination: BlueZName.service, path: adapterPath, interface: BlueZName.advertisingManager,
                                    member: "RegisterAdvertisement", [.objectPath(BlueZName.advertisementPath), .properties([:])])
         } catch {
-            throw TransportError("\(adapterName): cannot advertise (\(error)); does the adapter support LE? see `ancs doctor`")
+            throw TransportError(.unavailable, "\(adapterName): cannot advertise (\(error)); does the adapter support LE? see `ancs doctor`")
         }
         status(BlueZStatus(kind: .ready, message: "advertising as “\(options.name)” on \(adapterName) (\(adapterAddress)); waiting for the iPhone"))
     }
@@ -238,7 +246,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     private func busEnded() {
         guard !closing else { return }
         closing = true
-        sink.finish(throwing: TransportError("the D-Bus connection to bluetoothd closed"))
+        sink.finish(throwing: TransportError(.stackEnded, "the D-Bus connection to bluetoothd closed"))
     }
 
     private func handle(_ signal: DBusSignal) {
@@ -254,8 +262,11 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             let invalidated = signal.arguments.dropFirst(2).first?.strings ?? []
             // A value first: the link may have to come up for it.
             if interface == BlueZName.characteristic, let value = changed["Value"]?.bytes {
-                tree.changed(signal.path, interface, changed.filter { $0.key != "Value" }, invalidated: invalidated)
-                reassess(valueArrived: true)
+                let others = changed.filter { $0.key != "Value" }
+                if !others.isEmpty || !invalidated.isEmpty { tree.changed(signal.path, interface, others, invalidated: invalidated) }
+                // A value changes nothing in the tree: the link's paths are
+                // known once it is up, so a Data Source fragment costs no rescan.
+                if !linkIsUp || !others.isEmpty || !invalidated.isEmpty { reassess(valueArrived: true) }
                 deliver(value, from: signal.path)
                 return
             }
@@ -269,7 +280,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         case ("org.freedesktop.DBus", "NameOwnerChanged"):
             if signal.arguments.count == 3, signal.arguments[2].string == "", !closing {
                 closing = true
-                sink.finish(throwing: TransportError("bluetoothd stopped (org.bluez left the system bus)"))
+                sink.finish(throwing: TransportError(.stackEnded, "bluetoothd stopped (org.bluez left the system bus)"))
             }
             return
         default:
@@ -333,6 +344,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     /// Moves the link state to what the object tree says, telling the engine.
     private func reassess(valueArrived: Bool = false) {
         guard !closing else { return }
+        rescans += 1
         refuseOtherDevices()
         if let current = device {
             if tree.objects[current]?[BlueZName.device] == nil || !isConnected(current) {
@@ -397,7 +409,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     }
 
     private func deliver(_ value: [UInt8], from path: String) {
-        guard linkIsUp, let kind = characteristics.first(where: { $0.value == path })?.key else { return }
+        guard linkIsUp, let kind = kinds[path] else { return }
         if kind == .notificationSource && !notificationSourceRequested {
             heldNotifications.append(value)
             return
@@ -429,8 +441,8 @@ public actor BlueZConsumerTransport: GATTClientTransport {
                 guard linkIsUp, characteristics[characteristic] == path else { return .transportFailure }
                 let waitable = error.name == "org.bluez.Error.InProgress" || error.name == "org.bluez.Error.NotPermitted"
                     || error.name == "org.bluez.Error.NotAuthorized" || error.name == "org.bluez.Error.AuthenticationFailed"
-                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(ANCSErrorCode(rawValue: 0x05))
-                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(ANCSErrorCode(rawValue: 0x0F))
+                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(.insufficientAuthentication)
+                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(.insufficientEncryption)
                 guard waitable, ContinuousClock.now + delay < deadline else {
                     return BlueZ.result(errorName: error.name, message: error.message)
                 }

@@ -14,7 +14,7 @@ public enum BlueZ {
     /// Errors without an ATT code (not connected, in progress, a D-Bus
     /// timeout) are transport failures.
     public static func result(errorName: String, message: String) -> ATTResult {
-        func att(_ code: UInt8) -> ATTResult { .attError(ANCSErrorCode(rawValue: code)) }
+        func att(_ code: UInt8) -> ATTResult { .attError(ATTErrorCode(rawValue: code)) }
         switch errorName {
         case "org.bluez.Error.Failed":
             if let code = attCode(in: message) { return att(code) }
@@ -56,7 +56,7 @@ public enum BlueZ {
             case 0x07: return ("org.bluez.Error.InvalidOffset", "Invalid offset")
             case 0x08: return ("org.bluez.Error.NotAuthorized", "Not authorized")
             case 0x0D: return ("org.bluez.Error.InvalidValueLength", "Invalid length")
-            default: return ("org.bluez.Error.Failed", "0x" + hex(code.rawValue))
+            default: return ("org.bluez.Error.Failed", "0x" + Hex.string(code.rawValue, uppercase: true))
             }
         }
     }
@@ -73,11 +73,6 @@ public enum BlueZ {
             if digits > 2 { return nil }
         }
         return digits == 0 ? nil : UInt8(value)
-    }
-
-    static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
     }
 }
 

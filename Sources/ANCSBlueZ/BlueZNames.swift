@@ -67,9 +67,7 @@ struct BlueZObjects {
             guard let characteristic = interfaces[BlueZName.characteristic],
                   let service = characteristic["Service"]?.string, services.contains(service),
                   let uuid = characteristic["UUID"]?.string else { continue }
-            for kind in [ANCSCharacteristic.notificationSource, .controlPoint, .dataSource] where kind.uuid == uuid.uppercased() {
-                result.append(ANCSCharacteristicPath(kind: kind, path: path))
-            }
+            if let kind = ANCSCharacteristic(uuid: uuid) { result.append(ANCSCharacteristicPath(kind: kind, path: path)) }
         }
         return result.sorted { $0.path < $1.path }
     }

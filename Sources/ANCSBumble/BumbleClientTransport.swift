@@ -12,13 +12,13 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
     public let ready: BumbleHostReady
 
     private let host: HostProcess
-    private let operations: PendingTable<ATTResultLine>
+    private let operations: PendingTable<ATTResult>
     /// An operation not answered within this time ends with `.transportFailure`
     /// (the host's own ATT timeout is 30 s).
     static let operationTimeout: Duration = .seconds(35)
 
     private init(host: HostProcess, ready: BumbleHostReady, events: AsyncThrowingStream<GATTClientEvent, any Error>,
-                 operations: PendingTable<ATTResultLine>) {
+                 operations: PendingTable<ATTResult>) {
         self.host = host
         self.ready = ready
         self.events = events
@@ -26,43 +26,34 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
     }
 
     /// Starts the host (`consume`); it then looks for the NP on its own.
+    /// `notices`: what the host is doing (scanning, connecting, pairing) and
+    /// how pairings go, as they happen. When the link cannot be made and no
+    /// other attempt follows (no `reconnect`), `events` finishes throwing the reason.
     public static func start(_ options: BumbleHostOptions, environment: BumbleEnvironment? = nil,
-                             progress: @Sendable (String) -> Void = { _ in }) async throws(TransportError) -> BumbleClientTransport {
+                             progress: @Sendable (String) -> Void = { _ in },
+                             notices: @escaping @Sendable (BumbleHostNotice) -> Void = { _ in }) async throws(TransportError) -> BumbleClientTransport {
         let (events, sink) = AsyncThrowingStream<GATTClientEvent, any Error>.makeStream()
-        let operations = PendingTable<ATTResultLine>()
+        let operations = PendingTable<ATTResult>()
         let (host, ready) = try await HostProcess.launch(
             role: "consume", options: options, environment: environment, progress: progress, sink: sink,
-            onExit: { operations.close(with: .failed) }
+            onExit: { operations.close(with: .transportFailure) }
         ) { line, fields, _ in
-            guard let kind = fields.first else { return }
-            switch kind {
-            case "link-up":
-                guard fields.count > 1, let mtu = Int(fields[1]) else { return malformed(line) }
-                let peer = fields.count > 2 ? String(fields[2]) : nil
-                let flag = { (index: Int) in index < fields.count && fields[index] == "1" }
-                sink.yield(.linkUp(LinkInfo(mtu: mtu, peer: peer, isEncrypted: flag(3), isBonded: flag(4))))
-            case "link-down":
+            if let notice = BumbleHostNotice(fields) { return notices(notice) }
+            guard let parsed = BumbleHostLine(fields, line: line) else { return malformed(line) }
+            switch parsed {
+            case .linkUp(let link): sink.yield(.linkUp(link))
+            case .linkDown:
                 // Operations in flight end with a failure before the event.
                 sink.yield(.linkDown)
-            case "notify":
-                guard fields.count > 2, let characteristic = ANCSCharacteristic(lineName: fields[1]),
-                      let value = hexBytes(fields[2]) else { return malformed(line) }
-                sink.yield(.notification(characteristic, value))
-            case "mtu":
-                guard fields.count > 1, let mtu = Int(fields[1]) else { return malformed(line) }
-                sink.yield(.mtuChanged(mtu))
-            case "result":
-                guard fields.count > 2, let id = Int(fields[1]) else { return malformed(line) }
-                operations.resolve(id, parseResult(fields.dropFirst(2)))
-            case "finished":
-                // The link ended and the host does not reconnect.
-                sink.finish()
-            case "fatal":
-                break  // the host exits; its exit reports the reason
-            case "error":
-                FileHandle.standardError.write(Data("bumble host: \(line.dropFirst(6))\n".utf8))
-            default:
-                malformed(line)
+            case .notification(let characteristic, let value): sink.yield(.notification(characteristic, value))
+            case .mtu(let mtu): sink.yield(.mtuChanged(mtu))
+            case .result(let id, let result): operations.resolve(id, result)
+            case .finished: sink.finish()
+            case .failed(let reason): sink.finish(throwing: TransportError(.connectionFailed, "connection failed: \(reason)"))
+            case .fatal: break  // the host exits; its exit reports the reason
+            case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
+            case .notice: break  // handled before
+            case .connected, .disconnected, .connectionMTU, .subscription, .write, .notified: malformed(line)  // the serve role's
             }
         }
         return BumbleClientTransport(host: host, ready: ready, events: events, operations: operations)
@@ -74,29 +65,30 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
         let operations = self.operations
         let id = operations.makeID()
         let result = await withTaskCancellationHandler {
-            await operations.perform(id: id, timeout: Self.operationTimeout, expired: .failed,
-                                     { id in host.send("\(verb) \(id) \(argument)") }, failed: .failed)
+            await operations.perform(id: id, timeout: Self.operationTimeout, expired: .transportFailure,
+                                     { id in host.send("\(verb) \(id) \(argument)") }, failed: .transportFailure)
         } onCancel: {
             // The host still completes the ATT operation; its result line is then ignored.
-            operations.resolve(id, .failed)
+            operations.resolve(id, .transportFailure)
         }
-        switch result {
-        case .ok: return .success
-        case .att(let code): return .attError(ANCSErrorCode(rawValue: code))
-        case .failed: return .transportFailure
-        }
+        return result
     }
 
     public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
-        await perform("subscribe", characteristic.lineName)
+        await perform("subscribe", characteristic.shortName)
     }
 
     public func unsubscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
-        await perform("unsubscribe", characteristic.lineName)
+        await perform("unsubscribe", characteristic.shortName)
     }
 
     public func writeControlPoint(_ value: [UInt8]) async -> ATTResult {
         await perform("write", hexString(value))
+    }
+
+    /// Answers a numeric comparison the host asked about (`askPairing`).
+    public func confirmPairing(_ connection: Int, _ accept: Bool) {
+        host.send("confirm \(connection) \(accept ? "yes" : "no")")
     }
 
     /// Disconnects the link (the host reconnects only with `reconnect`).

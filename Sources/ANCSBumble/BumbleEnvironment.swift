@@ -34,14 +34,14 @@ public struct BumbleEnvironment: Sendable {
     public static func hostScript(environment: [String: String] = ProcessInfo.processInfo.environment) throws(TransportError) -> String {
         if let path = environment["ANCS_BUMBLE_HOST"], !path.isEmpty {
             guard FileManager.default.fileExists(atPath: path) else {
-                throw TransportError("ANCS_BUMBLE_HOST: no file at \(path)")
+                throw TransportError(.configuration, "ANCS_BUMBLE_HOST: no file at \(path)")
             }
             return path
         }
-        guard let directory = Bundle.module.url(forResource: "Host", withExtension: nil) else {
-            throw TransportError("the Bumble host program is missing from the package's resources")
+        guard let script = Bundle.module.url(forResource: "ancs_bumble_host", withExtension: "py") else {
+            throw TransportError(.unavailable, "the Bumble host program is missing from the package's resources")
         }
-        return directory.appendingPathComponent("ancs_bumble_host.py").path
+        return script.path
     }
 
     /// The default virtual environment directory.
@@ -71,7 +71,7 @@ public struct BumbleEnvironment: Sendable {
         let python = venvPython(directory)
         if !isInstalled(directory) {
             guard createIfMissing else {
-                throw TransportError("no Bumble environment at \(directory): run `ancs setup bumble`")
+                throw TransportError(.unavailable, "no Bumble environment at \(directory): run `ancs setup bumble`")
             }
             try await setUp(directory, progress: progress)
         }
@@ -95,7 +95,7 @@ public struct BumbleEnvironment: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         } catch {
-            throw TransportError("cannot create \(parent): \(error.localizedDescription)")
+            throw TransportError(.permission, "cannot create \(parent): \(error.localizedDescription)")
         }
         try await run(["/usr/bin/env", python3, "-m", "venv", directory], what: "python3 -m venv (Debian: apt-get install python3-venv)")
         progress("installing bumble==\(bumbleVersion) from PyPI")
@@ -109,17 +109,17 @@ public struct BumbleEnvironment: Sendable {
         process.arguments = Array(command.dropFirst())
         process.standardOutput = FileHandle.standardError
         process.standardError = FileHandle.standardError
-        do { try process.run() } catch { throw TransportError("\(what): \(error.localizedDescription)") }
+        do { try process.run() } catch { throw TransportError(.unavailable, "\(what): \(error.localizedDescription)") }
         let deadline = ContinuousClock.now + .seconds(600)
         while process.isRunning {
             if ContinuousClock.now > deadline {
                 process.terminate()
-                throw TransportError("\(what): no result after 10 minutes")
+                throw TransportError(.timedOut, "\(what): no result after 10 minutes")
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
         guard process.terminationStatus == 0 else {
-            throw TransportError("\(what) failed with status \(process.terminationStatus)")
+            throw TransportError(.unavailable, "\(what) failed with status \(process.terminationStatus)")
         }
     }
 }

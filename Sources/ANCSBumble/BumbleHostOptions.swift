@@ -29,15 +29,24 @@ public struct BumbleHostOptions: Sendable {
     /// consume: be the peripheral, as an accessory is: advertise the ANCS
     /// solicitation and wait for the phone instead of scanning.
     public var peripheral: Bool
+    /// How this device pairs.
+    public var pairing: BumblePairing
+    /// Numeric comparison: ask (`BumbleHostNotice.pairingConfirmation`, answered
+    /// with `confirmPairing`) instead of confirming.
+    public var askPairing: Bool = false
+    /// Seconds to scan for the peer (and to connect) before giving up. Nil: 20.
+    public var scanTimeout: Double?
     /// Host log level on stderr (Python logging: WARNING, INFO, DEBUG).
     public var logLevel: String?
-    /// How long to wait for the host to report `ready`.
+    /// How long to wait for the host to report `ready` (90 s by default: importing
+    /// Bumble on a slow machine or an emulated one takes tens of seconds). A host
+    /// that cannot start reports it at once.
     public var startTimeout: Duration
 
     public init(transport: String, address: String? = nil, name: String? = nil, keys: String? = nil,
                 snoop: String? = nil, mtu: Int? = nil, peer: String? = nil, reconnect: Bool = false,
-                central: Bool = false, peripheral: Bool = false,
-                logLevel: String? = nil, startTimeout: Duration = .seconds(30)) {
+                central: Bool = false, peripheral: Bool = false, pairing: BumblePairing = .numericComparison,
+                scanTimeout: Double? = nil, logLevel: String? = nil, startTimeout: Duration = .seconds(90)) {
         self.transport = transport
         self.address = address
         self.name = name
@@ -48,12 +57,16 @@ public struct BumbleHostOptions: Sendable {
         self.reconnect = reconnect
         self.central = central
         self.peripheral = peripheral
+        self.pairing = pairing
+        self.scanTimeout = scanTimeout
         self.logLevel = logLevel
         self.startTimeout = startTimeout
     }
 
     func arguments(role: String) -> [String] {
-        var arguments = ["--transport", transport]
+        // The UUIDs come from the core (ANCSUUID), not from a copy in the script.
+        var arguments = ["--transport", transport, "--ancs-uuids",
+                         ([ANCSUUID.service] + ANCSCharacteristic.allCases.map(\.uuid)).joined(separator: ",")]
         if let address { arguments += ["--address", address] }
         if let name { arguments += ["--name", name] }
         if let keys { arguments += ["--keys", keys] }
@@ -61,6 +74,9 @@ public struct BumbleHostOptions: Sendable {
         if let mtu { arguments += ["--mtu", "\(mtu)"] }
         if let logLevel { arguments += ["--log-level", logLevel] }
         if let peer { arguments += ["--peer", peer] }
+        arguments += ["--pairing", pairing.rawValue]
+        if askPairing { arguments.append("--ask-pairing") }
+        if let scanTimeout { arguments += ["--scan-timeout", "\(scanTimeout)"] }
         if role == "consume" {
             if reconnect { arguments.append("--reconnect") }
             if peripheral { arguments.append("--peripheral") }
@@ -68,6 +84,56 @@ public struct BumbleHostOptions: Sendable {
             arguments.append("--central")
         }
         return arguments
+    }
+}
+
+/// How a Bumble host pairs (LE Secure Connections and bonding either way).
+public enum BumblePairing: String, Sendable, CaseIterable {
+    /// As an iPhone: IO capability DisplayYesNo with MITM protection, so a
+    /// DisplayYesNo or KeyboardDisplay peer pairs by numeric comparison. The
+    /// 6-digit code is reported (`BumbleHostNotice.pairingCode`) and confirmed.
+    case numericComparison = "numeric"
+    /// NoInputNoOutput, no MITM: Just Works.
+    case justWorks = "just-works"
+}
+
+/// What the host reports besides the transport's events: what it is doing
+/// and how pairings go.
+public enum BumbleHostNotice: Sendable, Hashable {
+    /// What the host is doing: scanning, connecting, pairing, discovering.
+    case status(String)
+    /// Numeric comparison on `connection`: the code this device shows (and confirmed).
+    case pairingCode(connection: Int, code: String)
+    /// Numeric comparison on `connection` with `askPairing`: the code, waiting for
+    /// `confirmPairing` (no answer within 30 s is no).
+    case pairingConfirmation(connection: Int, code: String)
+    /// Pairing on `connection` succeeded; `authenticated`: with MITM protection (numeric comparison).
+    case paired(connection: Int, authenticated: Bool)
+    /// Pairing on `connection` failed with the SMP reason; the host ends the link.
+    case pairingFailed(connection: Int, reason: String)
+
+    /// The notice a host line carries, or nil when it is no notice.
+    init?(_ fields: [Substring]) {
+        guard let kind = fields.first else { return nil }
+        let rest = fields.dropFirst()
+        func connection() -> Int? { rest.first.flatMap { Int($0) } }
+        switch kind {
+        case "status":
+            self = .status(rest.joined(separator: " "))
+        case "pairing-code":
+            guard let connection = connection(), rest.count > 1 else { return nil }
+            let code = String(rest[rest.startIndex + 1])
+            self = rest.count > 2 && rest[rest.startIndex + 2] == "ask"
+                ? .pairingConfirmation(connection: connection, code: code) : .pairingCode(connection: connection, code: code)
+        case "paired":
+            guard let connection = connection(), rest.count > 1 else { return nil }
+            self = .paired(connection: connection, authenticated: rest[rest.startIndex + 1] == "numeric")
+        case "pairing-failed":
+            guard let connection = connection() else { return nil }
+            self = .pairingFailed(connection: connection, reason: rest.dropFirst().joined(separator: " "))
+        default:
+            return nil
+        }
     }
 }
 
@@ -92,7 +158,7 @@ final class Handshake: Sendable {
         if fields.first == "ancs-bumble" {
             let version = fields.count > 1 ? String(fields[1]) : "?"
             if version != "\(BumbleEnvironment.protocolVersion)" || fields.count < 3 || fields[2] != role {
-                pending.close(with: .failure(TransportError(
+                pending.close(with: .failure(TransportError(.unavailable, 
                     "the Bumble host speaks `\(line)`, expected `ancs-bumble \(BumbleEnvironment.protocolVersion) \(role)`")))
             }
             return true
@@ -112,63 +178,31 @@ final class Handshake: Sendable {
 
     func wait(timeout: Duration) async throws(TransportError) -> BumbleHostReady {
         let result = await pending.perform(
-            timeout: timeout, expired: .failure(TransportError("the Bumble host did not report ready within \(timeout)")),
-            { _ in true }, failed: .failure(TransportError("the Bumble host is gone")))
+            timeout: timeout, expired: .failure(TransportError(.timedOut, "the Bumble host did not report ready within \(timeout)")),
+            { _ in true }, failed: .failure(TransportError(.stackEnded, "the Bumble host is gone")))
         return try result.get()
     }
 }
 
-func parseResult(_ fields: ArraySlice<Substring>) -> ATTResultLine {
-    guard let first = fields.first else { return .failed }
-    if first == "ok" { return .ok }
+/// A result line's fields: `ok`, `att 0xNN`, or anything else (failed).
+func parseResult(_ fields: ArraySlice<Substring>) -> ATTResult {
+    guard let first = fields.first else { return .transportFailure }
+    if first == "ok" { return .success }
     if first == "att", let text = fields.dropFirst().first, let code = UInt8(text.dropFirst(text.hasPrefix("0x") ? 2 : 0), radix: 16) {
-        return .att(code)
+        return .attError(ATTErrorCode(code))
     }
-    return .failed
+    return .transportFailure
 }
 
-enum ATTResultLine: Sendable, Hashable {
-    case ok
-    case att(UInt8)
-    case failed
-}
-
+/// Bytes as the line protocol writes them: hex digit pairs, `-` for none.
 func hexBytes(_ text: Substring) -> [UInt8]? {
     if text == "-" { return [] }
-    guard text.utf8.count % 2 == 0 else { return nil }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(text.utf8.count / 2)
-    var index = text.startIndex
-    while index < text.endIndex {
-        let next = text.index(index, offsetBy: 2)
-        guard let byte = UInt8(text[index..<next], radix: 16) else { return nil }
-        bytes.append(byte)
-        index = next
-    }
+    guard !text.isEmpty, let bytes = try? Hex.bytes(text), bytes.count * 2 == text.utf8.count else { return nil }
     return bytes
 }
 
 /// Bytes as the line protocol writes them: lowercase hex, `-` for none.
 func hexString(_ bytes: [UInt8]) -> String {
-    bytes.isEmpty ? "-" : ANCSJSON.hex(bytes)
+    bytes.isEmpty ? "-" : Hex.string(bytes)
 }
 
-extension ANCSCharacteristic {
-    /// The name in the line protocol.
-    var lineName: String {
-        switch self {
-        case .notificationSource: "ns"
-        case .controlPoint: "cp"
-        case .dataSource: "ds"
-        }
-    }
-
-    init?(lineName: Substring) {
-        switch lineName {
-        case "ns": self = .notificationSource
-        case "cp": self = .controlPoint
-        case "ds": self = .dataSource
-        default: return nil
-        }
-    }
-}

@@ -32,14 +32,17 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     }
 
     /// Starts the host (`serve`) and waits until it advertises.
+    /// `notices`: what the host is doing and how pairings go, as they happen.
     public static func start(_ options: BumbleHostOptions, environment: BumbleEnvironment? = nil,
-                             progress: @Sendable (String) -> Void = { _ in }) async throws(TransportError) -> BumbleServerTransport {
+                             progress: @Sendable (String) -> Void = { _ in },
+                             notices: @escaping @Sendable (BumbleHostNotice) -> Void = { _ in }) async throws(TransportError) -> BumbleServerTransport {
         let (events, sink) = AsyncThrowingStream<GATTServerEvent, any Error>.makeStream()
         let notifications = PendingTable<String>()
         let (host, ready) = try await HostProcess.launch(
             role: "serve", options: options, environment: environment, progress: progress, sink: sink,
             onExit: { notifications.close(with: "failed host-gone") }
         ) { line, fields, host in
+            if let notice = BumbleHostNotice(fields) { return notices(notice) }
             BumbleServerTransport.handle(fields, line: line, sink: sink, notifications: notifications, host: host)
         }
         return BumbleServerTransport(host: host, ready: ready, events: events, notifications: notifications)
@@ -47,41 +50,27 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
 
     private static func handle(_ fields: [Substring], line: String, sink: AsyncThrowingStream<GATTServerEvent, any Error>.Continuation,
                                notifications: PendingTable<String>, host: HostProcess) {
-        guard let kind = fields.first else { return }
-        func int(_ index: Int) -> Int? { index < fields.count ? Int(fields[index]) : nil }
-        switch kind {
-        case "connected":
-            guard let handle = int(1), let mtu = int(2) else { return malformed(line) }
-            let peer = fields.count > 3 ? String(fields[3]) : nil
-            sink.yield(.connected(ConnectionID(UInt32(handle)), LinkInfo(mtu: mtu, peer: peer, isEncrypted: int(4) == 1, isBonded: int(5) == 1)))
-        case "disconnected":
-            guard let handle = int(1) else { return malformed(line) }
-            sink.yield(.disconnected(ConnectionID(UInt32(handle))))
-        case "mtu":
-            guard let handle = int(1), let mtu = int(2) else { return malformed(line) }
-            sink.yield(.mtuChanged(ConnectionID(UInt32(handle)), mtu))
-        case "subscription":
-            guard let handle = int(1), fields.count > 3, let characteristic = ANCSCharacteristic(lineName: fields[2]) else { return malformed(line) }
-            sink.yield(.subscriptionChanged(ConnectionID(UInt32(handle)), characteristic, enabled: fields[3] == "on"))
-        case "write":
-            guard let handle = int(1), let id = int(2), fields.count > 3, let value = hexBytes(fields[3]) else { return malformed(line) }
+        guard let parsed = BumbleHostLine(fields, line: line) else { return malformed(line) }
+        switch parsed {
+        case .connected(let connection, let link): sink.yield(.connected(connection, link))
+        case .disconnected(let connection): sink.yield(.disconnected(connection))
+        case .connectionMTU(let connection, let mtu): sink.yield(.mtuChanged(connection, mtu))
+        case .subscription(let connection, let characteristic, let enabled):
+            sink.yield(.subscriptionChanged(connection, characteristic, enabled: enabled))
+        case .write(let connection, let id, let value):
             let reply = ATTResponder { result in
                 switch result {
                 case .success: host.send("reply \(id) ok")
-                case .attError(let code): host.send("reply \(id) att 0x\(String(code.rawValue, radix: 16, uppercase: true))")
+                case .attError(let code): host.send("reply \(id) att 0x\(Hex.string(code.rawValue, uppercase: true))")
                 case .transportFailure: host.send("reply \(id) failed")
                 }
             }
-            sink.yield(.controlPointWrite(ConnectionID(UInt32(handle)), value, reply: reply))
-        case "notified":
-            guard let id = int(1) else { return malformed(line) }
-            notifications.resolve(id, fields.dropFirst(2).joined(separator: " "))
-        case "fatal":
-            break  // the host exits; its exit reports the reason
-        case "error":
-            FileHandle.standardError.write(Data("bumble host: \(line.dropFirst(6))\n".utf8))
-        default:
-            malformed(line)
+            sink.yield(.controlPointWrite(connection, value, reply: reply))
+        case .notified(let id, let outcome): notifications.resolve(id, outcome)
+        case .fatal: break  // the host exits; its exit reports the reason
+        case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
+        case .notice: break  // handled before
+        case .linkUp, .linkDown, .notification, .mtu, .result, .finished, .failed: malformed(line)  // the consume role's
         }
     }
 
@@ -89,13 +78,18 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     /// not send it (no connection, not subscribed, longer than MTU − 3, host gone).
     public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
         let host = self.host
-        let line = "\(connection.rawValue) \(characteristic.lineName) \(hexString(value))"
+        let line = "\(connection.rawValue) \(characteristic.shortName) \(hexString(value))"
         let result = await notifications.perform(
             timeout: Self.notifyTimeout, expired: "failed timed-out", { id in host.send("notify \(id) \(line)") },
             failed: "failed host-gone")
         guard result == "ok" else {
-            throw TransportError("\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
+            throw TransportError(.notSent, "\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
         }
+    }
+
+    /// Answers a numeric comparison the host asked about (`askPairing`).
+    public func confirmPairing(_ connection: Int, _ accept: Bool) {
+        host.send("confirm \(connection) \(accept ? "yes" : "no")")
     }
 
     /// Disconnects a consumer.

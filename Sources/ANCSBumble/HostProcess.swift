@@ -30,7 +30,8 @@ final class HostProcess: Sendable {
         signal(SIGPIPE, SIG_IGN)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-u", script, role] + arguments
+        // -B: no bytecode cache beside the script (it is a resource of the package).
+        process.arguments = ["-u", "-B", script, role] + arguments
         let stdin = Pipe(), stdout = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
@@ -38,7 +39,7 @@ final class HostProcess: Sendable {
         do {
             try process.run()
         } catch {
-            throw TransportError("cannot start the Bumble host \(python) \(script): \(error.localizedDescription)")
+            throw TransportError(.unavailable, "cannot start the Bumble host \(python) \(script): \(error.localizedDescription)")
         }
         handles = Handles(process: process, input: stdin.fileHandleForWriting)
         description = "Bumble host (pid \(process.processIdentifier))"
@@ -66,7 +67,7 @@ final class HostProcess: Sendable {
                 onExit(nil)
                 return
             }
-            onExit(TransportError(lastLine.isEmpty ? "\(name) \(reason)" : "\(name) \(reason): \(lastLine)"))
+            onExit(TransportError(.stackEnded, lastLine.isEmpty ? "\(name) \(reason)" : "\(name) \(reason): \(lastLine)"))
         }
         reader.start()
     }
@@ -200,7 +201,7 @@ extension HostProcess {
             python: resolved.python, script: resolved.script, role: role, arguments: options.arguments(role: role),
             onLine: { line in router.route(line) },
             onExit: { error in
-                handshake.failed(error ?? TransportError("the Bumble host was closed"))
+                handshake.failed(error ?? TransportError(.stackEnded, "the Bumble host was closed"))
                 onExit()
                 if let error { sink.finish(throwing: error) } else { sink.finish() }
             })

@@ -120,7 +120,7 @@ public struct TranscriptBuilder: Sendable {
                 [("peer", .string(peer)), ("role", .string(isCentral ? "central" : "peripheral"))])
         case .disconnected(let handle, let reason):
             links[handle] = nil
-            add(record, handle, nil, "disconnected", "disconnected (reason 0x\(hex(reason)))", [("reason", .integer(Int(reason)))])
+            add(record, handle, nil, "disconnected", "disconnected (reason 0x\(Hex.string(reason, uppercase: true)))", [("reason", .integer(Int(reason)))])
         case .encryption(let handle, let enabled):
             add(record, handle, nil, "encryption", enabled ? "encrypted" : "encryption off", [("enabled", .bool(enabled))])
         case .malformed(let handle, let number, let reason):
@@ -186,11 +186,11 @@ public struct TranscriptBuilder: Sendable {
                     _ = link.reassembler.cancel(link.nextRequest - 1, responseMayFollow: false)
                     links[connection] = link
                 }
-                add(record, connection, direction, "controlPointResult", "Control Point: error 0x\(hex(code)) \(name)",
+                add(record, connection, direction, "controlPointResult", "Control Point: error 0x\(Hex.string(code, uppercase: true)) \(name)",
                     [("error", .integer(Int(code))), ("errorName", .string(name))])
             } else if [0x0A, 0x12, 0x16, 0x18].contains(requestOpcode),
                       let characteristic = handles.cccd(at: handle) ?? handles.characteristic(at: handle) {
-                add(record, connection, direction, "attError", "\(characteristic): error 0x\(hex(code)) \(name)",
+                add(record, connection, direction, "attError", "\(characteristic): error 0x\(Hex.string(code, uppercase: true)) \(name)",
                     [("characteristic", .string(key(characteristic))), ("request", .integer(Int(requestOpcode))),
                      ("error", .integer(Int(code))), ("errorName", .string(name))])
             }
@@ -247,10 +247,10 @@ public struct TranscriptBuilder: Sendable {
                 links[connection] = link
             }
             add(record, connection, direction, "controlPoint", "Control Point: \(describe(command))",
-                [("command", ANCSJSON.controlPoint(command)), ("hex", .string(ANCSJSON.hex(value)))])
+                [("command", ANCSJSON.controlPoint(command)), ("hex", .string(Hex.string(value)))])
         } catch {
-            add(record, connection, direction, "controlPoint", "Control Point: undecodable \(ANCSJSON.hex(value)): \(error)",
-                [("hex", .string(ANCSJSON.hex(value))), ("decodingError", .string("\(error)"))])
+            add(record, connection, direction, "controlPoint", "Control Point: undecodable \(Hex.string(value)): \(error)",
+                [("hex", .string(Hex.string(value))), ("decodingError", .string("\(error)"))])
         }
     }
 
@@ -273,8 +273,8 @@ public struct TranscriptBuilder: Sendable {
                 add(record, connection, direction, "notificationSource", "Notification Source: \(describe(event))",
                     [("notificationSource", ANCSJSON.notificationSource(event))])
             } catch {
-                add(record, connection, direction, "notificationSource", "Notification Source: undecodable \(ANCSJSON.hex(value)): \(error)",
-                    [("hex", .string(ANCSJSON.hex(value))), ("decodingError", .string("\(error)"))])
+                add(record, connection, direction, "notificationSource", "Notification Source: undecodable \(Hex.string(value)): \(error)",
+                    [("hex", .string(Hex.string(value))), ("decodingError", .string("\(error)"))])
             }
         case .dataSource:
             guard var link = links[connection] else { return }
@@ -295,7 +295,7 @@ public struct TranscriptBuilder: Sendable {
                     add(record, connection, direction, "dataSourceError", "Data Source: \(error)", [("error", .string("\(error)"))])
                 case .unsolicited:
                     add(record, connection, direction, "dataSourceError", "Data Source: bytes with no command outstanding",
-                        [("error", .string("unsolicited")), ("hex", .string(ANCSJSON.hex(value)))])
+                        [("error", .string("unsolicited")), ("hex", .string(Hex.string(value)))])
                 }
             }
         default:
@@ -321,11 +321,7 @@ public struct TranscriptBuilder: Sendable {
     // MARK: - Discovery
 
     static let ancsService = uuidBytes(ANCSUUID.service)
-    static let ancsCharacteristics: [([UInt8], ANCSCharacteristic)] = [
-        (uuidBytes(ANCSUUID.notificationSource), .notificationSource),
-        (uuidBytes(ANCSUUID.controlPoint), .controlPoint),
-        (uuidBytes(ANCSUUID.dataSource), .dataSource),
-    ]
+    static let ancsCharacteristics: [([UInt8], ANCSCharacteristic)] = ANCSCharacteristic.allCases.map { (uuidBytes($0.uuid), $0) }
 
     /// A 128-bit UUID as ATT carries it (little-endian).
     static func uuidBytes(_ text: String) -> [UInt8] {
@@ -428,11 +424,6 @@ public struct TranscriptBuilder: Sendable {
     private func describe(_ response: DataSourceResponse) -> String {
         ANCSJSON.dataSource(response).rendered
     }
-}
-
-func hex(_ byte: UInt8) -> String {
-    let text = String(byte, radix: 16, uppercase: true)
-    return byte < 16 ? "0" + text : text
 }
 
 func opposite(_ direction: BTSnoopRecord.Direction) -> BTSnoopRecord.Direction {

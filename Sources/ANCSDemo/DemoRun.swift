@@ -139,10 +139,10 @@ public final class DemoRun: @unchecked Sendable {
     /// Presses waiting for their notification to be shown (a person acts on what they see).
     var seenWaiters: [NotificationUID: [CheckedContinuation<Bool, Never>]] = [:]
     var seen: Set<NotificationUID> = []
-    /// Every UID the accessory showed, in any session (the phone never reuses one).
-    var everShown: Set<NotificationUID> = []
-    /// What the phone's scenario removed: UID and title.
-    var removedOnPhone: [(NotificationUID, String)] = []
+    /// Notifications the phone's scenario removed while the accessory had
+    /// not shown them, by UID, with their title: dropped again if they are
+    /// shown after all (a response already on its way). Memory: only those.
+    var removedUnshown: [NotificationUID: String] = [:]
     /// Actions pressed so far (numbers the results).
     var presses = 0
     /// The consumer has heard that its session ended.
@@ -216,7 +216,7 @@ public final class DemoRun: @unchecked Sendable {
     /// Ends the run: counts what never settled, records the figures.
     public func finish() {
         summary.unsettled = waiting.count
-        summary.removedBeforeShown = removedOnPhone.filter { !everShown.contains($0.0) }.map(\.1)
+        summary.removedBeforeShown = removedUnshown.sorted { $0.key < $1.key }.map(\.value)
         summary.counters = link.counters
         summary.requests = link.counters.writes
         summary.simulated = simulation.now.sinceOrigin
@@ -273,7 +273,7 @@ public final class DemoRun: @unchecked Sendable {
             if let uid = uidsByKey[key + suffix] {
                 let title = await provider.notificationCenter[uid]?.title ?? key
                 try? await provider.remove(uid)
-                removedOnPhone.append((uid, title))
+                if !seen.contains(uid) { removedUnshown[uid] = title }
             }
         case .act(let key, let action):
             guard let uid = uidsByKey[key + suffix] else { return }
@@ -355,7 +355,7 @@ public final class DemoRun: @unchecked Sendable {
                     waiting[notification.uid] = (link.counters.connectionEvents, link.counters.bytesOnAir, simulation.now)
                 } else {
                     summary.shown += 1
-                    everShown.insert(notification.uid)
+                    removedUnshown.removeValue(forKey: notification.uid)
                     emit(.announced(notification))
                     markSeen(notification.uid)
                 }
@@ -389,7 +389,7 @@ public final class DemoRun: @unchecked Sendable {
             models[shown.uid] = shown.notification
             if let title = shown.title { titles[shown.uid] = title }
             summary.shown += 1
-            everShown.insert(shown.uid)
+            removedUnshown.removeValue(forKey: shown.uid)
             record(shown)
             emit(.ready(shown))
             markSeen(shown.uid)

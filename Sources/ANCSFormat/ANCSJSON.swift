@@ -61,7 +61,7 @@ public enum ANCSJSON {
     /// or a MessageSize the parsed form; invalid UTF-8 adds the raw bytes as hex.
     public static func attribute(id: JSON, value: AttributeValue, parse: NotificationAttributeID?) -> JSON {
         var members: [(String, JSON)] = [("id", id), ("value", .string(value.string))]
-        if !value.isValidUTF8 { members.append(("bytes", .string(hex(value.bytes)))) }
+        if !value.isValidUTF8 { members.append(("bytes", .string(Hex.string(value.bytes)))) }
         if parse == .date, let date = value.date { members.append(("parsed", .string(date.description))) }
         if parse == .messageSize, let size = value.messageSize { members.append(("parsed", .integer(size))) }
         return .object(members)
@@ -87,49 +87,5 @@ public enum ANCSJSON {
             ])
         }
     }
-
-    public static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }
 
-/// Hex text as the CLI accepts it: pairs of digits in either case, with any
-/// spaces or colons between them.
-public enum HexInput {
-    public struct Error: Swift.Error, CustomStringConvertible {
-        public let description: String
-    }
-
-    public static func parse(_ text: String) throws(HexInput.Error) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var high: UInt8?
-        for (position, character) in text.utf8.enumerated() {
-            let nibble: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
-            case UInt8(ascii: " "), UInt8(ascii: ":"), UInt8(ascii: "\t"):
-                if high != nil { throw Error(description: "hex character \(position + 1): a byte needs two digits") }
-                continue
-            default:
-                throw Error(description: "hex character \(position + 1): '\(String(decoding: [character], as: UTF8.self))' is not a hex digit")
-            }
-            if let value = high {
-                bytes.append(value << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
-        }
-        if high != nil { throw Error(description: "hex ends with half a byte (odd number of digits)") }
-        return bytes
-    }
-}

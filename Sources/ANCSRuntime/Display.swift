@@ -108,8 +108,22 @@ public enum ConsumerClientEvent: Hashable, Sendable {
 /// previous session with the same UID, app, title and date. Memory is
 /// bounded by two sessions' notifications.
 public struct PreExistingReplays: Sendable {
-    private var previous: Set<String> = []
-    private var current: Set<String> = []
+    /// What makes two announcements the same notification shown.
+    struct Identity: Hashable, Sendable {
+        var uid: NotificationUID
+        var appIdentifier: AttributeValue?
+        var title: AttributeValue?
+        var date: AttributeValue?
+
+        init(_ shown: DisplayedNotification) {
+            uid = shown.uid
+            appIdentifier = shown.notification[.appIdentifier]
+            title = shown.notification[.title]
+            date = shown.notification[.date]
+        }
+    }
+    private var previous: Set<Identity> = []
+    private var current: Set<Identity> = []
 
     public init() {}
 
@@ -121,7 +135,7 @@ public struct PreExistingReplays: Sendable {
 
     /// Records `shown`; true if it only repeats what the previous session showed.
     public mutating func isReplay(_ shown: DisplayedNotification) -> Bool {
-        let identity = "\(shown.uid.rawValue)|\(shown.appIdentifier ?? "")|\(shown.title ?? "")|\(shown.notification[.date]?.string ?? "")"
+        let identity = Identity(shown)
         current.insert(identity)
         return shown.notification.isPreExisting && previous.contains(identity)
     }

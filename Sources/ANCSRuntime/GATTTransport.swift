@@ -42,8 +42,32 @@ public struct LinkInfo: Hashable, Sendable, CustomStringConvertible {
 /// link's owner is gone. A transport ends its event stream by throwing one
 /// (or its own error type), and `run()` of the actor on it rethrows it.
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong, for a program to act on; `message` says it to a person.
+    public enum Kind: String, Hashable, Sendable {
+        /// The stack cannot be reached or started: no D-Bus or bluetoothd,
+        /// no adapter, no Bumble environment or host program.
+        case unavailable
+        /// An option or setting names something that is not there.
+        case configuration
+        /// The system refused access (D-Bus policy, permissions).
+        case permission
+        /// The stack or host process ended (bluetoothd left the bus, the
+        /// host exited or was closed).
+        case stackEnded
+        /// The link could not be made (connection, pairing, discovery).
+        case connectionFailed
+        /// A notification or operation was not sent (the connection is
+        /// gone, the consumer did not subscribe, the stack refused).
+        case notSent
+        /// Nothing answered in time.
+        case timedOut
+    }
+    public var kind: Kind
     public var message: String
-    public init(_ message: String) { self.message = message }
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
     public var description: String { message }
 }
 

@@ -37,7 +37,7 @@ public struct ProviderDriver: Sendable {
             // The engine answers every write; should it not, the consumer
             // still gets an answer rather than an ATT timeout.
             if !actions.contains(where: { if case .respond = $0 { true } else { false } }) {
-                result.insert(.reply(reply, .attError(Provider.unlikelyError)), at: 0)
+                result.insert(.reply(reply, .attError(.unlikelyError)), at: 0)
             }
             return result
         }

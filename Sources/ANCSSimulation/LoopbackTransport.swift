@@ -162,7 +162,7 @@ public final class LoopbackLink: Sendable {
                 core.clientSink.yield(.notification(characteristic, value))
                 return true
             }
-            guard sent else { throw TransportError("connection \(connection) is gone or not subscribed to \(characteristic)") }
+            guard sent else { throw TransportError(.notSent, "connection \(connection) is gone or not subscribed to \(characteristic)") }
         }
     }
 

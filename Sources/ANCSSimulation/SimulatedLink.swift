@@ -306,8 +306,8 @@ public final class SimulatedLink: @unchecked Sendable {
     /// A notification from the provider: queued for the air, or an error if
     /// the link is gone or the consumer did not subscribe.
     func providerNotify(_ characteristic: ANCSCharacteristic, _ value: [UInt8]) throws(TransportError) {
-        guard isConnected else { throw TransportError("\(connection) is not connected") }
-        guard subscriptions.contains(characteristic) else { throw TransportError("\(connection) has not subscribed to \(characteristic)") }
+        guard isConnected else { throw TransportError(.notSent, "\(connection) is not connected") }
+        guard subscriptions.contains(characteristic) else { throw TransportError(.notSent, "\(connection) has not subscribed to \(characteristic)") }
         let values = rewriteNotification?(characteristic, value) ?? [value]
         for var bytes in values {
             if bytes.count > configuration.mtu - 3 { bytes.removeLast(bytes.count - (configuration.mtu - 3)) }
@@ -501,7 +501,7 @@ public final class SimulatedServer: GATTServerTransport, @unchecked Sendable {
     }
 
     public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
-        guard let link = links[connection] else { throw TransportError("no link \(connection)") }
+        guard let link = links[connection] else { throw TransportError(.notSent, "no link \(connection)") }
         try link.providerNotify(characteristic, value)
     }
 

@@ -227,7 +227,7 @@ public enum TransportContract {
             // 4. Control Point writes and their answers.
             let answers: [ATTResult] = pair.supportsANCSErrors
                 ? [.success, .attError(.invalidParameter), .attError(.unknownCommand), .attError(.actionFailed)]
-                : [.success, .attError(ANCSErrorCode(rawValue: 0x80))]
+                : [.success, .attError(ATTErrorCode(rawValue: 0x80))]
             for (index, answer) in answers.enumerated() {
                 let command: [UInt8] = [0x00, 42, 0, 0, 0, 0x01, 0x20, 0x00, UInt8(index)]
                 let result = await write(command, "write \(index + 1)") { bytes, reply in

@@ -2,6 +2,7 @@
 // the one-line `error:` report, hex input from arguments, files and standard
 // input, and the `--log-level` option.
 
+import ANCS
 import ANCSFormat
 import ANCSRuntime
 import ArgumentParser
@@ -207,7 +208,7 @@ func parseHex(_ text: some StringProtocol, what: String) throws(CommandFailure) 
         }
     }
     do {
-        return try HexInput.parse(normalized)
+        return try Hex.bytes(normalized)
     } catch {
         throw CommandFailure("\(what): \(error)")
     }
@@ -344,34 +345,42 @@ func usageError(_ message: String) -> CommandFailure {
     CommandFailure(message, status: ExitStatus.usage)
 }
 
-/// The stacks a command runs on, as `--stack` names them.
-enum StackName {
-    case bluez, bumble
+/// A Bluetooth stack as `--stack` names it: `bluez`, or `bumble:<transport>`
+/// (a Bumble transport spec: `usb:0`, `tcp-client:127.0.0.1:9001`, ...).
+/// Parsed by ArgumentParser, so a value that names no stack is a usage
+/// error (status 64) before anything runs.
+enum Stack: Hashable, Sendable, CustomStringConvertible {
+    case bluez
+    case bumble(transport: String)
 
-    /// `--stack`'s value checked against `allowed`: `bluez`, or
-    /// `bumble:<transport>` with a transport after the colon.
-    static func check(_ value: String, allowed: [StackName], command: String, note: String = "") throws(CommandFailure) {
-        let forms = allowed.map { $0 == .bluez ? "bluez" : "bumble:<transport>" }.joined(separator: ", ")
-        if value == "bluez", allowed.contains(.bluez) { return }
-        if value == "bumble" || value.hasPrefix("bumble:"), allowed.contains(.bumble) {
-            let transport = value.dropFirst("bumble".count).drop { $0 == ":" }
-            guard transport.isEmpty else { return }
-            throw usageError("\(command): --stack \(value): name a Bumble transport: bumble:usb:0, bumble:serial:/dev/ttyACM0,1000000, bumble:tcp-client:127.0.0.1:9001, ...")
-        }
-        throw usageError("\(command): --stack \(value): unknown stack (available: \(forms))\(note)")
+    struct ParseError: Error, CustomStringConvertible {
+        var description: String
     }
-}
 
-extension ListenCommand: UsageChecked {
-    func checkUsage() throws(CommandFailure) {
-        try StackName.check(stack, allowed: [.bluez, .bumble], command: "listen")
+    static func parse(_ value: String) throws -> Stack {
+        if value == "bluez" { return .bluez }
+        if value == "bumble" || value.hasPrefix("bumble:") {
+            let transport = value.dropFirst("bumble".count).drop { $0 == ":" }
+            guard !transport.isEmpty else {
+                throw ParseError(description: "name a Bumble transport: bumble:usb:0, bumble:serial:/dev/ttyACM0,1000000, bumble:tcp-client:127.0.0.1:9001, ...")
+            }
+            return .bumble(transport: String(transport))
+        }
+        throw ParseError(description: "unknown stack (available: bluez, bumble:<transport>)")
+    }
+
+    var description: String {
+        switch self {
+        case .bluez: "bluez"
+        case .bumble(let transport): "bumble:\(transport)"
+        }
     }
 }
 
 extension ProvideCommand: UsageChecked {
     func checkUsage() throws(CommandFailure) {
-        if let stack {
-            try StackName.check(stack, allowed: [.bumble], command: "provide", note: "; BlueZ turns the ANCS errors 0xA0–0xA3 into 0x0E")
+        if stack == .bluez {
+            throw usageError("provide: --stack bluez: unknown stack (available: bumble:<transport>); BlueZ turns the ANCS errors 0xA0–0xA3 into 0x0E")
         }
     }
 }

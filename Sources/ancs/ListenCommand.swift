@@ -35,7 +35,8 @@ struct ListenCommand: AsyncParsableCommand {
         """
     )
 
-    @Option(help: "Bluetooth stack: bluez, or bumble:<transport> (bumble:usb:0, bumble:tcp-client:127.0.0.1:9001, ...).") var stack: String = "bluez"
+    @Option(help: "Bluetooth stack: bluez, or bumble:<transport> (bumble:usb:0, bumble:tcp-client:127.0.0.1:9001, ...).", transform: Stack.parse)
+    var stack: Stack = .bluez
     @Option(help: "BlueZ: adapter (hci0); default: the first powered one.") var adapter: String?
     @Option(help: "BlueZ: only this iPhone (its Bluetooth identity address); default: the first that connects.") var device: String?
     @Flag(help: "BlueZ: accept pairing without asking (headless use).") var acceptPairing = false
@@ -154,7 +155,8 @@ struct ListenCommand: AsyncParsableCommand {
 
     static func makeTransport(_ options: ListenCommand, status: @escaping @Sendable (BlueZStatus) -> Void,
                               prompt: @escaping @Sendable (PairingRequest) async -> Bool) async throws(SetupError) -> ListenTransport {
-        if options.stack == "bluez" {
+        switch options.stack {
+        case .bluez:
             #if !os(Linux)
             throw SetupError(message: "--stack bluez: BlueZ runs on Linux only; use --stack bumble:<transport>")
             #else
@@ -167,23 +169,15 @@ struct ListenCommand: AsyncParsableCommand {
                 throw SetupError(message: error.message)
             }
             #endif
-        }
-        let bumbleTransportName: String?
-        do {
-            bumbleTransportName = try bumbleTransport(fromStack: options.stack)
-        } catch {
-            throw SetupError(message: error.message)
-        }
-        if let bumbleTransportName {
+        case .bumble(let transportName):
             do {
-                let transport = try await startBumbleClient(transport: bumbleTransportName, options: options.bumble, mtu: options.mtu,
+                let transport = try await startBumbleClient(transport: transportName, options: options.bumble, mtu: options.mtu,
                                                             peer: options.peer, reconnect: options.reconnect, peripheral: options.peripheral)
                 return ListenTransport(transport: transport, close: { transport.close() })
             } catch {
                 throw SetupError(message: "\(error)")
             }
         }
-        throw SetupError(message: "--stack \(options.stack): unknown stack (available: bluez, bumble:<transport>)")
     }
 
     /// Runs one request typed on standard input (or pressed on the desktop)

@@ -5,6 +5,7 @@ import ANCSFormat
 import ANCSRuntime
 import ArgumentParser
 import Foundation
+import Synchronization
 
 /// `ancs provide`: act as an iPhone. A Notification Provider on a real (or
 /// virtual) controller plays a scenario: notifications there before the
@@ -17,15 +18,19 @@ struct ProvideCommand: AsyncParsableCommand {
         discussion: """
         The stack is Bumble (BlueZ cannot answer ANCS errors 0xA0–0xA3 as a server): --stack bumble:<transport>, \
         e.g. bumble:usb:0, bumble:serial:/dev/ttyACM0,1000000, bumble:hci-socket:0, bumble:tcp-client:127.0.0.1:9001. \
-        The provider advertises with the ANCS solicitation, pairs with LE Secure Connections and requires encryption. \
+        The provider advertises with the ANCS solicitation, pairs with LE Secure Connections and requires encryption; \
+        as an iPhone it pairs by numeric comparison with MITM protection (the code is printed and confirmed; \
+        --pairing just-works for NoInputNoOutput). With --central it asks for the ATT MTU --mtu after connecting, \
+        as an iPhone does (--mtu 23: no exchange). With --json, one object per event, notifications with their \
+        title, subtitle and message (scenario data). \
         The timeline starts when the first consumer subscribes to Notification Source; the accessory's own actions \
         in the demo scenario are left to the accessory.
         """
     )
 
-    @Option(help: "The Bluetooth stack: bumble:<transport>.") var stack: String?
+    @Option(help: "The Bluetooth stack: bumble:<transport>.", transform: Stack.parse) var stack: Stack?
     @OptionGroup var bumble: BumbleStackOptions
-    @Option(help: "The largest ATT MTU accepted (23…517).") var mtu: Int = 517
+    @Option(help: "The largest ATT MTU accepted (23…517); with --central also the MTU asked for after connecting (23: none asked).") var mtu: Int = 517
     @Flag(help: "Be the central, as an iPhone is: connect to the accessory advertising the ANCS solicitation (again after each disconnection) instead of advertising.")
     var central = false
     @Option(help: "With --central: connect to this address rather than the first ANCS solicitor.") var peer: String?
@@ -35,11 +40,16 @@ struct ProvideCommand: AsyncParsableCommand {
     @Option(help: "Exit after this many sessions have ended (0: run until interrupted).") var sessions: Int = 0
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
     @Flag(help: "Print one JSON object per provider event instead of text.") var json = false
+    @Flag(help: "Numeric comparison: ask whether the accessory shows the same code (answer yes or no on standard input; no answer within 30 s is no) instead of confirming it.")
+    var askPairing = false
 
     func validate() throws {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
         guard sessions >= 0 else { throw ValidationError("--sessions must be 0 or more") }
         guard duration >= 0 else { throw ValidationError("--duration must be 0 or more seconds") }
+        if askPairing && bumble.pairing != BumblePairing.numericComparison.rawValue {
+            throw ValidationError("--ask-pairing needs --pairing numeric (Just Works has no code to compare)")
+        }
     }
 
     func run() async throws {
@@ -50,19 +60,24 @@ struct ProvideCommand: AsyncParsableCommand {
             printLine(play.summary)
             return
         }
-        guard let stack else { throw CommandFailure("provide: --stack bumble:<transport> is required (or --check)") }
-        guard let transport = try bumbleTransport(fromStack: stack) else {
-            throw CommandFailure("provide runs on --stack bumble:<transport> (BlueZ turns ANCS errors 0xA0–0xA3 into 0x0E); got '\(stack)'")
-        }
-        let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu, central: central, peer: peer)
-        let provider = ProviderServer(transport: server)
+        guard case .bumble(let transport)? = stack else { throw CommandFailure("provide: --stack bumble:<transport> is required (or --check)") }
         let view = ProvideView(json: json)
+        let answers = PairingAnswers()
+        let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu, central: central, peer: peer,
+                                                 askPairing: askPairing, notices: { notice in
+            view.show(notice)
+            if case .pairingConfirmation(let connection, _) = notice { answers.ask(connection) }
+        })
+        answers.server.withLock { $0 = server }
+        let provider = ProviderServer(transport: server)
         view.ready(address: server.ready.address, transport: transport, scenario: play)
 
         var keys: [String: NotificationUID] = [:]
         for app in play.apps { await provider.registerApp(identifier: app.identifier, displayName: app.displayName) }
         for (key, notification) in play.preExisting {
-            keys[key] = try await provider.add(notification)
+            let uid = try await provider.add(notification)
+            keys[key] = uid
+            view.notification("waiting", key: key, uid: uid, notification)
         }
         let presetKeys = keys
         let (starts, startSink) = AsyncStream<Void>.makeStream()
@@ -79,30 +94,35 @@ struct ProvideCommand: AsyncParsableCommand {
                 do {
                     switch step {
                     case .add(let key, let notification):
-                        keys[key] = try await provider.add(notification)
-                        view.line("scenario: added “\(key)” as uid \(keys[key].map { "\($0.rawValue)" } ?? "?")", json: nil)
+                        let uid = try await provider.add(notification)
+                        keys[key] = uid
+                        view.notification("added", key: key, uid: uid, notification)
                     case .modify(let key, let message):
                         guard let uid = keys[key], var notification = await provider.notificationCenter[uid] else { continue }
                         notification.message = message
                         try await provider.modify(uid, to: notification)
-                        view.line("scenario: modified “\(key)”", json: nil)
+                        view.notification("modified", key: key, uid: uid, notification)
                     case .remove(let key):
-                        guard let uid = keys[key], await provider.notificationCenter[uid] != nil else { continue }
+                        guard let uid = keys[key], let notification = await provider.notificationCenter[uid] else { continue }
                         try await provider.remove(uid)
-                        view.line("scenario: removed “\(key)”", json: nil)
+                        view.notification("removed", key: key, uid: uid, notification)
                     }
                 } catch {
-                    view.line("scenario: \(error)", json: nil)
+                    view.line("scenario: \(error)", json: .object([("event", .string("scenarioError")), ("error", .string("\(error)"))]))
                 }
             }
-            view.line("scenario: timeline done", json: nil)
+            view.line("scenario: timeline done", json: .object([("event", .string("timelineDone"))]))
         }
 
         let events = Task {
             var ended = 0
             var started = false
             for await event in provider.events {
-                view.show(event)
+                if case .notificationAttributesSent(_, let command) = event {
+                    view.show(event, notification: await provider.notificationCenter[command.notificationUID])
+                } else {
+                    view.show(event)
+                }
                 switch event {
                 case .sessionStarted:
                     if !started { started = true; startSink.yield() }
@@ -132,6 +152,20 @@ struct ProvideCommand: AsyncParsableCommand {
     }
 }
 
+/// `--ask-pairing`: each numeric comparison is answered by the next line on
+/// standard input (`yes`/`y` accepts; anything else, or its end, refuses).
+final class PairingAnswers: Sendable {
+    let server = Mutex<BumbleServerTransport?>(nil)
+
+    func ask(_ connection: Int) {
+        Thread { [self] in
+            let line = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+            let accept = line == "yes" || line == "y"
+            server.withLock { $0 }?.confirmPairing(connection, accept)
+        }.start()
+    }
+}
+
 /// What `ancs provide` shows.
 struct ProvideView: Sendable {
     var json: Bool
@@ -150,7 +184,50 @@ struct ProvideView: Sendable {
         }
     }
 
-    func show(_ event: ProviderEvent) {
+    /// A scenario notification: `what` is waiting (there before the first
+    /// session, announced PreExisting), added, modified or removed. These are
+    /// scenario data, shown whole.
+    func notification(_ what: String, key: String, uid: NotificationUID, _ notification: ProviderNotification) {
+        let category = notification.categoryID
+        var text = "scenario: \(what) “\(key)” as uid \(uid.rawValue): [\(notification.appIdentifier)] \(notification.title ?? "")"
+        if let message = notification.message, !message.isEmpty { text += " — \(message)" }
+        line(text, json: .object([("event", .string("notification")), ("change", .string(what)), ("key", .string(key)),
+                                  ("uid", .integer(Int(uid.rawValue)))] + Self.contents(notification)
+                                 + [("category", ANCSJSON.name(category.name, category.rawValue))]))
+    }
+
+    static func contents(_ notification: ProviderNotification) -> [(String, JSON)] {
+        [("app", .string(notification.appIdentifier)), ("title", notification.title.map(JSON.string) ?? .null),
+         ("subtitle", notification.subtitle.map(JSON.string) ?? .null), ("message", notification.message.map(JSON.string) ?? .null)]
+    }
+
+    /// What the Bumble host reports: status goes to stderr with --json.
+    func show(_ notice: BumbleHostNotice) {
+        switch notice {
+        case .status(let text):
+            if json {
+                printErrorLine("provide: \(text)")
+            } else {
+                printLine("provide: \(text)")
+            }
+        case .pairingCode(let connection, let code):
+            line("connection \(connection): numeric comparison, code \(code) (confirmed)",
+                 json: .object([("event", .string("pairingCode")), ("connection", .integer(connection)), ("code", .string(code))]))
+        case .pairingConfirmation(let connection, let code):
+            line("connection \(connection): numeric comparison, code \(code): does the accessory show the same? (yes/no)",
+                 json: .object([("event", .string("pairingCode")), ("connection", .integer(connection)), ("code", .string(code)),
+                                ("ask", .bool(true))]))
+        case .paired(let connection, let authenticated):
+            line("connection \(connection): paired (\(authenticated ? "numeric comparison, MITM protection" : "Just Works, no MITM protection"))",
+                 json: .object([("event", .string("paired")), ("connection", .integer(connection)),
+                                ("method", .string(authenticated ? "numericComparison" : "justWorks"))]))
+        case .pairingFailed(let connection, let reason):
+            line("connection \(connection): pairing failed: \(reason); disconnecting",
+                 json: .object([("event", .string("pairingFailed")), ("connection", .integer(connection)), ("reason", .string(reason))]))
+        }
+    }
+
+    func show(_ event: ProviderEvent, notification: ProviderNotification? = nil) {
         switch event {
         case .sessionStarted(let connection, let preExisting):
             line("\(connection): session started, \(preExisting) PreExisting",
@@ -160,9 +237,11 @@ struct ProvideView: Sendable {
             line("\(connection): session ended",
                  json: .object([("event", .string("sessionEnded")), ("connection", .integer(Int(connection.rawValue)))]))
         case .notificationAttributesSent(let connection, let command):
-            line("\(connection): attributes of uid \(command.notificationUID.rawValue) sent",
+            var text = "\(connection): attributes of uid \(command.notificationUID.rawValue) sent"
+            if let title = notification?.title { text += ": \(title)" }
+            line(text,
                  json: .object([("event", .string("notificationAttributesSent")), ("connection", .integer(Int(connection.rawValue))),
-                                ("uid", .integer(Int(command.notificationUID.rawValue)))]))
+                                ("uid", .integer(Int(command.notificationUID.rawValue)))] + (notification.map(Self.contents) ?? [])))
         case .appAttributesSent(let connection, let command):
             line("\(connection): attributes of app \(command.appIdentifier) sent",
                  json: .object([("event", .string("appAttributesSent")), ("connection", .integer(Int(connection.rawValue))),

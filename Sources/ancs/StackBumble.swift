@@ -4,16 +4,6 @@ import ANCSRuntime
 import ArgumentParser
 import Foundation
 
-/// `--stack bumble:<transport>`: the Bumble transport spec after `bumble:`,
-/// or nil when the stack named is not Bumble.
-func bumbleTransport(fromStack stack: String) throws(CommandFailure) -> String? {
-    guard stack == "bumble" || stack.hasPrefix("bumble:") else { return nil }
-    let transport = String(stack.dropFirst("bumble".count)).drop { $0 == ":" }
-    guard !transport.isEmpty else {
-        throw CommandFailure("--stack bumble needs a Bumble transport: bumble:usb:0, bumble:serial:/dev/ttyACM0,1000000, bumble:tcp-client:127.0.0.1:9001, ...")
-    }
-    return String(transport)
-}
 
 /// The options every command on the Bumble stack shares.
 struct BumbleStackOptions: ParsableArguments {
@@ -22,8 +12,17 @@ struct BumbleStackOptions: ParsableArguments {
     @Option(help: "Bumble: bonding keys file (JSON; created when missing). Without it, bonds last one run.") var keys: String?
     @Option(help: "Bumble: write a btsnoop capture of the HCI traffic to this file (read it with `ancs decode --btsnoop`).") var snoop: String?
     @Option(name: .customLong("bumble-log-level"), help: "Bumble host log level on stderr: warning, info, debug.") var bumbleLogLevel: String?
+    @Option(help: "Bumble: how to pair: numeric (DisplayYesNo with MITM protection, as an iPhone; the code is printed and confirmed) or just-works (NoInputNoOutput).")
+    var pairing: String = BumblePairing.numericComparison.rawValue
+    @Option(help: "Bumble: seconds to scan for the peer (and to connect) before giving up (default 20).") var scanTimeout: Double?
 
     func validate() throws {
+        guard BumblePairing(rawValue: pairing) != nil else {
+            throw ValidationError("--pairing must be numeric or just-works, got '\(pairing)'")
+        }
+        if let scanTimeout, !(scanTimeout > 0 && scanTimeout <= 3600) {
+            throw ValidationError("--scan-timeout must be between 0 and 3600 seconds, got \(scanTimeout)")
+        }
         if let address {
             let parts = address.split(separator: ":")
             guard parts.count == 6, parts.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }) else {
@@ -37,6 +36,7 @@ struct BumbleStackOptions: ParsableArguments {
 
     func hostOptions(transport: String, mtu: Int?) -> BumbleHostOptions {
         BumbleHostOptions(transport: transport, address: address, name: name, keys: keys, snoop: snoop, mtu: mtu,
+                          pairing: BumblePairing(rawValue: pairing) ?? .numericComparison, scanTimeout: scanTimeout,
                           logLevel: bumbleLogLevel)
     }
 }
@@ -46,14 +46,29 @@ struct BumbleStackOptions: ParsableArguments {
     FileHandle.standardError.write(Data("bumble: \(text)\n".utf8))
 }
 
+/// What the accessory's Bumble host is doing, on stderr (so `--json` output stays events only).
+@Sendable func bumbleNotice(_ notice: BumbleHostNotice) {
+    switch notice {
+    case .status(let text): bumbleProgress(text)
+    case .pairingCode(_, let code): bumbleProgress("numeric comparison, code \(code) (confirmed)")
+    case .pairingConfirmation(_, let code): bumbleProgress("numeric comparison, code \(code)")
+    case .paired(_, let authenticated):
+        bumbleProgress("paired (\(authenticated ? "numeric comparison, MITM protection" : "Just Works, no MITM protection"))")
+    case .pairingFailed(_, let reason): bumbleProgress("pairing failed: \(reason)")
+    }
+}
+
 /// Starts the Bumble host as an NP (GATT server) and returns its transport.
 /// `central`: connect to the accessory, as an iPhone does, instead of advertising.
-func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?, central: Bool = false, peer: String? = nil) async throws -> BumbleServerTransport {
+func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?, central: Bool = false, peer: String? = nil,
+                       askPairing: Bool = false,
+                       notices: @escaping @Sendable (BumbleHostNotice) -> Void) async throws -> BumbleServerTransport {
     var host = options.hostOptions(transport: transport, mtu: mtu)
+    host.askPairing = askPairing
     host.central = central
     host.peer = peer
     do {
-        return try await BumbleServerTransport.start(host, progress: bumbleProgress)
+        return try await BumbleServerTransport.start(host, progress: bumbleProgress, notices: notices)
     } catch {
         throw CommandFailure("bumble:\(transport): \(error)")
     }
@@ -70,7 +85,7 @@ func startBumbleClient(transport: String, options: BumbleStackOptions, mtu: Int?
     host.reconnect = reconnect
     host.peripheral = peripheral
     do {
-        return try await BumbleClientTransport.start(host, progress: bumbleProgress)
+        return try await BumbleClientTransport.start(host, progress: bumbleProgress, notices: bumbleNotice)
     } catch {
         throw CommandFailure("bumble:\(transport): \(error)")
     }

@@ -1,6 +1,6 @@
 #if os(Linux)
 import ANCS
-import ANCSBlueZ
+@testable import ANCSBlueZ
 import ANCSRuntime
 import Synchronization
 import Testing
@@ -30,7 +30,8 @@ struct BlueZTransportTests {
         #expect(bluez.state.withLock { $0.registered }.contains("RegisterAdvertisement"))
 
         // A second consumer on the same adapter is refused, clearly.
-        await #expect(throws: TransportError.self) { _ = try await self.start(bus, Log()) }
+        let refusal = await #expect(throws: TransportError.self) { _ = try await self.start(bus, Log()) }
+        #expect(refusal?.kind == .unavailable)
 
         bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
         let up = try await events.next()
@@ -48,6 +49,12 @@ struct BlueZTransportTests {
         bluez.notify(FakeBlueZ.ns, [2, 0, 4, 0, 7, 0, 0, 0])
         #expect(try await events.next() == .notification(.dataSource, [1, 2, 3]))
         #expect(try await events.next() == .notification(.notificationSource, [2, 0, 4, 0, 7, 0, 0, 0]))
+
+        // Data Source fragments once the link is up cost no rescan of the object tree.
+        let rescans = await transport.rescans
+        for index in 0..<100 { bluez.notify(FakeBlueZ.ds, [UInt8(index)]) }
+        for index in 0..<100 { #expect(try await events.next() == .notification(.dataSource, [UInt8(index)])) }
+        #expect(await transport.rescans == rescans)
 
         // Two writes at once reach bluetoothd one after the other; the ANCS code comes back typed.
         bluez.state.withLock { $0.writeReplies = [nil, ("org.bluez.Error.Failed", "Operation failed with ATT error: 0xa2")] }
@@ -115,9 +122,10 @@ struct BlueZTransportTests {
         let bluez = try await FakeBlueZ(bus)
         let transport = try await start(bus, Log())
         bluez.connection.close()
-        await #expect(throws: TransportError.self) {
+        let error = await #expect(throws: TransportError.self) {
             for try await _ in transport.events {}
         }
+        #expect(error?.kind == .stackEnded)
         await transport.close()
     }
 
@@ -126,6 +134,7 @@ struct BlueZTransportTests {
         let bus = try PrivateBus()
         let error = await #expect(throws: TransportError.self) { _ = try await self.start(bus, Log()) }
         #expect(error?.message.contains("bluetoothd is not running") == true)
+        #expect(error?.kind == .unavailable)
     }
 
     @Test("doctor: main.conf and version findings")

@@ -7,7 +7,7 @@ import Testing
 
 /// The Bumble transports pass the contract every transport passes, over a
 /// virtual link: one host process as the phone, another as the accessory.
-@Suite("Bumble transport contract", .enabled(if: BumbleTestEnvironment.isAvailable, "needs Python with bumble (ANCS_BUMBLE_PYTHON or .build/venv-bumble)"),
+@Suite("Bumble transport contract", .enabled(if: BumbleTestEnvironment.isAvailable, BumbleTestEnvironment.missing),
        .timeLimit(.minutes(3)))
 struct BumbleContractTests {
     @Test(arguments: [23, 185])

@@ -3,17 +3,26 @@ import ANCSBumble
 import ANCSRuntime
 import Foundation
 import Synchronization
+import Testing
 
 /// Where the tests find Python with Bumble: `ANCS_BUMBLE_PYTHON`, else the
-/// CI's `.build/venv-bumble` (scripts/ci-bumble.sh creates it).
+/// environment `ancs setup bumble` makes (`ANCS_BUMBLE_VENV`, or the user
+/// cache), else the CI's `.build/venv-bumble` (scripts/ci-bumble.sh).
 enum BumbleTestEnvironment {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static let python: String? = {
-        if let python = ProcessInfo.processInfo.environment["ANCS_BUMBLE_PYTHON"], !python.isEmpty { return python }
+    /// Why Bumble tests are skipped when no Python with Bumble is found.
+    static let missing: Comment = "needs Python with bumble: run `ancs setup bumble` (or scripts/ci-bumble.sh, or set ANCS_BUMBLE_PYTHON)"
+
+    static let python: String? = locate(environment: ProcessInfo.processInfo.environment)
+
+    static func locate(environment: [String: String]) -> String? {
+        if let python = environment["ANCS_BUMBLE_PYTHON"], !python.isEmpty { return python }
+        let setUp = BumbleEnvironment.defaultVirtualEnvironment(environment: environment)
+        if BumbleEnvironment.isInstalled(setUp) { return setUp + "/bin/python" }
         let venv = packageRoot.appendingPathComponent(".build/venv-bumble/bin/python").path
         return FileManager.default.isExecutableFile(atPath: venv) ? venv : nil
-    }()
+    }
 
     static var isAvailable: Bool { python != nil }
 
@@ -23,7 +32,7 @@ enum BumbleTestEnvironment {
     }
 
     static func environment() throws -> BumbleEnvironment {
-        guard let python else { throw TransportError("no Python with Bumble") }
+        guard let python else { throw TransportError(.unavailable, "no Python with Bumble") }
         return BumbleEnvironment(python: python, script: try BumbleEnvironment.hostScript())
     }
 
@@ -40,28 +49,37 @@ enum BumbleTestEnvironment {
 final class ChildProcess: @unchecked Sendable {
     let process = Process()
     private let output = Buffer()
+    private let errors = Buffer()
     private let input = Pipe()
 
-    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+    /// `captureErrors`: collect stderr too (`errorText`) instead of passing it through.
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, captureErrors: Bool = false) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = input
-        process.standardError = FileHandle.standardError
+        let stderr = captureErrors ? Pipe() : nil
+        process.standardError = stderr ?? FileHandle.standardError
         let handle = stdout.fileHandleForReading
         try process.run()
-        Thread { [weak self] in
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                self?.output.append(chunk)
-            }
-        }.start()
+        for (pipe, buffer) in [(Optional(stdout), output), (stderr, errors)] {
+            guard let reading = pipe?.fileHandleForReading else { continue }
+            Thread {
+                while true {
+                    let chunk = reading.availableData
+                    if chunk.isEmpty { break }
+                    buffer.append(chunk)
+                }
+            }.start()
+        }
+        _ = handle
     }
 
     var text: String { output.text }
+    /// stderr, when captured.
+    var errorText: String { errors.text }
 
     /// Waits until stdout contains `needle`, at most `timeout`.
     func waitFor(_ needle: String, timeout: Duration) async -> Bool {
@@ -87,6 +105,11 @@ final class ChildProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Writes one line to its stdin.
+    func send(_ line: String) {
+        try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+    }
+
     func stop() {
         try? input.fileHandleForWriting.close()
         if process.isRunning { process.terminate() }
@@ -104,12 +127,12 @@ final class VirtualLink: Sendable {
     init() async throws {
         let environment = try BumbleTestEnvironment.environment()
         let (a, b) = BumbleTestEnvironment.ports()
-        child = try ChildProcess(environment.python, ["-u", environment.script, "link",
+        child = try ChildProcess(environment.python, ["-u", "-B", environment.script, "link",
                                                       "--hci", "tcp-server:127.0.0.1:\(a)", "--hci", "tcp-server:127.0.0.1:\(b)"])
         transports = ("tcp-client:127.0.0.1:\(a)", "tcp-client:127.0.0.1:\(b)")
         guard await child.waitFor("ready 2", timeout: .seconds(20)) else {
             child.stop()
-            throw TransportError("the virtual link did not start: \(child.text)")
+            throw TransportError(.unavailable, "the virtual link did not start: \(child.text)")
         }
     }
 
@@ -126,7 +149,7 @@ func withTimeout<T: Sendable>(_ timeout: Duration, _ what: String, _ body: @esca
         }
         guard let first = try await group.next(), let value = first else {
             group.cancelAll()
-            throw TransportError("\(what): no result within \(timeout)")
+            throw TransportError(.timedOut, "\(what): no result within \(timeout)")
         }
         group.cancelAll()
         return value
@@ -153,6 +176,6 @@ final class EventLog<Event: Sendable>: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         if let value = found(all) { return value }
-        throw TransportError("\(what): not seen within \(timeout)")
+        throw TransportError(.timedOut, "\(what): not seen within \(timeout)")
     }
 }

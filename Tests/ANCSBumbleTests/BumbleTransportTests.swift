@@ -34,20 +34,37 @@ struct BumbleLineTests {
         #expect(hexBytes("zz") == nil)
     }
 
+    @Test("every host line parses to its typed case; a malformed one to nil")
+    func typedLines() {
+        func parse(_ line: String) -> BumbleHostLine? { BumbleHostLine(line.split(separator: " "), line: line) }
+        #expect(parse("connected 64 185 AA:BB 1 0") == .connected(ConnectionID(64), LinkInfo(mtu: 185, peer: "AA:BB", isEncrypted: true, isBonded: false)))
+        #expect(parse("subscription 64 ds on") == .subscription(ConnectionID(64), .dataSource, enabled: true))
+        #expect(parse("write 64 7 0001") == .write(ConnectionID(64), id: 7, value: [0, 1]))
+        #expect(parse("notified 3 failed not-subscribed") == .notified(id: 3, outcome: "failed not-subscribed"))
+        #expect(parse("mtu 64 517") == .connectionMTU(ConnectionID(64), 517))
+        #expect(parse("mtu 185") == .mtu(185))
+        #expect(parse("link-up 185 AA:BB 1 1") == .linkUp(LinkInfo(mtu: 185, peer: "AA:BB", isEncrypted: true, isBonded: true)))
+        #expect(parse("notify ns 0000") == .notification(.notificationSource, [0, 0]))
+        #expect(parse("result 9 att 0xA2") == .result(id: 9, .attError(.invalidParameter)))
+        #expect(parse("failed no ANCS") == .failed("no ANCS"))
+        #expect(parse("status scanning") == .notice(.status("scanning")))
+        for bad in ["connected x", "write 64 7 0g", "notify xx 00", "result", "nonsense 1"] { #expect(parse(bad) == nil, "\(bad)") }
+    }
+
     @Test func resultLines() {
-        #expect(parseResult(["ok"]) == .ok)
-        #expect(parseResult(["att", "0xA2"]) == .att(0xA2))
-        #expect(parseResult(["att", "0F"]) == .att(0x0F))
-        #expect(parseResult(["failed"]) == .failed)
-        #expect(parseResult(["att", "nonsense"]) == .failed)
-        #expect(parseResult([]) == .failed)
+        #expect(parseResult(["ok"]) == .success)
+        #expect(parseResult(["att", "0xA2"]) == .attError(0xA2))
+        #expect(parseResult(["att", "0F"]) == .attError(0x0F))
+        #expect(parseResult(["failed"]) == .transportFailure)
+        #expect(parseResult(["att", "nonsense"]) == .transportFailure)
+        #expect(parseResult([]) == .transportFailure)
     }
 
     @Test func characteristicNames() {
         for characteristic in [ANCSCharacteristic.notificationSource, .controlPoint, .dataSource] {
-            #expect(ANCSCharacteristic(lineName: Substring(characteristic.lineName)) == characteristic)
+            #expect(ANCSCharacteristic(shortName: Substring(characteristic.shortName)) == characteristic)
         }
-        #expect(ANCSCharacteristic(lineName: "xx") == nil)
+        #expect(ANCSCharacteristic(shortName: "xx") == nil)
     }
 
     @Test func pendingRequestsEndOnTimeoutAnswerAndClose() async {
@@ -81,7 +98,7 @@ struct BumbleLineTests {
     }
 
     /// A host that dies before `ready` fails the start with its reason.
-    @Test(.enabled(if: BumbleTestEnvironment.isAvailable, "needs Python with bumble"))
+    @Test(.enabled(if: BumbleTestEnvironment.isAvailable, BumbleTestEnvironment.missing))
     func reportsABadTransport() async throws {
         let environment = try BumbleTestEnvironment.environment()
         await #expect {
@@ -92,7 +109,7 @@ struct BumbleLineTests {
     }
 }
 
-@Suite("Bumble on virtual controllers", .enabled(if: BumbleTestEnvironment.isAvailable, "needs Python with bumble (ANCS_BUMBLE_PYTHON or .build/venv-bumble)"),
+@Suite("Bumble on virtual controllers", .enabled(if: BumbleTestEnvironment.isAvailable, BumbleTestEnvironment.missing),
        .serialized)
 struct BumbleVirtualControllerTests {
     /// ProviderServer over the Bumble transport, against Bumble's own
@@ -193,7 +210,8 @@ struct BumbleVirtualControllerTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await BumbleServerTransport.start(
-            BumbleHostOptions(transport: link.transports.0, keys: directory.appendingPathComponent("np.json").path, central: phoneIsCentral),
+            // MTU 23 on both sides (as central the phone would ask for its own).
+            BumbleHostOptions(transport: link.transports.0, keys: directory.appendingPathComponent("np.json").path, mtu: 23, central: phoneIsCentral),
             environment: environment)
         let provider = ProviderServer(transport: server)
         try await prepareDemo(provider)

@@ -5,7 +5,11 @@ import Testing
 /// JSON and YAML read the same, and bad files fail with one error line
 /// naming the file and the place.
 enum ProvideExecutable {
+    /// The built `ancs` (`ANCS_TEST_EXECUTABLE` names another build to test).
     static var url: URL? {
+        if let path = ProcessInfo.processInfo.environment["ANCS_TEST_EXECUTABLE"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
         let candidates = [
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ancs"),
             BumbleTestEnvironment.packageRoot.appendingPathComponent(".build/debug/ancs"),

@@ -35,9 +35,9 @@ import ANCSDemo
         var testDescription: String { rawValue }
     }
 
-    static let errors: [(ANCSErrorCode, ConsumerError)] = [
+    static let errors: [(ATTErrorCode, ConsumerError)] = [
         (.unknownCommand, .unknownCommand), (.invalidCommand, .invalidCommand), (.invalidParameter, .invalidParameter),
-        (.actionFailed, .actionFailed), (ANCSErrorCode(rawValue: 0x05), .att(0x05)), (ANCSErrorCode(rawValue: 0x0E), .att(0x0E)),
+        (.actionFailed, .actionFailed), (ATTErrorCode(rawValue: 0x05), .att(0x05)), (ATTErrorCode(rawValue: 0x0E), .att(0x0E)),
     ]
 
     @Test("each ATT and ANCS error on each command", arguments: Command.allCases)
@@ -141,7 +141,7 @@ import ANCSDemo
         let (rig, uid) = try Self.setup()
         let request = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.message, maxLength: 64)], for: uid) }
         rig.simulation.run(for: .milliseconds(45))
-        rig.server.fail(TransportError("the phone's stack died"))
+        rig.server.fail(TransportError(.stackEnded, "the phone's stack died"))
         rig.simulation.runUntilIdle()
         #expect(request.error == .sessionEnded)
         #expect(rig.consumerEvents.last == .sessionEnded(.linkDown))

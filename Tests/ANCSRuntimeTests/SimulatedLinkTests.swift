@@ -92,8 +92,8 @@ import Testing
         let rig = SimulationRig()
         rig.connect()
         let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Hi"))
-        for (code, expected) in [(ANCSErrorCode.unknownCommand, ConsumerError.unknownCommand), (.invalidCommand, .invalidCommand),
-                                 (.invalidParameter, .invalidParameter), (.actionFailed, .actionFailed), (ANCSErrorCode(rawValue: 0x05), .att(0x05))] {
+        for (code, expected) in [(ATTErrorCode.unknownCommand, ConsumerError.unknownCommand), (.invalidCommand, .invalidCommand),
+                                 (.invalidParameter, .invalidParameter), (.actionFailed, .actionFailed), (ATTErrorCode(rawValue: 0x05), .att(0x05))] {
             rig.link.failNextControlPointWrite(with: .attError(code))
             let failing = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.title)], for: uid) }
             let next = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.title, maxLength: 2)], for: uid) }
@@ -220,7 +220,7 @@ import Testing
     func stackDies() {
         let rig = SimulationRig()
         rig.connect()
-        rig.link.failClient(TransportError("the host process exited"))
+        rig.link.failClient(TransportError(.stackEnded, "the host process exited"))
         rig.simulation.runUntilIdle()
         guard case .failure(let error as TransportError)? = rig.consumerRunEnded else {
             Issue.record("run() did not throw the transport's error: \(String(describing: rig.consumerRunEnded))")
@@ -228,7 +228,7 @@ import Testing
         }
         #expect(error.message == "the host process exited")
         #expect(rig.consumerEvents.last == .sessionEnded(.linkDown))
-        rig.server.fail(TransportError("the phone's stack died"))
+        rig.server.fail(TransportError(.stackEnded, "the phone's stack died"))
         rig.simulation.runUntilIdle()
         guard case .failure(let serverError as TransportError)? = rig.providerRunEnded else {
             Issue.record("the provider's run() did not throw: \(String(describing: rig.providerRunEnded))")
@@ -345,7 +345,7 @@ import Testing
             }
         }
         simulation.run(for: .seconds(1))
-        second.failClient(TransportError("the host process exited"))
+        second.failClient(TransportError(.stackEnded, "the host process exited"))
         simulation.runUntilIdle()
         guard case .failure(let error as TransportError)? = outcome.value else {
             Issue.record("withRunning did not throw the transport's error: \(String(describing: outcome.value))")

@@ -324,13 +324,13 @@ struct CodecTests {
 
     @Test("the four ANCS error codes, including 0xA3 for Action failed")
     func ancsErrorCodes() {
-        #expect(ANCSErrorCode.unknownCommand.rawValue == 0xA0)
-        #expect(ANCSErrorCode.invalidCommand.rawValue == 0xA1)
-        #expect(ANCSErrorCode.invalidParameter.rawValue == 0xA2)
-        #expect(ANCSErrorCode.actionFailed.rawValue == 0xA3)
-        #expect(ANCSErrorCode(rawValue: 0x9F).isANCS == false)
-        #expect(ANCSErrorCode(rawValue: 0xA4).isANCS == false)
-        #expect(ANCSErrorCode(rawValue: 0x05).description == "ATT error 0x05")
+        #expect(ATTErrorCode.unknownCommand.rawValue == 0xA0)
+        #expect(ATTErrorCode.invalidCommand.rawValue == 0xA1)
+        #expect(ATTErrorCode.invalidParameter.rawValue == 0xA2)
+        #expect(ATTErrorCode.actionFailed.rawValue == 0xA3)
+        #expect(ATTErrorCode(rawValue: 0x9F).isANCS == false)
+        #expect(ATTErrorCode(rawValue: 0xA4).isANCS == false)
+        #expect(ATTErrorCode(rawValue: 0x05).description == "ATT error 0x05")
     }
 
     // MARK: EncodingError

@@ -159,24 +159,11 @@ struct ConformanceVectors: Sendable {
 
 /// Hex as the vectors write it: pairs of digits, no separators.
 func hexBytes(_ hex: String) throws -> [UInt8] {
-    let digits = Array(hex.utf8)
-    guard digits.count % 2 == 0 else { throw VectorError("odd number of hex digits in \"\(hex)\"") }
-    func nibble(_ digit: UInt8) throws -> UInt8 {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: throw VectorError("not a hex digit in \"\(hex)\"")
-        }
+    do {
+        return try Hex.bytes(hex)
+    } catch {
+        throw VectorError("\(error) in \"\(hex)\"")
     }
-    var result: [UInt8] = []
-    result.reserveCapacity(digits.count / 2)
-    var index = 0
-    while index < digits.count {
-        result.append(try nibble(digits[index]) << 4 | nibble(digits[index + 1]))
-        index += 2
-    }
-    return result
 }
 
 // MARK: - Tests

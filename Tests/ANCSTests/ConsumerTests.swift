@@ -19,7 +19,7 @@ private let standardAttributes: [NotificationAttributeRequest] = [
     NotificationAttributeRequest(.date),
 ]
 
-private let insufficientAuthentication = ATTResult.attError(ANCSErrorCode(rawValue: 0x05))
+private let insufficientAuthentication = ATTResult.attError(ATTErrorCode(rawValue: 0x05))
 
 private func at(milliseconds: Int64) -> Timestamp { Timestamp(.milliseconds(milliseconds)) }
 
@@ -693,9 +693,9 @@ struct ConsumerTests {
 
     static let otherErrors: [WriteError] = [
         WriteError(result: insufficientAuthentication, error: .att(0x05)),
-        WriteError(result: .attError(ANCSErrorCode(rawValue: 0x0E)), error: .att(0x0E)),
-        WriteError(result: .attError(ANCSErrorCode(rawValue: 0x9F)), error: .att(0x9F)),
-        WriteError(result: .attError(ANCSErrorCode(rawValue: 0xA4)), error: .att(0xA4)),
+        WriteError(result: .attError(ATTErrorCode(rawValue: 0x0E)), error: .att(0x0E)),
+        WriteError(result: .attError(ATTErrorCode(rawValue: 0x9F)), error: .att(0x9F)),
+        WriteError(result: .attError(ATTErrorCode(rawValue: 0xA4)), error: .att(0xA4)),
         WriteError(result: .transportFailure, error: .transportFailure),
     ]
 
@@ -1695,7 +1695,7 @@ private struct RandomRun {
         if roll < 78 {
             result = .success
         } else if roll < 94 {
-            result = .attError(ANCSErrorCode(rawValue: random.pick([0xA0, 0xA1, 0xA2, 0xA3, 0x05, 0x0E])))
+            result = .attError(ATTErrorCode(rawValue: random.pick([0xA0, 0xA1, 0xA2, 0xA3, 0x05, 0x0E])))
         } else {
             result = .transportFailure
         }

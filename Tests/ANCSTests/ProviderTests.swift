@@ -626,7 +626,7 @@ extension ProviderTests {
             var provider = makeProvider([(phone, 185, true, false)])
             let uid = try add(mail, to: &provider)
             let actions = try write(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: [.init(.title)])), from: phone, to: &provider)
-            #expect(actions == [.respond(phone, .attError(Provider.cccdImproperlyConfigured)), .emit(.commandRejected(phone, .dataSourceNotSubscribed))])
+            #expect(actions == [.respond(phone, .attError(ATTErrorCode.cccdImproperlyConfigured)), .emit(.commandRejected(phone, .dataSourceNotSubscribed))])
             // Actions produce no Data Source traffic, so they need no subscription.
             let performed = try write(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: .negative)), from: phone, to: &provider)
             #expect(responses(performed) == [.success])
@@ -638,7 +638,7 @@ extension ProviderTests {
             let uid = try add(mail, to: &provider)
             let bytes = try ControlPointCommand.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: [.init(.title)])).encode()
             let actions = provider.controlPointWritten(car, bytes)
-            #expect(actions == [.respond(car, .attError(Provider.unlikelyError)), .emit(.commandRejected(car, .unknownConnection))])
+            #expect(actions == [.respond(car, .attError(ATTErrorCode.unlikelyError)), .emit(.commandRejected(car, .unknownConnection))])
             #expect(provider.setSubscription(car, .notificationSource, enabled: true).isEmpty)
             #expect(provider.connections == [phone])
         }
@@ -884,7 +884,7 @@ extension ProviderTests {
             }
 
             // The watch did not subscribe to Data Source.
-            #expect(responses(provider.controlPointWritten(watch, bytes)) == [.attError(Provider.cccdImproperlyConfigured)])
+            #expect(responses(provider.controlPointWritten(watch, bytes)) == [.attError(ATTErrorCode.cccdImproperlyConfigured)])
 
             // The car, outside any session, can still act; the effect reaches the consumers in a session.
             let performed = provider.controlPointWritten(car, [0x02] + uidBytes(uid) + [0x01])

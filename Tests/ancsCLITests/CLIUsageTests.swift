@@ -11,9 +11,9 @@ struct CLIUsageTests {
     @Test("a subcommand or stack that is missing or unknown", arguments: [
         (["decode"], "name a subcommand (ns, cp, ds) or --btsnoop FILE"),
         (["setup", "foo"], "unknown stack 'foo'"),
-        (["listen", "--stack", "foo"], "--stack foo: unknown stack"),
+        (["listen", "--stack", "foo"], "'foo' is invalid for '--stack <stack>': unknown stack"),
         (["listen", "--stack", "bumble"], "name a Bumble transport"),
-        (["provide", "--stack", "foo"], "--stack foo: unknown stack"),
+        (["provide", "--stack", "foo"], "'foo' is invalid for '--stack <stack>': unknown stack"),
         (["provide", "--stack", "bluez"], "--stack bluez: unknown stack"),
     ])
     func unknownNames(_ arguments: [String], _ message: String) throws {

@@ -3,6 +3,7 @@
 # kernel (hci_vhci) booted with virtme-ng under QEMU (KVM when it works, else TCG); the guest
 # sees this machine's filesystem read-only, so the binary is built here first.
 # usage: Tests/vm-bluez/run.sh <ancs binary> <venv with virtme-ng and bumble> <output dir>
+# VM_CHECKS="listen notify provide" (default all) picks the checks; VM_TIMEOUT bounds the VM.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ANCS=$(realpath "$1"); VENV=$(realpath "$2"); OUT=$3
@@ -21,8 +22,8 @@ VNG_ACCEL=""; [ $ACCEL = tcg ] && VNG_ACCEL="--disable-kvm"
 echo "== VM: kernel $KVER, $ACCEL"
 START=$(date +%s)
 rm -f "$OUT/rc"
-timeout ${VM_TIMEOUT:-540} "$VENV/bin/vng" --run $KERNEL $VNG_ACCEL --memory 1G --cpus 2 --rwdir "$OUT" \
-  --exec "HERE=$HERE VENV=$VENV ANCS=$ANCS OUT=$OUT $HERE/guest.sh" </dev/null > "$OUT/console.log" 2>&1
+timeout ${VM_TIMEOUT:-720} "$VENV/bin/vng" --run $KERNEL $VNG_ACCEL --memory 1G --cpus 2 --rwdir "$OUT" \
+  --exec "HERE=$HERE VENV=$VENV ANCS=$ANCS OUT=$OUT CHECKS='${VM_CHECKS:-all}' $HERE/guest.sh" </dev/null > "$OUT/console.log" 2>&1
 echo "== VM exited after $(( $(date +%s) - START )) s"
 grep -E '^\[check|^\[guest|passed, ' "$OUT/console.log"
 RC=$(cat "$OUT/rc" 2>/dev/null || echo 3)

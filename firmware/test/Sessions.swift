@@ -200,7 +200,7 @@ func consumerSessionSteps(_ inputs: SessionInputs, _ heard: inout EventCount, _ 
 /// Each ANCS error answer to a Control Point write, as the application hears it.
 func runErrorAnswers(_ log: inout Log) {
     print("ANCS error answers to a Consumer's write")
-    let cases: [(ANCSErrorCode, ConsumerError)] = [
+    let cases: [(ATTErrorCode, ConsumerError)] = [
         (.unknownCommand, .unknownCommand), (.invalidCommand, .invalidCommand),
         (.invalidParameter, .invalidParameter), (.actionFailed, .actionFailed),
     ]

@@ -197,7 +197,7 @@ func runControlPointVectors(_ log: inout Log) -> Int {
             _ = provider.connect(phone, mtu: 23)
             _ = provider.setSubscription(phone, .dataSource, enabled: true)
             let answered = provider.controlPointWritten(phone, vector.bytes)
-            log.check(answer(answered) == .attError(ANCSErrorCode(rawValue: code)),
+            log.check(answer(answered) == .attError(ATTErrorCode(rawValue: code)),
                       "provider answers \(describe(answer(answered))) (expected 0x\(hex([code])))")
             var rejected = false
             for action in answered {

@@ -67,7 +67,7 @@ public struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible 
 
     /// The ANCS error an NP answers a Control Point write with when its
     /// decoding failed this way: unknown command → 0xA0, anything else → 0xA1.
-    public var controlPointErrorCode: ANCSErrorCode {
+    public var controlPointErrorCode: ATTErrorCode {
         if case .reason(.unknownCommand) = detail { return .unknownCommand }
         return .invalidCommand
     }

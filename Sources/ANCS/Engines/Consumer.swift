@@ -138,7 +138,7 @@ public struct Consumer: Sendable {
     }
 
     /// The live notifications, oldest first.
-    public var liveNotifications: [ConsumerNotification] { model.map(\.notification) }
+    public var liveNotifications: [ConsumerNotification] { model.map { $0.notification } }
 
     func modelIndex(_ uid: NotificationUID) -> Int? {
         model.firstIndex { $0.notification.uid == uid }

@@ -101,7 +101,7 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// 0xA3: the NP did not perform the action.
     case actionFailed
     /// Another ATT error answered the write (0x05 Insufficient Authentication, say).
-    case att(UInt8)
+    case att(ATTErrorCode)
     /// The transport failed the write without an ATT answer.
     case transportFailure
     /// The response did not match the request, or was malformed.
@@ -137,7 +137,7 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
             case .invalidCommand: self = .invalidCommand
             case .invalidParameter: self = .invalidParameter
             case .actionFailed: self = .actionFailed
-            default: self = .att(code.rawValue)
+            default: self = .att(code)
             }
         }
     }
@@ -148,7 +148,7 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidCommand: "invalid command (ANCS 0xA1)"
         case .invalidParameter: "invalid parameter (ANCS 0xA2)"
         case .actionFailed: "action failed (ANCS 0xA3)"
-        case .att(let code): "ATT error 0x\(hexByte(code))"
+        case .att(let code): "ATT error 0x\(Hex.string(code.rawValue, uppercase: true))"
         case .transportFailure: "transport failure"
         case .invalidResponse(let error): "invalid response: \(error)"
         case .timedOut: "timed out"

@@ -36,12 +36,6 @@ public struct Provider: Sendable {
         var dataSource = false
     }
 
-    /// ATT 0xFD "Client Characteristic Configuration Descriptor Improperly
-    /// Configured": a Get … Attributes command whose response could not be sent.
-    public static let cccdImproperlyConfigured = ANCSErrorCode(rawValue: 0xFD)
-    /// ATT 0x0E "Unlikely Error": a write on a link the provider was not told about.
-    public static let unlikelyError = ANCSErrorCode(rawValue: 0x0E)
-
     public let configuration: ProviderConfiguration
     /// The active iOS notifications and the known apps.
     public private(set) var notificationCenter: ProviderNotificationCenter

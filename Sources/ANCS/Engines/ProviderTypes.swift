@@ -184,12 +184,12 @@ public enum ProviderRejection: Hashable, Sendable, CustomStringConvertible {
     case actionFailed(NotificationUID, ActionID)
 
     /// The ATT error the write is answered with.
-    public var code: ANCSErrorCode {
+    public var code: ATTErrorCode {
         switch self {
-        case .unknownConnection: Provider.unlikelyError
+        case .unknownConnection: .unlikelyError
         case .malformed(let error): error.controlPointErrorCode
         case .commandTooLong: .invalidCommand
-        case .dataSourceNotSubscribed: Provider.cccdImproperlyConfigured
+        case .dataSourceNotSubscribed: .cccdImproperlyConfigured
         case .unknownNotification, .unknownApp, .unknownAction: .invalidParameter
         case .actionNotAnnounced, .actionFailed: .actionFailed
         }

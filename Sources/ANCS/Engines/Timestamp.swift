@@ -21,7 +21,7 @@ public enum ATTResult: Hashable, Sendable {
     case success
     /// An ATT error response: an ANCS code (0xA0–0xA3) or a plain ATT code
     /// such as 0x05 Insufficient Authentication.
-    case attError(ANCSErrorCode)
+    case attError(ATTErrorCode)
     /// The transport failed without an ATT answer (link lost, D-Bus error).
     case transportFailure
 }

@@ -190,18 +190,37 @@ public struct ActionID: RawRepresentable, Hashable, Sendable, CustomStringConver
 }
 
 /// The ATT error codes an NP answers a Control Point write with (spec: "Errors").
-public struct ANCSErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+/// An ATT error code: the four ANCS defines (0xA0–0xA3, spec: "Errors") and
+/// the ATT codes a link reports (0x05 Insufficient Authentication, …). The
+/// one typed form of an error code in the project: results, errors and
+/// the transports' lines all carry it.
+public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
+    public init(integerLiteral value: UInt8) { self.rawValue = value }
 
     /// 0xA0: the CommandID was not recognized.
-    public static let unknownCommand = ANCSErrorCode(rawValue: 0xA0)
+    public static let unknownCommand = ATTErrorCode(rawValue: 0xA0)
     /// 0xA1: the command was malformed.
-    public static let invalidCommand = ANCSErrorCode(rawValue: 0xA1)
+    public static let invalidCommand = ATTErrorCode(rawValue: 0xA1)
     /// 0xA2: a parameter (NotificationUID, AppIdentifier) names nothing on the NP.
-    public static let invalidParameter = ANCSErrorCode(rawValue: 0xA2)
+    public static let invalidParameter = ATTErrorCode(rawValue: 0xA2)
     /// 0xA3: the action was not performed.
-    public static let actionFailed = ANCSErrorCode(rawValue: 0xA3)
+    public static let actionFailed = ATTErrorCode(rawValue: 0xA3)
+
+    /// ATT 0x03 Write Not Permitted.
+    public static let writeNotPermitted = ATTErrorCode(rawValue: 0x03)
+    /// ATT 0x05 Insufficient Authentication.
+    public static let insufficientAuthentication = ATTErrorCode(rawValue: 0x05)
+    /// ATT 0x08 Insufficient Authorization.
+    public static let insufficientAuthorization = ATTErrorCode(rawValue: 0x08)
+    /// ATT 0x0E Unlikely Error.
+    public static let unlikelyError = ATTErrorCode(rawValue: 0x0E)
+    /// ATT 0x0F Insufficient Encryption.
+    public static let insufficientEncryption = ATTErrorCode(rawValue: 0x0F)
+    /// ATT 0xFD Client Characteristic Configuration Descriptor Improperly Configured.
+    public static let cccdImproperlyConfigured = ATTErrorCode(rawValue: 0xFD)
 
     /// True for the four codes ANCS defines; other values are plain ATT errors.
     public var isANCS: Bool { rawValue >= 0xA0 && rawValue <= 0xA3 }
@@ -215,7 +234,7 @@ public struct ANCSErrorCode: RawRepresentable, Hashable, Sendable, CustomStringC
         default: nil
         }
     }
-    public var description: String { name ?? "ATT error 0x\(hexByte(rawValue))" }
+    public var description: String { name ?? "ATT error 0x\(Hex.string(rawValue, uppercase: true))" }
 }
 
 /// NotificationUID: names one iOS notification, valid only inside a session.
@@ -238,8 +257,9 @@ public enum ANCSUUID {
     public static let gattService: UInt16 = 0x1801
 }
 
-/// The three ANCS characteristics, as the engines name them to a transport.
-public enum ANCSCharacteristic: Hashable, Sendable, CustomStringConvertible {
+/// The three ANCS characteristics, as the engines name them to a transport:
+/// the one place that gives each its UUID, its name and its short name.
+public enum ANCSCharacteristic: Hashable, Sendable, CaseIterable, CustomStringConvertible {
     case notificationSource
     case controlPoint
     case dataSource
@@ -256,9 +276,9 @@ public enum ANCSCharacteristic: Hashable, Sendable, CustomStringConvertible {
     public init?(uuid: String) {
         let upper = asciiUppercased(uuid)
         switch upper {
-        case ANCSUUID.notificationSource: self = .notificationSource
-        case ANCSUUID.controlPoint: self = .controlPoint
-        case ANCSUUID.dataSource: self = .dataSource
+        case Self.notificationSource.uuid: self = .notificationSource
+        case Self.controlPoint.uuid: self = .controlPoint
+        case Self.dataSource.uuid: self = .dataSource
         default: return nil
         }
     }
@@ -270,12 +290,25 @@ public enum ANCSCharacteristic: Hashable, Sendable, CustomStringConvertible {
         case .dataSource: "Data Source"
         }
     }
-}
 
-@inline(__always)
-func hexByte(_ byte: UInt8) -> String {
-    let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "A", "B", "C", "D", "E", "F"]
-    return String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xF)])
+    /// The short name: `ns`, `cp`, `ds` (the Bumble host's line protocol).
+    public var shortName: String {
+        switch self {
+        case .notificationSource: "ns"
+        case .controlPoint: "cp"
+        case .dataSource: "ds"
+        }
+    }
+
+    /// The characteristic a short name names, or nil.
+    public init?<Text: StringProtocol>(shortName: Text) {
+        switch shortName {
+        case "ns": self = .notificationSource
+        case "cp": self = .controlPoint
+        case "ds": self = .dataSource
+        default: return nil
+        }
+    }
 }
 
 func asciiUppercased(_ text: String) -> String {

@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 
-from bumble import core, hci
+from bumble import core, hci, ll
 from bumble.att import ATT_Error, Attribute
 from bumble.controller import Controller
 from bumble.core import AdvertisingData
@@ -31,15 +31,14 @@ from bumble.gatt import (
 from bumble.keys import JsonKeyStore
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
-from bumble.snoop import create_snooper
+from bumble.snoop import BtSnooper
 from bumble.transport import open_transport
 from bumble.transport.common import SnoopingTransport
 
 PROTOCOL = 'ancs-bumble 1'
-ANCS_SERVICE = '7905F431-B5CE-4E99-A40F-4B1E122D00D0'
-NOTIFICATION_SOURCE = '9FBF120D-6301-42D9-8C58-25E699A21DBD'
-CONTROL_POINT = '69D1D8F3-45E1-49A8-9821-9BBDFDAAD9D9'
-DATA_SOURCE = '22EAC6E9-24D6-4BB5-BE44-B36ACE7C7BFB'
+# The ANCS UUIDs come from the Swift side (--ancs-uuids), which has the one
+# copy of them (ANCSUUID in the core); set in main().
+ANCS_SERVICE = NOTIFICATION_SOURCE = CONTROL_POINT = DATA_SOURCE = None
 # A Control Point write not answered by the Swift process within this time is
 # answered with 0x0E (Unlikely Error), before the client's 30 s ATT timeout.
 WRITE_ANSWER_TIMEOUT = 25.0
@@ -59,6 +58,71 @@ def fail(message):
     sys.exit(2)
 
 
+def one_line(text):
+    return ' '.join(str(text).split())
+
+
+def status(text):
+    """What the host is doing (scanning, connecting, pairing), for the user."""
+    emit('status', one_line(text))
+
+
+class FlushingSnooper(BtSnooper):
+    """A btsnoop file written packet by packet, so it can be decoded while
+    the host runs; packets after it is closed (the host shutting down while
+    it scans) are dropped rather than written to a closed file."""
+
+    def __init__(self, path):
+        self.file = open(path, 'wb')  # noqa: SIM115 - closed by close()
+        super().__init__(self.file)
+        self.file.flush()
+
+    def snoop(self, hci_packet, direction):
+        if self.file.closed:
+            return
+        super().snoop(hci_packet, direction)
+        self.file.flush()
+
+    def close(self):
+        self.file.close()
+
+
+class LinkFailure(Exception):
+    pass
+
+
+# A numeric comparison the Swift process is asked to confirm and does not
+# answer within this time is answered no.
+CONFIRM_TIMEOUT = 30.0
+
+
+class ComparingDelegate(PairingDelegate):
+    """Numeric comparison, as an iPhone pairs: DisplayYesNo with MITM
+    protection. The 6-digit code is reported (`pairing-code`) and confirmed,
+    or with --ask-pairing confirmed by the `confirm` line that answers it."""
+
+    def __init__(self, connection, session):
+        super().__init__(io_capability=PairingDelegate.IoCapability.DISPLAY_OUTPUT_AND_YES_NO_INPUT)
+        self.connection = connection
+        self.session = session
+
+    async def compare_numbers(self, number, digits):
+        code = f'{number:0{digits}d}'
+        if not self.session.args.ask_pairing:
+            emit('pairing-code', self.connection.handle, code)
+            return True
+        answer = asyncio.get_running_loop().create_future()
+        self.session.questions[self.connection.handle] = answer
+        emit('pairing-code', self.connection.handle, code, 'ask')
+        try:
+            return await asyncio.wait_for(answer, CONFIRM_TIMEOUT)
+        except asyncio.TimeoutError:
+            log.warning('numeric comparison on %d not answered in %.0f s: no', self.connection.handle, CONFIRM_TIMEOUT)
+            return False
+        finally:
+            self.session.questions.pop(self.connection.handle, None)
+
+
 class Session:
     """What both roles share: the transport, the device, pairing and the command reader."""
 
@@ -66,6 +130,7 @@ class Session:
         self.args = args
         self.device = None
         self.transport = None
+        self.questions = {}  # connection handle -> Future of the `confirm` answer
 
     async def open(self):
         args = self.args
@@ -74,21 +139,56 @@ class Session:
         except Exception as error:  # noqa: BLE001 - any failure is reported as a line
             fail(f'cannot open transport {args.transport}: {type(error).__name__}: {error}')
         if args.snoop:
-            # Bumble formats the file name with str.format: double the braces.
-            path = args.snoop.replace('{', '{{').replace('}', '}}')
-            transport = SnoopingTransport.create_with(transport, create_snooper(f'btsnoop:file:{path}'))
+            try:
+                snooper = FlushingSnooper(args.snoop)
+            except OSError as error:
+                fail(f'cannot write the capture {args.snoop}: {error.strerror or error}')
+            transport = SnoopingTransport.create_with(transport, contextlib.closing(snooper))
         self.transport = transport
         address = hci.Address(args.address, hci.Address.RANDOM_DEVICE_ADDRESS)
         device = Device.with_hci(args.name, address, transport.source, transport.sink)
         if args.keys:
             device.keystore = JsonKeyStore(None, args.keys)
-        config = PairingConfig(
-            sc=True, mitm=False, bonding=True,
-            identity_address_type=hci.AddressType.RANDOM_DEVICE,
-            delegate=PairingDelegate(PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
-        device.pairing_config_factory = lambda connection: config
+        numeric = args.pairing == 'numeric'
+
+        def pairing_config(connection):
+            # numeric: as an iPhone, DisplayYesNo and MITM (numeric comparison
+            # with a DisplayYesNo peer); just-works: NoInputNoOutput, no MITM.
+            delegate = (ComparingDelegate(connection, self) if numeric
+                        else PairingDelegate(PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
+            return PairingConfig(sc=True, mitm=numeric, bonding=True,
+                                 identity_address_type=hci.AddressType.RANDOM_DEVICE, delegate=delegate)
+        device.pairing_config_factory = pairing_config
         device.le_simultaneous_enabled = False
         self.device = device
+
+    def watch_pairing(self, connection):
+        """Reports how a pairing on `connection` ends; a failed one ends the
+        link at once (as a phone does), rather than leaving it up unencrypted."""
+        def on_pairing(keys):
+            mitm = keys.ltk is not None and keys.ltk.authenticated
+            emit('paired', connection.handle, 'numeric' if mitm else 'just-works')
+
+        def on_failure(reason):
+            name = getattr(reason, 'name', None) or f'0x{int(reason):02X}'
+            emit('pairing-failed', connection.handle, f'0x{int(reason):02X}', name)
+            asyncio.get_running_loop().create_task(self.drop(connection))
+        connection.on('pairing', on_pairing)
+        connection.on('pairing_failure', on_failure)
+
+    async def drop(self, connection):
+        if connection.handle not in self.device.connections:
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(connection.disconnect(), 2)
+
+    async def disconnect_all(self):
+        """Ends every link (the host is stopping)."""
+        if self.device is None:
+            return
+        for connection in list(self.device.connections.values()):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(connection.disconnect(), 2)
 
     async def is_bonded(self, address):
         keystore = self.device.keystore
@@ -133,19 +233,45 @@ class Session:
                 found.set_result(advertisement.address)
 
         device.on('advertisement', on_advertisement)
+        status(f'scanning for {wanted}' if wanted else 'scanning for an advertiser soliciting ANCS')
         await device.start_scanning(filter_duplicates=True)
         try:
             return await asyncio.wait_for(found, timeout)
+        except asyncio.TimeoutError:
+            what = f'no advertiser with the address {wanted}' if wanted else 'no advertiser soliciting ANCS'
+            raise LinkFailure(f'{what} found within {timeout:g} s') from None
         finally:
             device.remove_listener('advertisement', on_advertisement)
-            await device.stop_scanning()
+            with contextlib.suppress(Exception):
+                await device.stop_scanning()
+
+    async def connect(self, timeout):
+        """Scans (`find`) and connects."""
+        address = await self.find(timeout)
+        peer = str(address).replace('/P', '')
+        status(f'connecting to {peer}')
+        try:
+            return await self.device.connect(address, timeout=timeout)
+        except Exception as error:
+            raise LinkFailure(f'cannot connect to {peer}: {type(error).__name__}: {one_line(error)}') from None
 
     async def secure(self, connection):
         """As central: re-encrypt with a stored bond, or pair."""
-        if await self.is_bonded(connection.peer_address):
-            await asyncio.wait_for(connection.encrypt(), 20)
-        else:
-            await asyncio.wait_for(connection.pair(), 20)
+        peer = str(connection.peer_address).replace('/P', '')
+        try:
+            if await self.is_bonded(connection.peer_address):
+                status(f'encrypting the link to {peer} with the stored bond')
+                await asyncio.wait_for(connection.encrypt(), 20)
+            else:
+                status(f'pairing with {peer} ({self.args.pairing})')
+                await asyncio.wait_for(connection.pair(), 20)
+        except Exception as error:
+            await self.drop(connection)
+            if isinstance(error, asyncio.TimeoutError):
+                raise LinkFailure(f'pairing with {peer}: no result within 20 s') from None
+            if isinstance(error, core.ProtocolError) and isinstance(error.error_code, int):
+                raise LinkFailure(f'pairing with {peer} failed: {error.error_name} (SMP 0x{error.error_code:02X})') from None
+            raise LinkFailure(f'pairing with {peer} failed: {type(error).__name__}: {one_line(error)}') from None
 
     async def commands(self, handle):
         """Reads command lines from stdin until EOF, handing each to `handle` in order."""
@@ -157,6 +283,11 @@ class Session:
             if not fields:
                 continue
             try:
+                if fields[0] == 'confirm':
+                    answer = self.questions.get(int(fields[1]))
+                    if answer is not None and not answer.done():
+                        answer.set_result(fields[2] == 'yes')
+                    continue
                 await handle(fields)
             except (ValueError, IndexError, KeyError) as error:
                 emit('error', f'bad command line {" ".join(fields)!r}: {error}')
@@ -164,6 +295,7 @@ class Session:
     async def main(self):
         try:
             await self.run()
+            await self.disconnect_all()
         finally:
             if self.transport is not None:
                 with contextlib.suppress(Exception):
@@ -277,7 +409,7 @@ class Server(Session):
         connection.on('connection_encryption_change', on_encryption_change)
         connection.on('connection_att_mtu_update', on_mtu)
         connection.on('disconnection', on_disconnection)
-        connection.on('pairing_failure', lambda reason: log.warning('pairing failed: %s', reason))
+        self.watch_pairing(connection)
 
     async def handle(self, fields):
         command = fields[0]
@@ -336,6 +468,8 @@ class Server(Session):
             commands = loop.create_task(self.commands(self.handle))
             await asyncio.wait([connector, commands], return_when=asyncio.FIRST_COMPLETED)
             connector.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(connector, 3)
             await commands
         else:
             await self.commands(self.handle)
@@ -346,16 +480,21 @@ class Server(Session):
         connect again whenever the link is lost."""
         while True:
             try:
-                address = await self.find(self.args.scan_timeout)
-                connection = await self.device.connect(address, timeout=self.args.scan_timeout)
+                connection = await self.connect(self.args.scan_timeout)
                 lost = asyncio.get_running_loop().create_future()
                 connection.on('disconnection', lambda reason: lost.done() or lost.set_result(reason))
+                if self.args.mtu > 23:
+                    # As an iPhone does, at once: the accessory need not ask.
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(Peer(connection).request_mtu(self.args.mtu), 10)
                 await self.secure(connection)
                 await lost
             except asyncio.CancelledError:
                 raise
+            except LinkFailure as error:
+                emit('error', f'connecting to the accessory failed: {error}')
             except Exception as error:  # noqa: BLE001
-                emit('error', f'connecting to the accessory failed: {type(error).__name__}: {error}')
+                emit('error', f'connecting to the accessory failed: {type(error).__name__}: {one_line(error)}')
             await asyncio.sleep(1)
 
 
@@ -389,6 +528,7 @@ class Client(Session):
         device.on('connection', on_connection)
         try:
             await self.advertise()
+            status(f'advertising as "{self.args.name}", waiting for the phone to connect')
             connection = await connected
         finally:
             device.remove_listener('connection', on_connection)
@@ -398,18 +538,22 @@ class Client(Session):
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(encrypted), 1)
         if not connection.is_encrypted:
+            peer = str(connection.peer_address).replace('/P', '')
+            status(f'asking {peer} for security (pairing or the stored bond)')
             device.request_pairing(connection)
-            await asyncio.wait_for(encrypted, 20)
+            try:
+                await asyncio.wait_for(encrypted, 20)
+            except asyncio.TimeoutError:
+                await self.drop(connection)
+                raise LinkFailure(f'{peer} did not encrypt the link within 20 s') from None
         return connection
 
     async def establish(self):
         """Connects (or is connected to), encrypts (pairs or re-encrypts with the bond), exchanges the MTU and finds ANCS."""
-        device = self.device
         if self.args.peripheral:
             connection = await self.accept()
         else:
-            address = await self.find(self.args.scan_timeout)
-            connection = await device.connect(address, timeout=self.args.scan_timeout)
+            connection = await self.connect(self.args.scan_timeout)
         lost = asyncio.get_running_loop().create_future()
         connection.on('disconnection', lambda reason: lost.done() or lost.set_result(reason))
         connection.on('connection_att_mtu_update',
@@ -420,11 +564,11 @@ class Client(Session):
         peer = Peer(connection)
         if self.args.mtu > 23:
             await asyncio.wait_for(peer.request_mtu(self.args.mtu), 10)
+        status('discovering ANCS')
         services = await asyncio.wait_for(peer.discover_service(ANCS_SERVICE), 10)
         if not services:
-            emit('error', 'the peer does not publish ANCS')
-            await connection.disconnect()
-            return None
+            await self.drop(connection)
+            raise LinkFailure('the peer does not publish ANCS')
         characteristics = await asyncio.wait_for(peer.discover_characteristics(service=services[0]), 10)
         found = {}
         for characteristic in characteristics:
@@ -433,9 +577,8 @@ class Client(Session):
                 if uuid == wanted:
                     found[name] = characteristic
         if len(found) != 3:
-            emit('error', f'ANCS lacks characteristics: {sorted({"ns", "cp", "ds"} - set(found))}')
-            await connection.disconnect()
-            return None
+            await self.drop(connection)
+            raise LinkFailure(f'ANCS lacks characteristics: {sorted({"ns", "cp", "ds"} - set(found))}')
         for name in ('ns', 'ds'):
             await asyncio.wait_for(peer.discover_descriptors(found[name]), 10)
         self.peer, self.characteristics, self.subscribed = peer, found, set()
@@ -449,7 +592,11 @@ class Client(Session):
             try:
                 lost = await self.establish()
             except Exception as error:  # noqa: BLE001
-                emit('error', f'connection failed: {type(error).__name__}: {error}')
+                reason = str(error) if isinstance(error, LinkFailure) else f'{type(error).__name__}: {one_line(error)}'
+                if not self.args.reconnect:
+                    emit('failed', one_line(reason))
+                    return
+                emit('error', f'connection failed: {one_line(reason)}; trying again')
                 lost = None
             if lost is not None:
                 await lost
@@ -510,6 +657,7 @@ class Client(Session):
 
     async def run(self):
         await self.open()
+        self.device.on('connection', self.watch_pairing)
         await self.device.power_on()
         emit('ready', str(self.device.random_address).replace('/P', ''), '-')
         link = asyncio.get_running_loop().create_task(self.maintain())
@@ -539,23 +687,65 @@ class FixedLink(LocalLink):
             asyncio.get_running_loop().call_soon(lambda: destination.on_link_acl_data(source, transport, data))
 
 
+class BenchController(Controller):
+    """A virtual controller whose host comes and goes, as on a test bench.
+    Bumble's controller keeps its links when its host goes away or a new host
+    resets it, so the next host can never connect to the same peer again
+    ("Connection for ... already exists?"). Here a reset, or the host's
+    transport closing, ends the controller's links (the peer's host hears a
+    disconnection) and stops its advertising and scanning."""
+
+    def drop_links(self, why):
+        for connection in list(self.le_connections.values()):
+            log.info('%s: %s, ending the link to %s', self.name, why, connection.peer_address)
+            with contextlib.suppress(Exception):
+                connection.send_ll_control_pdu(ll.TerminateInd(hci.HCI_REMOTE_USER_TERMINATED_CONNECTION_ERROR))
+            self.le_connections.pop(connection.peer_address, None)
+        self.le_legacy_advertiser.stop()
+        for advertising_set in self.advertising_sets.values():
+            advertising_set.stop()
+        self.le_scan_enable = False
+        self.pending_le_connection = None
+
+    def on_hci_reset_command(self, command):
+        self.drop_links('reset by its host')
+        return super().on_hci_reset_command(command)
+
+
+async def watch_hosts(controllers):
+    """Ends the links of a controller whose TCP host has gone away."""
+    connected = {}
+    while True:
+        for controller, transport in controllers:
+            sink = transport.sink
+            if not hasattr(sink, 'transport'):  # not a TCP server: no way to tell
+                continue
+            now = sink.transport is not None
+            if connected.get(controller) and not now:
+                controller.drop_links('its host went away')
+            connected[controller] = now
+        await asyncio.sleep(0.05)
+
+
 async def run_link(args):
     link = FixedLink()
-    transports = []
+    controllers = []
     for index, spec in enumerate(args.hci):
         try:
             transport = await open_transport(spec)
         except Exception as error:  # noqa: BLE001
             fail(f'cannot open transport {spec}: {type(error).__name__}: {error}')
-        transports.append(transport)
-        Controller(f'C{index}', host_source=transport.source, host_sink=transport.sink, link=link,
-                   public_address=f'C0:DE:00:00:00:{index + 1:02X}')
-    emit('ready', len(transports))
+        controller = BenchController(f'C{index}', host_source=transport.source, host_sink=transport.sink, link=link,
+                                     public_address=f'C0:DE:00:00:00:{index + 1:02X}')
+        controllers.append((controller, transport))
+    emit('ready', len(controllers))
     loop = asyncio.get_running_loop()
+    watcher = loop.create_task(watch_hosts(controllers))
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     while await reader.readline():  # runs until stdin closes
         pass
+    watcher.cancel()
 
 
 def main():
@@ -564,6 +754,8 @@ def main():
     for role in ('serve', 'consume'):
         sub = roles.add_parser(role)
         sub.add_argument('--transport', required=True, help='Bumble transport: usb:0, serial:/dev/ttyACM0,115200, tcp-client:127.0.0.1:9001, ...')
+        sub.add_argument('--ancs-uuids', required=True,
+                         help='the ANCS service, Notification Source, Control Point and Data Source UUIDs, comma-separated')
         sub.add_argument('--address', default='F0:F0:F0:F0:F0:F0' if role == 'serve' else 'F1:F1:F1:F1:F1:F1',
                          help='random static address of this device')
         sub.add_argument('--name', default='swift-ancs NP' if role == 'serve' else 'swift-ancs NC')
@@ -573,6 +765,10 @@ def main():
         sub.add_argument('--log-level', default='WARNING')
         sub.add_argument('--peer', help='connect to this address rather than the first ANCS solicitor')
         sub.add_argument('--scan-timeout', type=float, default=20.0)
+        sub.add_argument('--pairing', choices=('numeric', 'just-works'), default='numeric',
+                         help='numeric: DisplayYesNo with MITM (numeric comparison, as an iPhone); just-works: NoInputNoOutput')
+        sub.add_argument('--ask-pairing', action='store_true',
+                         help='numeric comparison: wait for a `confirm <conn> yes|no` line instead of confirming')
         if role == 'serve':
             sub.add_argument('--central', action='store_true',
                              help='connect to the accessory advertising the ANCS solicitation, as an iPhone does, instead of advertising')
@@ -590,6 +786,11 @@ def main():
     if args.role == 'link':
         asyncio.run(run_link(args))
         return
+    global ANCS_SERVICE, NOTIFICATION_SOURCE, CONTROL_POINT, DATA_SOURCE
+    uuids = [uuid.strip().upper() for uuid in args.ancs_uuids.split(',')]
+    if len(uuids) != 4:
+        parser.error('--ancs-uuids needs four UUIDs: service, Notification Source, Control Point, Data Source')
+    ANCS_SERVICE, NOTIFICATION_SOURCE, CONTROL_POINT, DATA_SOURCE = uuids
     session = Server(args) if args.role == 'serve' else Client(args)
     asyncio.run(session.main())
     os._exit(0)

@@ -1,0 +1,83 @@
+import ANCS
+import ANCSRuntime
+
+/// A line the Bumble host prints (Host/PROTOCOL.md), parsed once: the
+/// transports switch on these cases instead of reading fields by position.
+/// nil for a line that is not well formed; the caller reports it.
+enum BumbleHostLine: Sendable, Hashable {
+    // Both roles
+    case notice(BumbleHostNotice)
+    /// The host is about to exit; its exit reports the reason.
+    case fatal(String)
+    /// An error the host reports and goes on after.
+    case error(String)
+    // serve
+    case connected(ConnectionID, LinkInfo)
+    case disconnected(ConnectionID)
+    case connectionMTU(ConnectionID, Int)
+    case subscription(ConnectionID, ANCSCharacteristic, enabled: Bool)
+    case write(ConnectionID, id: Int, value: [UInt8])
+    /// The outcome of a `notify` line: `ok` or `failed <reason>`.
+    case notified(id: Int, outcome: String)
+    // consume
+    case linkUp(LinkInfo)
+    case linkDown
+    case notification(ANCSCharacteristic, [UInt8])
+    case mtu(Int)
+    case result(id: Int, ATTResult)
+    /// The link ended and the host does not reconnect.
+    case finished
+    /// No link could be made and none will be tried.
+    case failed(String)
+
+    init?(_ fields: [Substring], line: String) {
+        guard let kind = fields.first else { return nil }
+        if let notice = BumbleHostNotice(fields) {
+            self = .notice(notice)
+            return
+        }
+        func int(_ index: Int) -> Int? { index < fields.count ? Int(fields[index]) : nil }
+        func connection(_ index: Int) -> ConnectionID? { int(index).flatMap { UInt32(exactly: $0) }.map { ConnectionID(rawValue: $0) } }
+        func flag(_ index: Int) -> Bool { index < fields.count && fields[index] == "1" }
+        func rest(from index: Int) -> String { fields.dropFirst(index).joined(separator: " ") }
+        switch kind {
+        case "fatal": self = .fatal(rest(from: 1))
+        case "error": self = .error(String(line.dropFirst("error ".count)))
+        case "connected":
+            guard let connection = connection(1), let mtu = int(2) else { return nil }
+            let peer = fields.count > 3 ? String(fields[3]) : nil
+            self = .connected(connection, LinkInfo(mtu: mtu, peer: peer, isEncrypted: int(4) == 1, isBonded: int(5) == 1))
+        case "disconnected":
+            guard let connection = connection(1) else { return nil }
+            self = .disconnected(connection)
+        case "mtu" where fields.count > 2:
+            guard let connection = connection(1), let mtu = int(2) else { return nil }
+            self = .connectionMTU(connection, mtu)
+        case "mtu":
+            guard let mtu = int(1) else { return nil }
+            self = .mtu(mtu)
+        case "subscription":
+            guard let connection = connection(1), fields.count > 3, let characteristic = ANCSCharacteristic(shortName: fields[2]) else { return nil }
+            self = .subscription(connection, characteristic, enabled: fields[3] == "on")
+        case "write":
+            guard let connection = connection(1), let id = int(2), fields.count > 3, let value = hexBytes(fields[3]) else { return nil }
+            self = .write(connection, id: id, value: value)
+        case "notified":
+            guard let id = int(1) else { return nil }
+            self = .notified(id: id, outcome: rest(from: 2))
+        case "link-up":
+            guard let mtu = int(1) else { return nil }
+            self = .linkUp(LinkInfo(mtu: mtu, peer: fields.count > 2 ? String(fields[2]) : nil, isEncrypted: flag(3), isBonded: flag(4)))
+        case "link-down": self = .linkDown
+        case "notify":
+            guard fields.count > 2, let characteristic = ANCSCharacteristic(shortName: fields[1]), let value = hexBytes(fields[2]) else { return nil }
+            self = .notification(characteristic, value)
+        case "result":
+            guard fields.count > 2, let id = int(1) else { return nil }
+            self = .result(id: id, parseResult(fields.dropFirst(2)))
+        case "finished": self = .finished
+        case "failed": self = .failed(rest(from: 1))
+        default: return nil
+        }
+    }
+}
