@@ -11,6 +11,8 @@
 # run time from the system, as in a debug build.
 set -euo pipefail
 prefix=${1:-$HOME/.local}
+mkdir -p "$prefix"
+prefix=$(cd "$prefix" && pwd)
 cd "$(dirname "$0")/.."
 flags=(-c release --static-swift-stdlib)
 swift build "${flags[@]}" --product ancs
