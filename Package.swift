@@ -8,6 +8,13 @@ let package = Package(
         .library(name: "ANCS", targets: ["ANCS"]),
         .library(name: "ANCSRuntime", targets: ["ANCSRuntime"]),
         .library(name: "ANCSSimulation", targets: ["ANCSSimulation"]),
+        .library(name: "ANCSFormat", targets: ["ANCSFormat"]),
+        .library(name: "ANCSCapture", targets: ["ANCSCapture"]),
+        .library(name: "ANCSBumble", targets: ["ANCSBumble"]),
+        // Linux only (empty modules elsewhere): BlueZ, D-Bus, desktop notifications.
+        .library(name: "ANCSBlueZ", targets: ["ANCSBlueZ"]),
+        .library(name: "ANCSDBus", targets: ["ANCSDBus"]),
+        .library(name: "ANCSDesktop", targets: ["ANCSDesktop"]),
         .executable(name: "ancs", targets: ["ancs"]),
     ],
     dependencies: [
@@ -27,10 +34,19 @@ let package = Package(
         .target(name: "ANCSSimulation", dependencies: ["ANCS", "ANCSRuntime"]),
         // The demo's phone, its notifications and what the accessory shows.
         .target(name: "ANCSDemo", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation"]),
-        // BlueZ over D-Bus (Linux).
+        // What a terminal shows of a notification (`ancs demo`, `ancs listen`).
+        .target(name: "ANCSTerminal", dependencies: ["ANCS", "ANCSRuntime"]),
+        // Linux only: the sources below are `#if os(Linux)`, and what uses
+        // them depends on them only on Linux.
         // libdbus-1, loaded at run time (no headers or -dev package to build).
-        .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime", "CDBus"]),
+        .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // A general D-Bus client: calls, signals, exported objects, names.
+        .target(name: "ANCSDBus", dependencies: ["CDBus"]),
+        // The BlueZ transport (bluetoothd on the system bus), its pairing
+        // agent and advertisement, and the doctor's checks of BlueZ.
+        .target(name: "ANCSBlueZ", dependencies: ["ANCS", "ANCSRuntime", "ANCSDBus"]),
+        // Notifications on the desktop (org.freedesktop.Notifications on the session bus).
+        .target(name: "ANCSDesktop", dependencies: ["ANCS", "ANCSDBus"]),
         // Bumble (Python, any OS, USB/UART dongles and virtual controllers)
         // through a host process speaking a line protocol (Host/PROTOCOL.md).
         .target(name: "ANCSBumble", dependencies: ["ANCS", "ANCSFormat", "ANCSRuntime"], resources: [.copy("Host/ancs_bumble_host.py"), .copy("Host/PROTOCOL.md")]),
@@ -40,17 +56,22 @@ let package = Package(
         .executableTarget(
             name: "ancs",
             dependencies: [
-                "ANCS", "ANCSFormat", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", "ANCSBlueZ", "ANCSBumble", "ANCSCapture",
+                "ANCS", "ANCSFormat", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", "ANCSTerminal", "ANCSBumble", "ANCSCapture",
+                .target(name: "ANCSBlueZ", condition: .when(platforms: [.linux])),
+                .target(name: "ANCSDesktop", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
-        // Examples/: small programs that use the library as an application would.
-        .executableTarget(name: "PrintNotifications", dependencies: ["ANCSRuntime", "ANCSBlueZ"], path: "Examples/PrintNotifications"),
         .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat"]),
         .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ANCSBlueZTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSBlueZ", "ANCSFormat"]),
+        .testTarget(name: "ANCSBlueZTests", dependencies: [
+            "ANCS", "ANCSRuntime", "ANCSFormat",
+            .target(name: "ANCSDBus", condition: .when(platforms: [.linux])),
+            .target(name: "ANCSBlueZ", condition: .when(platforms: [.linux])),
+            .target(name: "ANCSDesktop", condition: .when(platforms: [.linux])),
+        ]),
         .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSBumble", "ANCSDemo"],
                     exclude: ["Interop", "Scenarios"]),
         .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], exclude: ["make_monitor_fixture.py"],

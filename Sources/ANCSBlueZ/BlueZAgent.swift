@@ -1,4 +1,6 @@
+#if os(Linux)
 import ANCS
+import ANCSDBus
 
 /// The Agent1 object bluetoothd asks when pairing (capability DisplayYesNo:
 /// it shows the passkey and asks yes or no).
@@ -115,3 +117,5 @@ struct BlueZAdvertisement: Sendable {
         }
     }
 }
+
+#endif

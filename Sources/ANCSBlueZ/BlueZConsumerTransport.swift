@@ -1,4 +1,6 @@
+#if os(Linux)
 import ANCS
+import ANCSDBus
 import ANCSRuntime
 import Foundation
 
@@ -548,3 +550,5 @@ final class AdapterLock: @unchecked Sendable {
 
     deinit { Glibc.close(descriptor) }
 }
+
+#endif

@@ -1,3 +1,5 @@
+#if os(Linux)
+import ANCSDBus
 import Foundation
 
 /// What `ancs doctor` checks on a BlueZ machine, each finding with its fix.
@@ -127,3 +129,5 @@ public enum BlueZDoctor {
         return findings
     }
 }
+
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import ANCS
 import ANCSRuntime
 
@@ -75,3 +76,4 @@ public enum BlueZ {
     }
 }
 
+#endif

@@ -1,3 +1,7 @@
+#if os(Linux)
+import ANCS
+import ANCSDBus
+
 /// BlueZ's D-Bus names (bluetoothd 5.x, `doc/*-api.txt`).
 enum BlueZName {
     static let service = "org.bluez"
@@ -74,4 +78,4 @@ struct ANCSCharacteristicPath: Hashable {
     var path: String
 }
 
-import ANCS
+#endif

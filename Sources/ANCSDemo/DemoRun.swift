@@ -436,32 +436,6 @@ public final class DemoRun: @unchecked Sendable {
     func emit(_ line: Line) {
         onLine?(simulation.now, line)
     }
-
-    /// "[App] Title — message · 09:31 · category · actions".
-    public static func describe(_ shown: DisplayedNotification) -> String {
-        let notification = shown.notification
-        var text = "● [\(shown.appLabel)] \(shown.title ?? "")"
-        if let subtitle = shown.subtitle, !subtitle.isEmpty { text += " (\(subtitle))" }
-        if let message = shown.message, !message.isEmpty { text += " — “\(message)”" }
-        if let date = shown.date { text += " · \(padded2(date.hour)):\(padded2(date.minute))" }
-        text += " · \(notification.categoryID)"
-        let actions = [ActionID.positive, .negative].compactMap { action in
-            shown.label(of: action).map { (action == .positive ? "✓ " : "✗ ") + $0 }
-        }
-        if !actions.isEmpty { text += " · [" + actions.joined(separator: "] [") + "]" }
-        if notification.isPreExisting { text += " · pre-existing" }
-        if notification.eventFlags.contains(.important) { text += " · important" }
-        return text
-    }
-
-    /// Lazy: "● new Social notification · important · 3 in category".
-    public static func describe(announced notification: ConsumerNotification) -> String {
-        var text = "● new \(notification.categoryID) notification"
-        if notification.isPreExisting { text += " · pre-existing" }
-        if notification.eventFlags.contains(.important) { text += " · important" }
-        text += " · \(notification.categoryCount) in category"
-        return text
-    }
 }
 
 extension DemoScenario.Notification {
@@ -476,5 +450,3 @@ extension DemoScenario.Notification {
             positiveActionLabel: positiveLabel, negativeActionLabel: negativeLabel)
     }
 }
-
-func padded2(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }

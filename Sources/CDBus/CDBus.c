@@ -1,5 +1,6 @@
 // libdbus-1 loaded at run time: see include/CDBus.h.
 #include "CDBus.h"
+#if defined(__linux__)
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -46,3 +47,5 @@ int cdbus_load(char *reason, size_t length) {
     type c##name parameters { return (type)p_##name arguments; }
 CDBUS_FUNCTIONS(CDBUS_DEFINE)
 #undef CDBUS_DEFINE
+
+#endif // __linux__

@@ -4,6 +4,7 @@
 
 import ANCS
 import ANCSFormat
+import ANCSRuntime
 import ArgumentParser
 import Logging
 
@@ -387,5 +388,25 @@ extension ProvideCommand: UsageChecked {
 extension SetupCommand: UsageChecked {
     func checkUsage() throws(CommandFailure) {
         guard stack == "bumble" else { throw usageError("setup: unknown stack '\(stack)'; known: bumble") }
+    }
+}
+
+/// `--log-level` and `--log-contents`, as `demo` and `listen` take them.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: "Log level on stderr, in any case.") var logLevel: LogLevel = .warning
+    @Flag(help: "Let logs show notification text; by default they show only lengths.") var logContents = false
+
+    /// The traffic log on stderr at the level asked for.
+    func trafficLog(label: String) -> ANCSTrafficLog {
+        var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = logLevel.level
+        return ANCSTrafficLog(logger: logger, logsContents: logContents)
+    }
+}
+
+extension ANCSTrafficLog {
+    /// Logs what the client says of the session; `.ready` and the rest are the view's.
+    func log(_ event: ConsumerClientEvent) {
+        if case .consumer(let event) = event { log(event) }
     }
 }

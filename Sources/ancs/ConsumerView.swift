@@ -1,7 +1,7 @@
 import ANCS
-import ANCSDemo
 import ANCSFormat
 import ANCSRuntime
+import ANCSTerminal
 import Foundation
 
 /// What `ancs listen` prints: the demo's terminal view (one line per thing a
@@ -45,12 +45,12 @@ final class ConsumerView: @unchecked Sendable {
             if let title = shown.title { titles[shown.uid] = title }
             // A reconnection announces everything again as PreExisting: show each once.
             if replays.isReplay(shown) { return }
-            line(DemoRun.describe(shown) + " · uid \(shown.uid.rawValue)")
+            line(TerminalLine.notification(shown) + " · uid \(shown.uid.rawValue)")
             onShow?(shown)
         case .updated(let shown):
             if json { printJSON(ANCSJSON.consumerEvent(.updated(shown.notification, appName: shown.appName.map { AttributeValue($0) as AttributeValue }))) }
             if let title = shown.title { titles[shown.uid] = title }
-            line(DemoRun.describe(shown).replacingOccurrences(of: "●", with: "↻") + " · uid \(shown.uid.rawValue)")
+            line(TerminalLine.updated(shown) + " · uid \(shown.uid.rawValue)")
         case .subscriptionRetry(let delay):
             let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
             status(String(format: "the phone did not let the session start (it refused or never answered the subscription: on an iPhone, allow notifications for this accessory); subscribing again in %.0f s", seconds), locked: true)

@@ -3,6 +3,7 @@ import ANCSFormat
 import ANCSDemo
 import ANCSRuntime
 import ANCSSimulation
+import ANCSTerminal
 import ArgumentParser
 import Foundation
 import Logging
@@ -23,8 +24,7 @@ struct DemoCommand: AsyncParsableCommand {
     var policy: DemoRun.FetchPolicy = .eager
     @Option(help: "Pipelining depth: Control Point commands whose response may be outstanding at once.") var depth: Int = 1
 
-    @Option(help: "Log level on stderr, in any case.") var logLevel: LogLevel = .warning
-    @Flag(help: "Let logs show notification text; by default they show only lengths.") var logContents = false
+    @OptionGroup var logging: LoggingOptions
 
     typealias FetchPolicy = DemoRun.FetchPolicy
 
@@ -40,9 +40,7 @@ struct DemoCommand: AsyncParsableCommand {
         let demo = DemoRun(scenario: .standard, link: linkConfiguration, consumer: ConsumerConfiguration(pipeliningDepth: depth),
                            policy: policy, repetitions: rounds)
         let view = DemoView(json: json, mtu: mtu, interval: interval, policy: policy, depth: depth)
-        var logger = Logger(label: "ancs.demo") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = logLevel.level
-        let log = ANCSTrafficLog(logger: logger, logsContents: logContents)
+        let log = logging.trafficLog(label: "ancs.demo")
         demo.onLine = { time, line in
             if case .consumer(let consumerEvent) = line { log.log(consumerEvent) }
             view.show(time: time, line: line)
@@ -136,13 +134,13 @@ final class DemoView: @unchecked Sendable {
         case .consumer(.protocolError(let error)):
             printLine("\(stamp)  ⚠ the phone sent bytes that were dropped: \(error)")
         case .ready(let shown):
-            printLine("\(stamp)  \(DemoRun.describe(shown))")
+            printLine("\(stamp)  \(TerminalLine.notification(shown))")
         case .opened(let shown):
-            printLine("\(stamp)  ⤷ opened: \(DemoRun.describe(shown))")
+            printLine("\(stamp)  ⤷ opened: \(TerminalLine.notification(shown))")
         case .updated(let shown):
-            printLine("\(stamp)  \(DemoRun.describe(shown).replacingOccurrences(of: "●", with: "↻"))")
+            printLine("\(stamp)  \(TerminalLine.updated(shown))")
         case .announced(let notification):
-            printLine("\(stamp)  \(DemoRun.describe(announced: notification))")
+            printLine("\(stamp)  \(TerminalLine.announced(notification))")
         case .removed(let notification, let title):
             printLine("\(stamp)  ✕ \(title) — removed (\(notification.categoryID), \(notification.categoryCount) left in category)")
         case .userAction(let title, let action, let label):

@@ -1,6 +1,8 @@
-import ANCSBlueZ
 import ArgumentParser
 import Foundation
+#if os(Linux)
+import ANCSBlueZ
+#endif
 
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,6 +14,9 @@ struct DoctorCommand: AsyncParsableCommand {
     @Option(help: "BlueZ's configuration file.") var mainConf: String = "/etc/bluetooth/main.conf"
 
     func run() async throws {
+        #if !os(Linux)
+        throw CommandFailure("doctor: checks BlueZ, which runs on Linux only")
+        #else
         var findings: [BlueZDoctor.Finding] = [BlueZDoctor.versionFinding(Self.bluetoothdVersion())]
         if let text = try? String(contentsOfFile: mainConf, encoding: .utf8) {
             findings += BlueZDoctor.mainConf(text)
@@ -27,6 +32,7 @@ struct DoctorCommand: AsyncParsableCommand {
         if findings.contains(where: { $0.level == .problem }) {
             throw CommandFailure("doctor: \(findings.filter { $0.level == .problem }.count) problem(s) found")
         }
+        #endif
     }
 
     static func bluetoothdVersion() -> String? {

@@ -1,11 +1,14 @@
 import ANCS
-import ANCSBlueZ
 import ANCSBumble
 import ANCSFormat
 import ANCSRuntime
 import ArgumentParser
 import Foundation
 import Synchronization
+#if os(Linux)
+import ANCSBlueZ
+import ANCSDesktop
+#endif
 
 struct ListenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,6 +49,7 @@ struct ListenCommand: AsyncParsableCommand {
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
     @Flag(help: "Print one JSON object per consumer event (the shape of `ancs demo --json`); status goes to stderr.") var json = false
     @Flag(help: "Also show each notification on the desktop (org.freedesktop.Notifications), its actions as buttons.") var notify = false
+    @OptionGroup var logging: LoggingOptions
 
     /// The advertised name (BlueZ); Bumble's device name too.
     var name: String { bumble.name ?? "ANCS listen" }
@@ -91,8 +95,12 @@ struct ListenCommand: AsyncParsableCommand {
         let running = Task { () -> (any Error)? in
             do { try await client.run(); return nil } catch { return error }
         }
+        let log = logging.trafficLog(label: "ancs.listen")
         let display = Task {
-            for await event in client.events { view.show(event) }
+            for await event in client.events {
+                log.log(event)
+                view.show(event)
+            }
         }
         let stopping = Mutex(false)
         let stop: @Sendable () -> Void = {
@@ -149,6 +157,9 @@ struct ListenCommand: AsyncParsableCommand {
                               prompt: @escaping @Sendable (PairingRequest) async -> Bool) async throws(SetupError) -> ListenTransport {
         switch options.stack {
         case .bluez:
+            #if !os(Linux)
+            throw SetupError(message: "--stack bluez: BlueZ runs on Linux only; use --stack bumble:<transport>")
+            #else
             do {
                 let transport = try await BlueZConsumerTransport.start(
                     options: .init(adapter: options.adapter, device: options.device, name: options.name),
@@ -157,6 +168,7 @@ struct ListenCommand: AsyncParsableCommand {
             } catch {
                 throw SetupError(message: error.message)
             }
+            #endif
         case .bumble(let transportName):
             do {
                 let transport = try await startBumbleClient(transport: transportName, options: options.bumble, mtu: options.mtu,

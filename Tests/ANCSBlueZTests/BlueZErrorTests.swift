@@ -1,3 +1,4 @@
+#if os(Linux)
 import ANCS
 import ANCSBlueZ
 import ANCSRuntime
@@ -24,3 +25,5 @@ struct BlueZErrorTests {
         #expect(BlueZ.error(for: .attError(ATTErrorCode(rawValue: 0x06)))?.name == "org.bluez.Error.NotSupported")
     }
 }
+
+#endif

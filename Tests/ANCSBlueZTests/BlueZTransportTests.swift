@@ -1,3 +1,4 @@
+#if os(Linux)
 import ANCS
 @testable import ANCSBlueZ
 import ANCSRuntime
@@ -147,3 +148,5 @@ struct BlueZTransportTests {
         #expect(BlueZDoctor.versionFinding(nil).level == .problem)
     }
 }
+
+#endif

@@ -1,4 +1,5 @@
-import ANCSBlueZ
+#if os(Linux)
+import ANCSDBus
 import Foundation
 import Synchronization
 import Testing
@@ -164,3 +165,5 @@ struct DBusConnectionTests {
         server.close()
     }
 }
+
+#endif

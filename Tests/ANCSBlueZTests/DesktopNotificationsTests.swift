@@ -1,5 +1,7 @@
+#if os(Linux)
 import ANCS
-import ANCSBlueZ
+import ANCSDBus
+import ANCSDesktop
 import Foundation
 import Synchronization
 import Testing
@@ -90,3 +92,5 @@ struct DesktopNotificationsTests {
         #expect(got.first?.1 == .negative)
     }
 }
+
+#endif

@@ -1,5 +1,7 @@
+#if os(Linux)
 import ANCS
 import ANCSBlueZ
+import ANCSDBus
 import ANCSRuntime
 import Foundation
 import Synchronization
@@ -112,3 +114,5 @@ struct DeviceRestrictionTests {
         bluez.connection.close()
     }
 }
+
+#endif

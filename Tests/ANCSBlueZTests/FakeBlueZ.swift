@@ -1,5 +1,7 @@
+#if os(Linux)
 import ANCS
 import ANCSBlueZ
+import ANCSDBus
 import Foundation
 
 /// A stand-in for bluetoothd on a private bus: the objects and replies the
@@ -194,3 +196,5 @@ final class FakeBlueZ: Sendable {
         }
     }
 }
+
+#endif

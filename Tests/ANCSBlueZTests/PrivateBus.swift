@@ -1,4 +1,5 @@
-import ANCSBlueZ
+#if os(Linux)
+import ANCSDBus
 import Foundation
 
 /// A private `dbus-daemon --session` for one test, stopped when dropped.
@@ -35,3 +36,5 @@ final class PrivateBus: @unchecked Sendable {
         process.waitUntilExit()
     }
 }
+
+#endif

@@ -1,10 +1,12 @@
-// The part of libdbus-1's C API that ANCSBlueZ uses, loaded at run time
+// The part of libdbus-1's C API that ANCSDBus uses, loaded at run time
 // from the system's libdbus-1.so.3 (Debian: libdbus-1-3, on every machine
 // with a D-Bus daemon). Nothing is needed at build time: no headers, no
 // libdbus-1-dev. The types below are libdbus's stable ABI (1.x); the
 // functions are libdbus's own, named with a `cdbus_` prefix.
 #ifndef CDBUS_H
 #define CDBUS_H
+// Linux only: elsewhere the module is empty.
+#if defined(__linux__)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -120,4 +122,5 @@ int cdbus_load(char *reason, size_t length);
 CDBUS_FUNCTIONS(CDBUS_DECLARE)
 #undef CDBUS_DECLARE
 
+#endif // __linux__
 #endif

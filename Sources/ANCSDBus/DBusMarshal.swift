@@ -1,3 +1,4 @@
+#if os(Linux)
 import CDBus
 
 // Values in and out of libdbus messages, through its iterators. Used only on
@@ -239,3 +240,5 @@ enum DBusMarshal {
         return values
     }
 }
+
+#endif

@@ -1,4 +1,6 @@
+#if os(Linux)
 import ANCS
+import ANCSDBus
 import Synchronization
 
 /// Shows notifications through the desktop's notification server
@@ -102,3 +104,5 @@ public final class DesktopNotifications: Sendable {
         }
     }
 }
+
+#endif

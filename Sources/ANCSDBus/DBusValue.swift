@@ -1,4 +1,5 @@
-/// One D-Bus value with its type, as BlueZ uses them: basic types, arrays
+#if os(Linux)
+/// One D-Bus value with its type: basic types, arrays
 /// (byte arrays kept as bytes), dictionaries, structs and variants.
 ///
 /// An empty array or dictionary still has a type, so containers carry their
@@ -178,3 +179,5 @@ public struct DBusError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let disconnected = DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "the D-Bus connection is closed")
     public static let cancelled = DBusError(name: "org.freedesktop.DBus.Error.Cancelled", message: "the call was cancelled")
 }
+
+#endif

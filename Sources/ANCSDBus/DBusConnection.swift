@@ -1,3 +1,4 @@
+#if os(Linux)
 import CDBus
 import Foundation
 import Synchronization
@@ -496,3 +497,5 @@ private final class MessageBox: Sendable {
         return value.flatMap { OpaquePointer(bitPattern: $0) }
     }
 }
+
+#endif

@@ -2,9 +2,12 @@
 // Run it, pair from the iPhone's Bluetooth settings, allow notifications:
 //   swift run PrintNotifications
 // Without BlueZ (no system D-Bus, no bluetoothd) it prints one error line and exits 1.
+import Foundation
+
+#if os(Linux)
 import ANCSBlueZ
 import ANCSRuntime
-import Foundation
+import NotificationPrinter
 
 do {
     let phone = try await BlueZConsumerTransport.start(
@@ -13,15 +16,13 @@ do {
         prompt: { request in print("pairing with \(request.device): accepted"); return true })
 
     try await ConsumerClient.withRunning(transport: phone, display: .standard) { client in
-        for await event in client.events {
-            switch event {
-            case .ready(let shown): print("[\(shown.appLabel)] \(shown.title ?? "") — \(shown.message ?? "")")
-            case .consumer(.removed(let notification)): print("removed \(notification.uid)")
-            default: break
-            }
-        }
+        await NotificationPrinter.printEvents(of: client)
     }
 } catch {
     FileHandle.standardError.write(Data("error: \(error)\n".utf8))
     exit(1)
 }
+#else
+FileHandle.standardError.write(Data("error: BlueZ runs on Linux only; try PrintNotificationsBumble with a USB dongle\n".utf8))
+exit(1)
+#endif

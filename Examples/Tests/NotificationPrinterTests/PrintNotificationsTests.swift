@@ -1,6 +1,7 @@
 // Examples are what people copy: without BlueZ they fail with one error line
 // and a non-zero status, not a trap and a backtrace.
 
+#if os(Linux)
 import Foundation
 import Testing
 
@@ -56,3 +57,5 @@ struct ExampleTests {
         #expect(stdout.isEmpty, "stdout: \(stdout)")
     }
 }
+
+#endif
