@@ -228,9 +228,9 @@ public struct ConsumerDriver<Waiter> {
             case .emit(.completed(let id, let result)):
                 if let waiter = waiters.removeValue(forKey: id) { outputs.append(.resume(waiter, result)) }
             case .emit(.ready(let notification, let appName)):
-                outputs.append(.ready(DisplayedNotification(notification: notification, appName: appName?.string.nonEmpty)))
+                outputs.append(.ready(DisplayedNotification(notification, appName: appName)))
             case .emit(.updated(let notification, let appName)):
-                outputs.append(.updated(DisplayedNotification(notification: notification, appName: appName?.string.nonEmpty)))
+                outputs.append(.updated(DisplayedNotification(notification, appName: appName)))
             case .emit(.displayFailed(let uid, let error)):
                 outputs.append(.displayFailed(uid, error))
             case .emit(let event):

@@ -50,6 +50,11 @@ public struct DisplayedNotification: Hashable, Sendable {
         self.appName = appName
     }
 
+    /// As the engine tells it (`.ready`, `.updated`): an empty name is none.
+    init(_ notification: ConsumerNotification, appName: AttributeValue?) {
+        self.init(notification: notification, appName: appName?.string.nonEmpty)
+    }
+
     public var uid: NotificationUID { notification.uid }
     public var categoryID: CategoryID { notification.categoryID }
     public var eventFlags: EventFlags { notification.eventFlags }

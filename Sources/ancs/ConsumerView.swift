@@ -53,7 +53,7 @@ final class ConsumerView: @unchecked Sendable {
             line(TerminalLine.updated(shown) + " · uid \(shown.uid.rawValue)")
         case .subscriptionRetry(let delay):
             let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-            status(String(format: "the phone did not let the session start (it refused or never answered the subscription: on an iPhone, allow notifications for this accessory); subscribing again in %.0f s", seconds), locked: true)
+            statusLine(String(format: "the phone did not let the session start (it refused or never answered the subscription: on an iPhone, allow notifications for this accessory); subscribing again in %.0f s", seconds))
         case .displayFailed(let uid, let error):
             if json { printJSON(ANCSJSON.consumerEvent(.displayFailed(uid, error))) }
             line("  notification \(uid) could not be fetched: \(error)")
@@ -104,10 +104,11 @@ final class ConsumerView: @unchecked Sendable {
     func status(_ text: String) {
         lock.lock()
         defer { lock.unlock() }
-        status(text, locked: true)
+        statusLine(text)
     }
 
-    private func status(_ text: String, locked: Bool) {
+    /// A status line, the lock held.
+    private func statusLine(_ text: String) {
         if json {
             printErrorLine("ancs listen: \(text)")
         } else {
