@@ -1,0 +1,296 @@
+/*
+ * ancs.h — the Apple Notification Center Service consumer (the accessory's
+ * side, "NC") for C firmware.
+ *
+ * The consumer is a state machine that does no I/O. The firmware's BLE stack
+ * tells it what happened (link up, a subscription's result, Notification
+ * Source and Data Source bytes, a Control Point write's result, the time),
+ * and it answers through three callbacks: subscribe to a characteristic,
+ * write these Control Point bytes, and an event for the application
+ * (a notification ready to show, modified, removed; a request's result; the
+ * session's start and end). integrations/nimble/ drives it from NimBLE.
+ *
+ * The behaviour is the Swift library's `Consumer` engine, the same code:
+ * "ready to show" means the configured attributes are fetched for every
+ * notification the phone announces (live ones before the PreExisting
+ * backlog, after anything the application asked for), and the app's display
+ * name once per app and session (never again after the phone answered 0xA2
+ * for it), before ANCS_EVENT_READY.
+ *
+ * Storage. The caller owns each instance's storage (an ancs_consumer, e.g. a
+ * static or a member of its own connection struct); there are no globals, and
+ * any number of instances may exist. The engine's tables (notifications,
+ * app names, requests, the response being reassembled) grow on the heap
+ * (malloc/free/posix_memalign), within the bounds the configuration sets:
+ * see "Memory" below. ancs_consumer_deinit() frees them.
+ *
+ * Threading. Not thread-safe: call every function of one instance from one
+ * thread or task (the BLE host's, typically), or serialize the calls.
+ * Different instances are independent. Callbacks run on the calling thread,
+ * inside the call that caused them, after the engine has finished its own
+ * work for that input: a callback may call any function of this API on the
+ * same instance (a request, or a write result a stack reports at once),
+ * except ancs_consumer_deinit(). Their outputs are delivered before the
+ * nested call returns, so events may then interleave with the rest of the
+ * outer call's.
+ *
+ * Pointers in an ancs_event (attribute values, the app name, the app
+ * identifier) are valid only during the callback: copy what you keep.
+ * Attribute values are UTF-8 as the phone sent them, cut to the length asked
+ * (a cut may split a multi-byte character at the end), not NUL-terminated.
+ *
+ * Time. Every input carries the current time in milliseconds from any fixed
+ * origin (a monotonic clock; 64 bits, so it does not wrap). Requests time out
+ * (ANCS_ERR_TIMED_OUT) request_timeout_ms after their Control Point write;
+ * call ancs_consumer_tick() at ancs_consumer_next_deadline() or periodically.
+ *
+ * Memory. With n = max_notifications, a = max_cached_apps, r = max_requests
+ * and L = the sum of the display attributes' max lengths (unbounded ones
+ * count as unlimited_value_length), the heap holds at most about
+ *   n × (64 + L + 24 × attributes) + a × (48 + identifier + name)
+ *   + (r + n) × 64 + the largest response (L plus 3 bytes per attribute)
+ * bytes on a 32-bit target (pointers and counts double on 64-bit), plus the
+ * allocator's overhead. Nothing a phone sends can grow it past these bounds:
+ * the oldest notification is dropped beyond n (ANCS_EVENT_REMOVED), the
+ * oldest app name beyond a, and requests beyond r fail with
+ * ANCS_ERR_TOO_MANY_REQUESTS. integrations/c/test measures the peak.
+ */
+#ifndef ANCS_H
+#define ANCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ANCS_API_VERSION 1
+
+/* ---- Status codes --------------------------------------------------------
+ * One number space for results: 0 is success; 1…255 is an ATT error
+ * response with that code (the phone's ANCS errors are 0xA0–0xA3; others are
+ * plain ATT codes such as 0x05 Insufficient Authentication); negative values
+ * are this library's own. The same space carries ATT results into the engine
+ * (ancs_consumer_subscription_result, ancs_consumer_write_result), where
+ * ANCS_ERR_TRANSPORT means "no ATT answer: the transport failed". */
+typedef int32_t ancs_status;
+enum {
+    ANCS_OK = 0,
+    ANCS_ATT_INSUFFICIENT_AUTHENTICATION = 0x05,
+    ANCS_ATT_INSUFFICIENT_AUTHORIZATION = 0x08,
+    ANCS_ATT_INSUFFICIENT_ENCRYPTION = 0x0F,
+    ANCS_ATT_UNKNOWN_COMMAND = 0xA0,   /* the phone does not know the command */
+    ANCS_ATT_INVALID_COMMAND = 0xA1,   /* the command was badly formed */
+    ANCS_ATT_INVALID_PARAMETER = 0xA2, /* e.g. no notification with that UID */
+    ANCS_ATT_ACTION_FAILED = 0xA3,     /* the action could not be performed */
+
+    ANCS_ERR_TRANSPORT = -1,           /* the transport failed without an ATT answer */
+    ANCS_ERR_INVALID_RESPONSE = -2,    /* the phone's Data Source response broke the format */
+    ANCS_ERR_TIMED_OUT = -3,           /* no response within request_timeout_ms of the write */
+    ANCS_ERR_CANCELLED = -4,           /* ancs_consumer_cancel() */
+    ANCS_ERR_SESSION_ENDED = -5,       /* link down, unsubscribed or ANCS gone before it ended */
+    ANCS_ERR_NOT_CONNECTED = -6,       /* no session: nothing was sent */
+    ANCS_ERR_DATA_SOURCE_UNAVAILABLE = -7, /* the Data Source subscription failed this session */
+    ANCS_ERR_ACTION_NOT_AVAILABLE = -8,    /* the notification offers no such action */
+    ANCS_ERR_UNKNOWN_NOTIFICATION = -9,    /* no notification with this UID in this session */
+    ANCS_ERR_ENCODING = -10,           /* the request cannot be encoded (e.g. an identifier with a NUL) */
+    ANCS_ERR_TOO_MANY_REQUESTS = -11,  /* max_requests are already waiting */
+    ANCS_ERR_NOTIFICATION_REMOVED = -12, /* removed on the phone before the request was written */
+    ANCS_ERR_INVALID_ARGUMENT = -13,   /* a NULL pointer, a count or an enum value out of range */
+    ANCS_ERR_STORAGE = -14,            /* storage not initialized, or too small for this build */
+    ANCS_ERR_BUSY = -15                /* ancs_consumer_deinit() called from one of its callbacks */
+};
+
+/* A short English name of a status ("invalid parameter (ANCS 0xA2)"), static storage. */
+const char *ancs_status_name(ancs_status status);
+
+/* ---- Protocol values (ANCS.md) ------------------------------------------ */
+typedef enum {
+    ANCS_NOTIFICATION_SOURCE = 0,
+    ANCS_CONTROL_POINT = 1,
+    ANCS_DATA_SOURCE = 2
+} ancs_characteristic;
+
+enum { /* NotificationAttributeID */
+    ANCS_ATTR_APP_IDENTIFIER = 0, ANCS_ATTR_TITLE = 1, ANCS_ATTR_SUBTITLE = 2, ANCS_ATTR_MESSAGE = 3,
+    ANCS_ATTR_MESSAGE_SIZE = 4, ANCS_ATTR_DATE = 5, ANCS_ATTR_POSITIVE_ACTION_LABEL = 6,
+    ANCS_ATTR_NEGATIVE_ACTION_LABEL = 7
+};
+enum { /* AppAttributeID */
+    ANCS_APP_ATTR_DISPLAY_NAME = 0
+};
+enum { /* ActionID */
+    ANCS_ACTION_POSITIVE = 0, ANCS_ACTION_NEGATIVE = 1
+};
+enum { /* EventFlags */
+    ANCS_FLAG_SILENT = 1 << 0, ANCS_FLAG_IMPORTANT = 1 << 1, ANCS_FLAG_PRE_EXISTING = 1 << 2,
+    ANCS_FLAG_POSITIVE_ACTION = 1 << 3, ANCS_FLAG_NEGATIVE_ACTION = 1 << 4
+};
+
+/* ---- Configuration ------------------------------------------------------- */
+typedef struct {
+    uint8_t id;          /* NotificationAttributeID */
+    uint16_t max_length; /* Title, Subtitle, Message: the most bytes wanted; ignored for the others */
+} ancs_attribute_request;
+
+typedef struct {
+    uint32_t request_timeout_ms;   /* default 10 000 */
+    uint8_t pipelining_depth;      /* commands whose response is due at once; default 1 */
+    /* Ready to show: fetched for every notification, then ANCS_EVENT_READY.
+     * NULL/0: lazy (no fetches; only ADDED/MODIFIED/REMOVED). Copied by init.
+     * Default: AppIdentifier, Title 64, Message 256, Date. */
+    const ancs_attribute_request *display_attributes;
+    size_t display_attribute_count;
+    bool display_app_names;        /* also the app's display name, once per app and session; default true */
+    bool refresh_on_modified;      /* fetch a MODIFIED notification again, then ANCS_EVENT_UPDATED; default true */
+    uint16_t max_notifications;    /* live notifications kept; default 512 */
+    uint16_t max_cached_apps;      /* app names kept per session; default 128 */
+    uint16_t max_requests;         /* application requests waiting at once; default 64 */
+    uint16_t unlimited_value_length; /* longest value accepted for an attribute asked without a max length; default 1024 */
+} ancs_consumer_config;
+
+/* Fills `config` with the defaults above (display_attributes points to static storage). */
+void ancs_consumer_config_default(ancs_consumer_config *config);
+/* The default display attributes (static storage) and their count. */
+const ancs_attribute_request *ancs_default_display_attributes(size_t *count);
+
+/* ---- Events -------------------------------------------------------------- */
+typedef enum {
+    ANCS_EVENT_SESSION_STARTED = 0, /* Notification Source is being subscribed: events may follow */
+    ANCS_EVENT_SESSION_ENDED,       /* session_end says why; status: the failed subscription's result */
+    ANCS_EVENT_ADDED,               /* notification fields; attributes: none yet */
+    ANCS_EVENT_MODIFIED,
+    ANCS_EVENT_REMOVED,             /* also when max_notifications drops the oldest */
+    ANCS_EVENT_READY,               /* ready to show: attributes, app name if known */
+    ANCS_EVENT_UPDATED,             /* shown before, fetched again after MODIFIED */
+    ANCS_EVENT_DISPLAY_FAILED,      /* uid, status: the display's fetch failed */
+    ANCS_EVENT_ATTRIBUTES,          /* a Get Notification Attributes response: uid, attributes */
+    ANCS_EVENT_APP_ATTRIBUTES,      /* a Get App Attributes response: app_identifier, attributes (AppAttributeIDs) */
+    ANCS_EVENT_REQUEST_DONE,        /* request_id, status; on success of a fetch, uid/app_identifier and attributes */
+    ANCS_EVENT_PROTOCOL_ERROR,      /* the phone sent bytes that break the format (they were dropped) */
+    ANCS_EVENT_DATA_SOURCE_UNAVAILABLE, /* status: the Data Source subscription's result; fetches fail this session */
+    ANCS_EVENT_UNKNOWN_EVENT        /* a Notification Source EventID this library does not know: event_id */
+} ancs_event_type;
+
+typedef enum {
+    ANCS_SESSION_LINK_DOWN = 0,
+    ANCS_SESSION_UNSUBSCRIBED,
+    ANCS_SESSION_SERVICE_UNPUBLISHED,
+    ANCS_SESSION_SUBSCRIPTION_FAILED
+} ancs_session_end;
+
+typedef struct {
+    uint8_t id;           /* NotificationAttributeID, or AppAttributeID in APP_ATTRIBUTES */
+    uint16_t length;
+    const uint8_t *value; /* `length` bytes, valid during the callback (NULL when length is 0) */
+} ancs_attribute;
+
+typedef struct {
+    ancs_event_type type;
+    ancs_status status;
+    uint32_t request_id;
+    ancs_session_end session_end;
+    /* Notification fields (ADDED, MODIFIED, REMOVED, READY, UPDATED, ATTRIBUTES, DISPLAY_FAILED, UNKNOWN_EVENT) */
+    uint32_t uid;
+    uint8_t event_id;
+    uint8_t event_flags;     /* ANCS_FLAG_* */
+    uint8_t category_id;
+    uint8_t category_count;
+    bool pre_existing;
+    const ancs_attribute *attributes;
+    size_t attribute_count;
+    /* READY, UPDATED: the app's display name (has_app_name false if none is known) */
+    bool has_app_name;
+    const uint8_t *app_name;
+    size_t app_name_length;
+    /* APP_ATTRIBUTES, REQUEST_DONE of an app fetch: the AppIdentifier (no NUL) */
+    const uint8_t *app_identifier;
+    size_t app_identifier_length;
+} ancs_event;
+
+typedef struct {
+    /* Write (enable) or clear the characteristic's CCCD, then report with
+     * ancs_consumer_subscription_result(). Data Source comes first. */
+    void (*subscribe)(void *context, ancs_characteristic characteristic, bool enable);
+    /* Write these bytes to the Control Point (a write with response), then
+     * report with ancs_consumer_write_result(token). One at a time. */
+    void (*write_control_point)(void *context, const uint8_t *bytes, size_t length, uint32_t token);
+    /* Something for the application. */
+    void (*event)(void *context, const ancs_event *event);
+} ancs_consumer_callbacks;
+
+/* ---- The instance -------------------------------------------------------- */
+/* Opaque, caller-provided. Large enough for this library on 32- and 64-bit
+ * targets; ancs_consumer_init() checks it (ANCS_ERR_STORAGE otherwise). */
+#define ANCS_CONSUMER_STORAGE_WORDS 96
+typedef struct {
+    uint64_t words[ANCS_CONSUMER_STORAGE_WORDS];
+} ancs_consumer;
+
+/* The bytes of ancs_consumer this build uses (at most sizeof(ancs_consumer)). */
+size_t ancs_consumer_storage_size(void);
+
+/* config may be NULL (the defaults). callbacks and its three functions are
+ * required; context is passed to them. The storage's previous contents are
+ * ignored: deinit an instance before initializing its storage again. */
+ancs_status ancs_consumer_init(ancs_consumer *consumer, const ancs_consumer_config *config,
+                               const ancs_consumer_callbacks *callbacks, void *context);
+/* Frees the engine's heap; the storage may then be reused or initialized again. */
+ancs_status ancs_consumer_deinit(ancs_consumer *consumer);
+
+/* ---- Inputs from the BLE stack ------------------------------------------- */
+/* The link is up and encrypted, ANCS discovered (characteristics and CCCDs
+ * known), with this ATT MTU: the session starts by subscribing Data Source. */
+ancs_status ancs_consumer_link_up(ancs_consumer *consumer, uint16_t mtu, uint64_t now_ms);
+ancs_status ancs_consumer_mtu_changed(ancs_consumer *consumer, uint16_t mtu, uint64_t now_ms);
+/* A CCCD write asked by `subscribe` ended: 0, an ATT error code, or ANCS_ERR_TRANSPORT. */
+ancs_status ancs_consumer_subscription_result(ancs_consumer *consumer, ancs_characteristic characteristic,
+                                              ancs_status result, uint64_t now_ms);
+/* A GATT notification's value from Notification Source / Data Source. */
+ancs_status ancs_consumer_notification_source(ancs_consumer *consumer, const uint8_t *bytes, size_t length,
+                                              uint64_t now_ms);
+ancs_status ancs_consumer_data_source(ancs_consumer *consumer, const uint8_t *bytes, size_t length,
+                                      uint64_t now_ms);
+/* A Control Point write asked by `write_control_point` ended: 0, an ATT error
+ * code (0xA0–0xA3 are the phone's answer to the command), or ANCS_ERR_TRANSPORT. */
+ancs_status ancs_consumer_write_result(ancs_consumer *consumer, uint32_t token, ancs_status result,
+                                       uint64_t now_ms);
+ancs_status ancs_consumer_tick(ancs_consumer *consumer, uint64_t now_ms);
+/* The link dropped: the session ends, requests end with ANCS_ERR_SESSION_ENDED. */
+ancs_status ancs_consumer_link_down(ancs_consumer *consumer, uint64_t now_ms);
+/* Service Changed: ANCS was removed (published = false: the session ends) or
+ * published again (rediscover it first; then the session starts anew). */
+ancs_status ancs_consumer_service_changed(ancs_consumer *consumer, bool published, uint64_t now_ms);
+/* The application stops the session without dropping the link (unsubscribes). */
+ancs_status ancs_consumer_stop(ancs_consumer *consumer, uint64_t now_ms);
+
+/* When ancs_consumer_tick() next has something to do; false if nothing waits. */
+bool ancs_consumer_next_deadline(const ancs_consumer *consumer, uint64_t *deadline_ms);
+/* Whether a session is running (Notification Source subscribed or being subscribed). */
+bool ancs_consumer_in_session(const ancs_consumer *consumer);
+
+/* ---- Requests -------------------------------------------------------------
+ * Each returns ANCS_OK and sets *request_id (which may be NULL) when the
+ * request was taken; it then ends exactly once with ANCS_EVENT_REQUEST_DONE.
+ * A request refused at once (not connected, unknown notification, too many)
+ * also ends with that event, before the call returns, and the call returns
+ * the same status. */
+ancs_status ancs_consumer_fetch_attributes(ancs_consumer *consumer, uint32_t uid,
+                                           const ancs_attribute_request *attributes, size_t count,
+                                           uint64_t now_ms, uint32_t *request_id);
+/* app_identifier: its bytes without a NUL; attributes: AppAttributeIDs (NULL/0: the display name). */
+ancs_status ancs_consumer_fetch_app_attributes(ancs_consumer *consumer, const uint8_t *app_identifier,
+                                               size_t length, const uint8_t *attributes, size_t count,
+                                               uint64_t now_ms, uint32_t *request_id);
+/* ANCS_ACTION_POSITIVE or ANCS_ACTION_NEGATIVE, on a notification of this session that offers it. */
+ancs_status ancs_consumer_perform_action(ancs_consumer *consumer, uint32_t uid, uint8_t action,
+                                         uint64_t now_ms, uint32_t *request_id);
+/* Ends the request with ANCS_ERR_CANCELLED (a response that still comes is consumed). */
+ancs_status ancs_consumer_cancel(ancs_consumer *consumer, uint32_t request_id, uint64_t now_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ANCS_H */

@@ -1,0 +1,523 @@
+// The C API of ancs.h over the Consumer engine. Compiled with Embedded Swift
+// together with Sources/ANCS as one module (integrations/c/build.sh), so the
+// firmware links one object with no Swift runtime beyond Embedded's.
+//
+// An ancs_consumer is the caller's storage: a tag in its first word, then
+// this file's `Instance` (the engine, the callbacks, a reusable action
+// buffer). Every input runs the engine to completion into a buffer taken out
+// of the instance, then hands the actions to the callbacks, so a callback may
+// call back into the same instance.
+
+import CANCS
+
+/// "ANCS-NC" and the layout's version: storage without it was not initialized.
+private let instanceTag: UInt64 = 0x414E_4353_4E43_0001
+/// The instance starts after the tag, 16-byte aligned.
+private let instanceOffset = 16
+
+struct Instance {
+    var consumer: Consumer
+    var subscribe: @convention(c) (UnsafeMutableRawPointer?, ancs_characteristic, Bool) -> Void
+    var write: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<UInt8>?, Int, UInt32) -> Void
+    var event: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<ancs_event>?) -> Void
+    var context: UnsafeMutableRawPointer?
+    /// Actions of the input being handled; taken out while they are dispatched.
+    var actions: [ConsumerAction] = []
+    /// Callbacks running (deinit is refused inside one).
+    var depth = 0
+}
+
+private func instance(_ storage: UnsafeMutablePointer<ancs_consumer>?) -> UnsafeMutablePointer<Instance>? {
+    guard let storage else { return nil }
+    let raw = UnsafeMutableRawPointer(storage)
+    guard raw.load(as: UInt64.self) == instanceTag else { return nil }
+    return (raw + instanceOffset).assumingMemoryBound(to: Instance.self)
+}
+
+private func status(_ value: Int32) -> ancs_status { ancs_status(value) }
+
+// MARK: - Values between C and Swift
+
+private func time(_ milliseconds: UInt64) -> Timestamp {
+    Timestamp(.milliseconds(Int64(clamping: milliseconds)))
+}
+
+private func milliseconds(_ time: Timestamp) -> UInt64 {
+    let (seconds, attoseconds) = time.sinceOrigin.components
+    let value = seconds &* 1000 &+ (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000  // rounded up: never early
+    return value < 0 ? 0 : UInt64(value)
+}
+
+private func attResult(_ value: ancs_status) -> ATTResult? {
+    switch value {
+    case 0: .success
+    case 1...255: .attError(ATTErrorCode(rawValue: UInt8(value)))
+    case Int32(ANCS_ERR_TRANSPORT): .transportFailure
+    default: nil
+    }
+}
+
+private func status(_ result: ATTResult) -> ancs_status {
+    switch result {
+    case .success: status(Int32(ANCS_OK))
+    case .attError(let code): ancs_status(code.rawValue)
+    case .transportFailure: status(Int32(ANCS_ERR_TRANSPORT))
+    }
+}
+
+func status(_ error: ConsumerError) -> ancs_status {
+    let value: Int32
+    switch error {
+    case .unknownCommand: value = Int32(ANCS_ATT_UNKNOWN_COMMAND)
+    case .invalidCommand: value = Int32(ANCS_ATT_INVALID_COMMAND)
+    case .invalidParameter: value = Int32(ANCS_ATT_INVALID_PARAMETER)
+    case .actionFailed: value = Int32(ANCS_ATT_ACTION_FAILED)
+    case .att(let code): value = Int32(code.rawValue)
+    case .transportFailure: value = Int32(ANCS_ERR_TRANSPORT)
+    case .invalidResponse: value = Int32(ANCS_ERR_INVALID_RESPONSE)
+    case .timedOut: value = Int32(ANCS_ERR_TIMED_OUT)
+    case .cancelled: value = Int32(ANCS_ERR_CANCELLED)
+    case .sessionEnded: value = Int32(ANCS_ERR_SESSION_ENDED)
+    case .notConnected: value = Int32(ANCS_ERR_NOT_CONNECTED)
+    case .dataSourceUnavailable: value = Int32(ANCS_ERR_DATA_SOURCE_UNAVAILABLE)
+    case .actionNotAvailable: value = Int32(ANCS_ERR_ACTION_NOT_AVAILABLE)
+    case .unknownNotification: value = Int32(ANCS_ERR_UNKNOWN_NOTIFICATION)
+    case .encoding: value = Int32(ANCS_ERR_ENCODING)
+    case .tooManyRequests: value = Int32(ANCS_ERR_TOO_MANY_REQUESTS)
+    case .notificationRemoved: value = Int32(ANCS_ERR_NOTIFICATION_REMOVED)
+    }
+    return ancs_status(value)
+}
+
+private func characteristic(_ value: ancs_characteristic) -> ANCSCharacteristic? {
+    switch value {
+    case ANCS_NOTIFICATION_SOURCE: .notificationSource
+    case ANCS_CONTROL_POINT: .controlPoint
+    case ANCS_DATA_SOURCE: .dataSource
+    default: nil
+    }
+}
+
+private func cValue(_ characteristic: ANCSCharacteristic) -> ancs_characteristic {
+    switch characteristic {
+    case .notificationSource: ANCS_NOTIFICATION_SOURCE
+    case .controlPoint: ANCS_CONTROL_POINT
+    case .dataSource: ANCS_DATA_SOURCE
+    }
+}
+
+// MARK: - Events
+
+/// Calls `body` with `values` as C attributes whose bytes live in one buffer
+/// for the call.
+private func withAttributes(
+    _ values: [(id: UInt8, value: AttributeValue)], _ body: (UnsafePointer<ancs_attribute>?, Int) -> Void
+) {
+    var total = 0
+    for item in values { total += item.value.count }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(total)
+    for item in values { item.value.withBytes { bytes.append(contentsOf: $0) } }
+    bytes.withUnsafeBufferPointer { buffer in
+        var list: [ancs_attribute] = []
+        list.reserveCapacity(values.count)
+        var offset = 0
+        for item in values {
+            let count = item.value.count
+            list.append(ancs_attribute(id: item.id, length: UInt16(truncatingIfNeeded: count),
+                                       value: count == 0 ? nil : buffer.baseAddress.map { $0 + offset }))
+            offset += count
+        }
+        list.withUnsafeBufferPointer { body($0.baseAddress, $0.count) }
+    }
+}
+
+private func notificationValues(_ attributes: [NotificationAttribute]) -> [(id: UInt8, value: AttributeValue)] {
+    attributes.map { (id: $0.id.rawValue, value: $0.value) }
+}
+
+private func appValues(_ attributes: [AppAttribute]) -> [(id: UInt8, value: AttributeValue)] {
+    attributes.map { (id: $0.id.rawValue, value: $0.value) }
+}
+
+private func describe(_ notification: ConsumerNotification, _ type: ancs_event_type, into event: inout ancs_event) {
+    event.type = type
+    event.uid = notification.uid.rawValue
+    event.event_flags = notification.eventFlags.rawValue
+    event.category_id = notification.categoryID.rawValue
+    event.category_count = notification.categoryCount
+    event.pre_existing = notification.isPreExisting
+}
+
+private func send(_ event: inout ancs_event, _ instance: Instance) {
+    withUnsafePointer(to: &event) { instance.event(instance.context, $0) }
+}
+
+private func send(_ event: inout ancs_event, _ instance: Instance, attributes: [(id: UInt8, value: AttributeValue)]) {
+    withAttributes(attributes) { list, count in
+        event.attributes = list
+        event.attribute_count = count
+        send(&event, instance)
+    }
+}
+
+private func send(_ event: inout ancs_event, _ instance: Instance, appIdentifier: [UInt8], attributes: [AppAttribute]) {
+    appIdentifier.withUnsafeBufferPointer { identifier in
+        event.app_identifier = identifier.baseAddress
+        event.app_identifier_length = identifier.count
+        send(&event, instance, attributes: appValues(attributes))
+    }
+}
+
+private func emit(_ consumerEvent: ConsumerEvent, _ instance: Instance) {
+    var event = ancs_event()
+    switch consumerEvent {
+    case .sessionStarted:
+        event.type = ANCS_EVENT_SESSION_STARTED
+        send(&event, instance)
+    case .sessionEnded(let reason):
+        event.type = ANCS_EVENT_SESSION_ENDED
+        switch reason {
+        case .linkDown: event.session_end = ANCS_SESSION_LINK_DOWN
+        case .unsubscribed: event.session_end = ANCS_SESSION_UNSUBSCRIBED
+        case .serviceUnpublished: event.session_end = ANCS_SESSION_SERVICE_UNPUBLISHED
+        case .subscriptionFailed(let result):
+            event.session_end = ANCS_SESSION_SUBSCRIPTION_FAILED
+            event.status = status(result)
+        }
+        send(&event, instance)
+    case .added(let notification), .modified(let notification), .removed(let notification):
+        let type: ancs_event_type
+        switch consumerEvent {
+        case .added: type = ANCS_EVENT_ADDED
+        case .modified: type = ANCS_EVENT_MODIFIED
+        default: type = ANCS_EVENT_REMOVED
+        }
+        describe(notification, type, into: &event)
+        send(&event, instance, attributes: notificationValues(notification.attributes))
+    case .ready(let notification, let appName), .updated(let notification, let appName):
+        let type: ancs_event_type
+        if case .ready = consumerEvent { type = ANCS_EVENT_READY } else { type = ANCS_EVENT_UPDATED }
+        describe(notification, type, into: &event)
+        let values = notificationValues(notification.attributes)
+        guard let appName else { return send(&event, instance, attributes: values) }
+        appName.withBytes { name in
+            event.has_app_name = true
+            event.app_name = name.baseAddress
+            event.app_name_length = name.count
+            send(&event, instance, attributes: values)
+        }
+    case .displayFailed(let uid, let error):
+        event.type = ANCS_EVENT_DISPLAY_FAILED
+        event.uid = uid.rawValue
+        event.status = status(error)
+        send(&event, instance)
+    case .attributes(let response):
+        event.type = ANCS_EVENT_ATTRIBUTES
+        event.uid = response.notificationUID.rawValue
+        send(&event, instance, attributes: notificationValues(response.attributes))
+    case .appAttributes(let response):
+        event.type = ANCS_EVENT_APP_ATTRIBUTES
+        send(&event, instance, appIdentifier: response.appIdentifierBytes, attributes: response.attributes)
+    case .completed(let id, let result):
+        event.type = ANCS_EVENT_REQUEST_DONE
+        event.request_id = id.rawValue
+        switch result {
+        case .failure(let error):
+            event.status = status(error)
+            send(&event, instance)
+        case .success(.notificationAttributes(let response)):
+            event.uid = response.notificationUID.rawValue
+            send(&event, instance, attributes: notificationValues(response.attributes))
+        case .success(.appAttributes(let response)):
+            send(&event, instance, appIdentifier: response.appIdentifierBytes, attributes: response.attributes)
+        case .success(.actionPerformed):
+            send(&event, instance)
+        }
+    case .protocolError:
+        event.type = ANCS_EVENT_PROTOCOL_ERROR
+        event.status = status(Int32(ANCS_ERR_INVALID_RESPONSE))
+        send(&event, instance)
+    case .dataSourceUnavailable(let result):
+        event.type = ANCS_EVENT_DATA_SOURCE_UNAVAILABLE
+        event.status = status(result)
+        send(&event, instance)
+    case .unknownEvent(let source):
+        event.type = ANCS_EVENT_UNKNOWN_EVENT
+        event.event_id = source.eventID.rawValue
+        event.event_flags = source.eventFlags.rawValue
+        event.category_id = source.categoryID.rawValue
+        event.category_count = source.categoryCount
+        event.uid = source.notificationUID.rawValue
+        send(&event, instance)
+    }
+}
+
+/// Runs one input: the engine first, to the end, then the callbacks.
+private func run(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?,
+    _ body: (inout Consumer, inout [ConsumerAction]) -> ancs_status
+) -> ancs_status {
+    guard let pointer = instance(storage) else { return status(Int32(ANCS_ERR_STORAGE)) }
+    var actions: [ConsumerAction] = []
+    swap(&actions, &pointer.pointee.actions)  // the reused buffer; a nested call finds none and makes its own
+    actions.removeAll(keepingCapacity: true)
+    let result = body(&pointer.pointee.consumer, &actions)
+    let copy = pointer.pointee  // callbacks and context, as they are now
+    pointer.pointee.depth += 1
+    for action in actions {
+        switch action {
+        case .subscribe(let characteristic): copy.subscribe(copy.context, cValue(characteristic), true)
+        case .unsubscribe(let characteristic): copy.subscribe(copy.context, cValue(characteristic), false)
+        case .writeControlPoint(let bytes, let token):
+            bytes.withUnsafeBufferPointer { copy.write(copy.context, $0.baseAddress, $0.count, token.rawValue) }
+        case .emit(let event): emit(event, copy)
+        }
+    }
+    pointer.pointee.depth -= 1
+    actions.removeAll(keepingCapacity: true)
+    if pointer.pointee.actions.capacity < actions.capacity { swap(&actions, &pointer.pointee.actions) }
+    return result
+}
+
+/// The request's status: ANCS_OK, or its failure when the engine ended it at once.
+private func requestStatus(_ id: ConsumerRequestID, _ actions: [ConsumerAction]) -> ancs_status {
+    for action in actions {
+        if case .emit(.completed(id, .failure(let error))) = action { return status(error) }
+    }
+    return status(Int32(ANCS_OK))
+}
+
+// MARK: - Exports
+
+@_cdecl("ancs_consumer_storage_size")
+public func ancsConsumerStorageSize() -> Int {
+    instanceOffset + MemoryLayout<Instance>.size
+}
+
+@_cdecl("ancs_consumer_config_default")
+public func ancsConsumerConfigDefault(_ config: UnsafeMutablePointer<ancs_consumer_config>?) {
+    guard let config else { return }
+    let defaults = ConsumerConfiguration.default
+    var value = ancs_consumer_config()
+    value.request_timeout_ms = UInt32(milliseconds(Timestamp(defaults.requestTimeout)))
+    value.pipelining_depth = UInt8(clamping: defaults.pipeliningDepth)
+    value.display_attributes = ancs_default_display_attributes(&value.display_attribute_count)
+    value.display_app_names = defaults.eagerAppNames
+    value.refresh_on_modified = defaults.refreshOnModified
+    value.max_notifications = UInt16(clamping: defaults.maximumNotifications)
+    value.max_cached_apps = UInt16(clamping: defaults.maximumCachedApps)
+    value.max_requests = UInt16(clamping: defaults.maximumRequests)
+    value.unlimited_value_length = UInt16(clamping: defaults.unlimitedValueLength)
+    config.pointee = value
+}
+
+@_cdecl("ancs_consumer_init")
+public func ancsConsumerInit(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ config: UnsafePointer<ancs_consumer_config>?,
+    _ callbacks: UnsafePointer<ancs_consumer_callbacks>?, _ context: UnsafeMutableRawPointer?
+) -> ancs_status {
+    guard let storage, let callbacks, let subscribe = callbacks.pointee.subscribe,
+          let write = callbacks.pointee.write_control_point, let event = callbacks.pointee.event
+    else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    guard ancsConsumerStorageSize() <= MemoryLayout<ancs_consumer>.size,
+          MemoryLayout<Instance>.alignment <= instanceOffset,
+          Int(bitPattern: UnsafeRawPointer(storage)) % MemoryLayout<Instance>.alignment == 0
+    else { return status(Int32(ANCS_ERR_STORAGE)) }
+    var settings = ancs_consumer_config()
+    if let config { settings = config.pointee } else { ancsConsumerConfigDefault(&settings) }
+    if settings.display_attribute_count > 0 && settings.display_attributes == nil { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    var display: [NotificationAttributeRequest] = []
+    for index in 0..<settings.display_attribute_count {
+        let request = settings.display_attributes[index]
+        guard request.id <= NotificationAttributeID.negativeActionLabel.rawValue else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+        display.append(NotificationAttributeRequest(NotificationAttributeID(rawValue: request.id), maxLength: request.max_length))
+    }
+    let configuration = ConsumerConfiguration(
+        requestTimeout: .milliseconds(Int64(settings.request_timeout_ms == 0 ? 1 : settings.request_timeout_ms)),
+        pipeliningDepth: Int(settings.pipelining_depth),
+        eagerAttributes: display,
+        eagerAppNames: settings.display_app_names,
+        refreshOnModified: settings.refresh_on_modified,
+        maximumNotifications: Int(settings.max_notifications),
+        maximumCachedApps: Int(settings.max_cached_apps),
+        maximumRequests: Int(settings.max_requests),
+        unlimitedValueLength: Int(settings.unlimited_value_length))
+    // The storage's previous contents are not looked at (they may be anything).
+    let raw = UnsafeMutableRawPointer(storage)
+    (raw + instanceOffset).bindMemory(to: Instance.self, capacity: 1).initialize(to: Instance(
+        consumer: Consumer(configuration: configuration), subscribe: subscribe, write: write, event: event, context: context))
+    raw.storeBytes(of: instanceTag, as: UInt64.self)
+    return status(Int32(ANCS_OK))
+}
+
+@_cdecl("ancs_consumer_deinit")
+public func ancsConsumerDeinit(_ storage: UnsafeMutablePointer<ancs_consumer>?) -> ancs_status {
+    guard let pointer = instance(storage) else { return status(Int32(ANCS_ERR_STORAGE)) }
+    guard pointer.pointee.depth == 0 else { return status(Int32(ANCS_ERR_BUSY)) }
+    pointer.deinitialize(count: 1)
+    UnsafeMutableRawPointer(storage!).storeBytes(of: 0, as: UInt64.self)
+    return status(Int32(ANCS_OK))
+}
+
+@_cdecl("ancs_consumer_link_up")
+public func ancsConsumerLinkUp(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ mtu: UInt16, _ now: UInt64) -> ancs_status {
+    guard mtu >= 23 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    return run(storage) { consumer, actions in
+        consumer.linkUp(mtu: Int(mtu), at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_mtu_changed")
+public func ancsConsumerMTUChanged(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ mtu: UInt16, _ now: UInt64) -> ancs_status {
+    guard mtu >= 23 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    return run(storage) { consumer, _ in
+        consumer.mtuChanged(Int(mtu))
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_subscription_result")
+public func ancsConsumerSubscriptionResult(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ which: ancs_characteristic, _ result: ancs_status, _ now: UInt64
+) -> ancs_status {
+    guard let characteristic = characteristic(which), characteristic != .controlPoint, let result = attResult(result)
+    else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    return run(storage) { consumer, actions in
+        consumer.subscriptionCompleted(characteristic, result, at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_notification_source")
+public func ancsConsumerNotificationSource(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ bytes: UnsafePointer<UInt8>?, _ count: Int, _ now: UInt64
+) -> ancs_status {
+    guard bytes != nil || count == 0 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    return run(storage) { consumer, actions in
+        consumer.received(notificationSource: UnsafeRawBufferPointer(start: bytes, count: count), at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_data_source")
+public func ancsConsumerDataSource(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ bytes: UnsafePointer<UInt8>?, _ count: Int, _ now: UInt64
+) -> ancs_status {
+    guard bytes != nil || count == 0 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    return run(storage) { consumer, actions in
+        consumer.received(dataSource: UnsafeRawBufferPointer(start: bytes, count: count), at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_write_result")
+public func ancsConsumerWriteResult(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ token: UInt32, _ result: ancs_status, _ now: UInt64
+) -> ancs_status {
+    guard let result = attResult(result) else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    return run(storage) { consumer, actions in
+        consumer.writeCompleted(WriteToken(rawValue: token), result, at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_tick")
+public func ancsConsumerTick(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
+    run(storage) { consumer, actions in
+        consumer.tick(time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_link_down")
+public func ancsConsumerLinkDown(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
+    run(storage) { consumer, actions in
+        consumer.linkDown(at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_service_changed")
+public func ancsConsumerServiceChanged(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ published: Bool, _ now: UInt64) -> ancs_status {
+    run(storage) { consumer, actions in
+        consumer.serviceChanged(published: published, at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_stop")
+public func ancsConsumerStop(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
+    run(storage) { consumer, actions in
+        consumer.stop(at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}
+
+@_cdecl("ancs_consumer_next_deadline")
+public func ancsConsumerNextDeadline(_ storage: UnsafePointer<ancs_consumer>?, _ deadline: UnsafeMutablePointer<UInt64>?) -> Bool {
+    guard let pointer = instance(UnsafeMutablePointer(mutating: storage)), let next = pointer.pointee.consumer.nextDeadline else { return false }
+    deadline?.pointee = milliseconds(next)
+    return true
+}
+
+@_cdecl("ancs_consumer_in_session")
+public func ancsConsumerInSession(_ storage: UnsafePointer<ancs_consumer>?) -> Bool {
+    instance(UnsafeMutablePointer(mutating: storage))?.pointee.consumer.isInSession ?? false
+}
+
+@_cdecl("ancs_consumer_fetch_attributes")
+public func ancsConsumerFetchAttributes(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ uid: UInt32, _ list: UnsafePointer<ancs_attribute_request>?,
+    _ count: Int, _ now: UInt64, _ requestID: UnsafeMutablePointer<UInt32>?
+) -> ancs_status {
+    guard let list, count > 0, count <= 8 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    var attributes: [NotificationAttributeRequest] = []
+    for index in 0..<count {
+        guard list[index].id <= NotificationAttributeID.negativeActionLabel.rawValue else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+        attributes.append(NotificationAttributeRequest(NotificationAttributeID(rawValue: list[index].id), maxLength: list[index].max_length))
+    }
+    return run(storage) { consumer, actions in
+        let id = consumer.fetchAttributes(attributes, for: NotificationUID(uid), at: time(now), into: &actions)
+        requestID?.pointee = id.rawValue
+        return requestStatus(id, actions)
+    }
+}
+
+@_cdecl("ancs_consumer_fetch_app_attributes")
+public func ancsConsumerFetchAppAttributes(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ identifier: UnsafePointer<UInt8>?, _ length: Int,
+    _ list: UnsafePointer<UInt8>?, _ count: Int, _ now: UInt64, _ requestID: UnsafeMutablePointer<UInt32>?
+) -> ancs_status {
+    guard let identifier, length > 0, list != nil || count == 0, count <= 8 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    let bytes = Array(UnsafeBufferPointer(start: identifier, count: length))
+    var attributes: [AppAttributeID] = [.displayName]
+    if let list, count > 0 { attributes = (0..<count).map { AppAttributeID(rawValue: list[$0]) } }
+    return run(storage) { consumer, actions in
+        let id = consumer.fetchAppAttributes(appIdentifierBytes: bytes, attributes, at: time(now), into: &actions)
+        requestID?.pointee = id.rawValue
+        return requestStatus(id, actions)
+    }
+}
+
+@_cdecl("ancs_consumer_perform_action")
+public func ancsConsumerPerformAction(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ uid: UInt32, _ action: UInt8, _ now: UInt64,
+    _ requestID: UnsafeMutablePointer<UInt32>?
+) -> ancs_status {
+    guard action == ActionID.positive.rawValue || action == ActionID.negative.rawValue else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    return run(storage) { consumer, actions in
+        let id = consumer.performAction(ActionID(rawValue: action), on: NotificationUID(uid), at: time(now), into: &actions)
+        requestID?.pointee = id.rawValue
+        return requestStatus(id, actions)
+    }
+}
+
+@_cdecl("ancs_consumer_cancel")
+public func ancsConsumerCancel(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ requestID: UInt32, _ now: UInt64) -> ancs_status {
+    run(storage) { consumer, actions in
+        consumer.cancel(ConsumerRequestID(rawValue: requestID), at: time(now), into: &actions)
+        return status(Int32(ANCS_OK))
+    }
+}

@@ -1,0 +1,560 @@
+/*
+ * Tests of the C API (ancs.h) against a phone simulated in C: the bytes on
+ * the wire are built here by hand from ANCS.md, independently of the Swift
+ * core. Prints one line per test and "capi: N passed, N failed"; exits 1 on
+ * any failure. The heap is counted through the linker's --wrap of malloc,
+ * free and posix_memalign (see integrations/c/test/run.sh).
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ancs.h"
+
+/* ---- Heap accounting ---------------------------------------------------- */
+void *__real_malloc(size_t);
+void __real_free(void *);
+int __real_posix_memalign(void **, size_t, size_t);
+static long heap_now, heap_peak, heap_allocations;
+static void counted(void *p) {
+    if (!p) return;
+    heap_now += (long)malloc_usable_size(p);
+    heap_allocations++;
+    if (heap_now > heap_peak) heap_peak = heap_now;
+}
+void *__wrap_malloc(size_t n) { void *p = __real_malloc(n); counted(p); return p; }
+int __wrap_posix_memalign(void **p, size_t a, size_t n) {
+    int r = __real_posix_memalign(p, a, n);
+    if (r == 0) counted(*p);
+    return r;
+}
+void __wrap_free(void *p) { if (p) heap_now -= (long)malloc_usable_size(p); __real_free(p); }
+
+/* ---- Checks ------------------------------------------------------------- */
+static int failures_in_test;
+#define CHECK(cond, ...) do { if (!(cond)) { failures_in_test++; printf("    FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+    printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+/* ---- What the consumer asked for ----------------------------------------- */
+#define MAX_EVENTS 4096
+typedef struct {
+    ancs_event_type type;
+    ancs_status status;
+    uint32_t request_id, uid;
+    uint8_t flags, event_id;
+    bool pre_existing, has_app_name;
+    ancs_session_end session_end;
+    char title[80], app_name[64], app_identifier[64], message[300];
+    uint16_t title_length;
+    size_t attribute_count;
+} seen_event;
+
+typedef struct {
+    uint8_t bytes[600];
+    size_t length;
+    uint32_t token;
+} write_request;
+
+typedef struct phone phone;
+typedef struct {
+    ancs_consumer consumer;
+    seen_event events[MAX_EVENTS];
+    int event_count;
+    write_request writes[64];
+    int write_count;         /* queued, not yet answered */
+    int writes_total;
+    int subscribes[3];       /* enable requests per characteristic */
+    int unsubscribes[3];
+    int in_flight;           /* writes issued and not answered: must stay <= 1 */
+    int max_in_flight;
+    /* re-entrancy tests */
+    int answer_writes_at_once;
+    int deinit_in_callback;
+    ancs_status deinit_result;
+} harness;
+
+static void copy_text(char *to, size_t size, const uint8_t *from, size_t length) {
+    size_t n = length < size - 1 ? length : size - 1;
+    if (n) memcpy(to, from, n);
+    to[n] = 0;
+}
+
+static void on_subscribe(void *context, ancs_characteristic which, bool enable) {
+    harness *h = context;
+    if (enable) h->subscribes[which]++; else h->unsubscribes[which]++;
+}
+
+static void on_write(void *context, const uint8_t *bytes, size_t length, uint32_t token) {
+    harness *h = context;
+    h->in_flight++;
+    if (h->in_flight > h->max_in_flight) h->max_in_flight = h->in_flight;
+    h->writes_total++;
+    if (h->answer_writes_at_once) {
+        /* a stack that reports the write's result from inside the call */
+        h->in_flight--;
+        ancs_consumer_write_result(&h->consumer, token, ANCS_OK, 0);
+        return;
+    }
+    if (h->write_count < 64 && length <= sizeof h->writes[0].bytes) {
+        memcpy(h->writes[h->write_count].bytes, bytes, length);
+        h->writes[h->write_count].length = length;
+        h->writes[h->write_count].token = token;
+        h->write_count++;
+    }
+}
+
+static void on_event(void *context, const ancs_event *e) {
+    harness *h = context;
+    if (h->deinit_in_callback) h->deinit_result = ancs_consumer_deinit(&h->consumer);
+    if (h->event_count >= MAX_EVENTS) return;
+    seen_event *s = &h->events[h->event_count++];
+    memset(s, 0, sizeof *s);
+    s->type = e->type;
+    s->status = e->status;
+    s->request_id = e->request_id;
+    s->uid = e->uid;
+    s->flags = e->event_flags;
+    s->event_id = e->event_id;
+    s->pre_existing = e->pre_existing;
+    s->session_end = e->session_end;
+    s->has_app_name = e->has_app_name;
+    s->attribute_count = e->attribute_count;
+    if (e->has_app_name) copy_text(s->app_name, sizeof s->app_name, e->app_name, e->app_name_length);
+    if (e->app_identifier) copy_text(s->app_identifier, sizeof s->app_identifier, e->app_identifier, e->app_identifier_length);
+    for (size_t i = 0; i < e->attribute_count; i++) {
+        const ancs_attribute *a = &e->attributes[i];
+        CHECK(a->length == 0 || a->value != NULL, "attribute %u has no bytes", a->id);
+        if (e->type == ANCS_EVENT_APP_ATTRIBUTES) continue;
+        if (a->id == ANCS_ATTR_TITLE) { copy_text(s->title, sizeof s->title, a->value, a->length); s->title_length = a->length; }
+        if (a->id == ANCS_ATTR_MESSAGE) copy_text(s->message, sizeof s->message, a->value, a->length);
+        if (a->id == ANCS_ATTR_APP_IDENTIFIER && !s->app_identifier[0]) copy_text(s->app_identifier, sizeof s->app_identifier, a->value, a->length);
+    }
+}
+
+static const ancs_consumer_callbacks callbacks = { on_subscribe, on_write, on_event };
+
+static int count_events(harness *h, ancs_event_type type) {
+    int n = 0;
+    for (int i = 0; i < h->event_count; i++) n += h->events[i].type == type;
+    return n;
+}
+
+static seen_event *find_event(harness *h, ancs_event_type type, uint32_t uid) {
+    for (int i = 0; i < h->event_count; i++)
+        if (h->events[i].type == type && h->events[i].uid == uid) return &h->events[i];
+    return NULL;
+}
+
+static seen_event *find_done(harness *h, uint32_t request_id) {
+    for (int i = 0; i < h->event_count; i++)
+        if (h->events[i].type == ANCS_EVENT_REQUEST_DONE && h->events[i].request_id == request_id) return &h->events[i];
+    return NULL;
+}
+
+/* ---- The phone ------------------------------------------------------------ */
+struct phone {
+    uint16_t mtu;
+    uint64_t now;
+    size_t chunk;       /* Data Source fragment size; 0: MTU - 3 */
+    int unknown_apps;   /* answer 0xA2 to Get App Attributes */
+    int wrong_uid;      /* answer Get Notification Attributes with uid + 1 (once) */
+};
+
+static const char *app_of(uint32_t uid) {
+    static const char *apps[] = { "com.apple.MobileSMS", "com.apple.mobilemail", "com.example.bike", "com.apple.mobilephone", "net.whatsapp.WhatsApp" };
+    return apps[uid % 5];
+}
+static const char *name_of(const char *app) {
+    if (!strcmp(app, "com.apple.MobileSMS")) return "Messages";
+    if (!strcmp(app, "com.apple.mobilemail")) return "Mail";
+    if (!strcmp(app, "com.example.bike")) return "Bike";
+    if (!strcmp(app, "com.apple.mobilephone")) return "Phone";
+    return "WhatsApp";
+}
+
+static void put_tuple(uint8_t *out, size_t *n, uint8_t id, const char *value, size_t length) {
+    out[(*n)++] = id;
+    out[(*n)++] = length & 0xff;
+    out[(*n)++] = length >> 8;
+    memcpy(out + *n, value, length);
+    *n += length;
+}
+
+static void send_notification(harness *h, phone *p, uint8_t event, uint8_t flags, uint8_t category, uint32_t uid) {
+    uint8_t ns[8] = { event, flags, category, 1, uid & 0xff, (uid >> 8) & 0xff, (uid >> 16) & 0xff, uid >> 24 };
+    CHECK(ancs_consumer_notification_source(&h->consumer, ns, 8, p->now) == ANCS_OK, "notification source");
+}
+
+static void deliver(harness *h, phone *p, const uint8_t *bytes, size_t length) {
+    size_t step = p->chunk ? p->chunk : (size_t)(p->mtu - 3);
+    for (size_t at = 0; at < length; at += step) {
+        size_t n = length - at < step ? length - at : step;
+        CHECK(ancs_consumer_data_source(&h->consumer, bytes + at, n, p->now) == ANCS_OK, "data source");
+    }
+}
+
+/* Builds the phone's response to a Control Point command; returns its length, or 0 if none follows. */
+static size_t respond(phone *p, const uint8_t *cmd, size_t length, uint8_t *out, ancs_status *result) {
+    size_t n = 0;
+    *result = ANCS_OK;
+    if (length >= 6 && cmd[0] == 0) {
+        uint32_t uid = cmd[1] | cmd[2] << 8 | cmd[3] << 16 | (uint32_t)cmd[4] << 24;
+        uint32_t answered = uid;
+        if (p->wrong_uid) { answered = uid + 1; p->wrong_uid = 0; }
+        if (uid >= 100000) { *result = ANCS_ATT_INVALID_PARAMETER; return 0; }
+        out[n++] = 0;
+        out[n++] = answered & 0xff; out[n++] = (answered >> 8) & 0xff; out[n++] = (answered >> 16) & 0xff; out[n++] = answered >> 24;
+        size_t i = 5;
+        while (i < length) {
+            uint8_t id = cmd[i++];
+            size_t max = 0xffff;
+            if (id == ANCS_ATTR_TITLE || id == ANCS_ATTR_SUBTITLE || id == ANCS_ATTR_MESSAGE) { max = cmd[i] | cmd[i + 1] << 8; i += 2; }
+            char value[300];
+            if (id == ANCS_ATTR_APP_IDENTIFIER) snprintf(value, sizeof value, "%s", app_of(uid));
+            else if (id == ANCS_ATTR_TITLE) snprintf(value, sizeof value, uid == 7 ? "Caf\xc3\xa9 \xf0\x9f\x9a\xb2 ride %u" : "Title %u", uid);
+            else if (id == ANCS_ATTR_MESSAGE) snprintf(value, sizeof value, "Message of notification %u", uid);
+            else if (id == ANCS_ATTR_DATE) snprintf(value, sizeof value, "20261123T2300%02u", uid % 60);
+            else value[0] = 0;
+            size_t vl = strlen(value);
+            if (vl > max) vl = max;
+            put_tuple(out, &n, id, value, vl);
+        }
+        return n;
+    }
+    if (length >= 3 && cmd[0] == 1) {
+        const char *app = (const char *)cmd + 1;
+        size_t al = strnlen(app, length - 1);
+        if (p->unknown_apps) { *result = ANCS_ATT_INVALID_PARAMETER; return 0; }
+        out[n++] = 1;
+        memcpy(out + n, app, al + 1);
+        n += al + 1;
+        for (size_t i = 1 + al + 1; i < length; i++) {
+            const char *name = name_of(app);
+            put_tuple(out, &n, cmd[i], name, strlen(name));
+        }
+        return n;
+    }
+    if (length == 6 && cmd[0] == 2) {
+        uint32_t uid = cmd[1] | cmd[2] << 8 | cmd[3] << 16 | (uint32_t)cmd[4] << 24;
+        *result = uid % 2 ? ANCS_ATT_ACTION_FAILED : ANCS_OK;
+        return 0;
+    }
+    *result = ANCS_ATT_UNKNOWN_COMMAND;
+    return 0;
+}
+
+/* Answers every write the consumer makes, until it makes none. */
+static void pump(harness *h, phone *p) {
+    for (int rounds = 0; h->write_count > 0 && rounds < 100000; rounds++) {
+        write_request w = h->writes[0];
+        memmove(h->writes, h->writes + 1, (size_t)(h->write_count - 1) * sizeof w);
+        h->write_count--;
+        uint8_t out[2048];
+        ancs_status result;
+        size_t n = respond(p, w.bytes, w.length, out, &result);
+        p->now += 5;
+        h->in_flight--;
+        CHECK(ancs_consumer_write_result(&h->consumer, w.token, result, p->now) == ANCS_OK, "write result");
+        if (n) deliver(h, p, out, n);
+    }
+}
+
+static void start(harness *h, phone *p, const ancs_consumer_config *config) {
+    memset(h, 0, sizeof *h);
+    CHECK(ancs_consumer_init(&h->consumer, config, &callbacks, h) == ANCS_OK, "init");
+    CHECK(ancs_consumer_link_up(&h->consumer, p->mtu, p->now) == ANCS_OK, "link up");
+    CHECK(h->subscribes[ANCS_DATA_SOURCE] == 1 && h->subscribes[ANCS_NOTIFICATION_SOURCE] == 0, "Data Source first");
+    ancs_consumer_subscription_result(&h->consumer, ANCS_DATA_SOURCE, ANCS_OK, p->now);
+    CHECK(h->subscribes[ANCS_NOTIFICATION_SOURCE] == 1, "then Notification Source");
+    ancs_consumer_subscription_result(&h->consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, p->now);
+    CHECK(count_events(h, ANCS_EVENT_SESSION_STARTED) == 1, "session started");
+    CHECK(ancs_consumer_in_session(&h->consumer), "in session");
+}
+
+static harness H, H2;
+
+/* ---- Tests ---------------------------------------------------------------- */
+static void test_storage_and_arguments(void) {
+    static ancs_consumer zeroed;
+    CHECK(ancs_consumer_storage_size() <= sizeof(ancs_consumer), "%zu > %zu", ancs_consumer_storage_size(), sizeof(ancs_consumer));
+    CHECK(ancs_consumer_link_up(&zeroed, 23, 0) == ANCS_ERR_STORAGE, "uninitialized storage is refused");
+    CHECK(ancs_consumer_tick(NULL, 0) == ANCS_ERR_STORAGE, "NULL");
+    ancs_consumer_callbacks partial = { on_subscribe, NULL, on_event };
+    CHECK(ancs_consumer_init(&zeroed, NULL, &partial, NULL) == ANCS_ERR_INVALID_ARGUMENT, "a missing callback");
+    CHECK(ancs_consumer_init(&zeroed, NULL, &callbacks, &H) == ANCS_OK, "init with defaults");
+    CHECK(ancs_consumer_link_up(&zeroed, 22, 0) == ANCS_ERR_INVALID_ARGUMENT, "an MTU below 23");
+    CHECK(ancs_consumer_subscription_result(&zeroed, ANCS_CONTROL_POINT, ANCS_OK, 0) == ANCS_ERR_INVALID_ARGUMENT, "Control Point has no subscription");
+    CHECK(ancs_consumer_write_result(&zeroed, 1, 300, 0) == ANCS_ERR_INVALID_ARGUMENT, "result out of range");
+    CHECK(ancs_consumer_perform_action(&zeroed, 1, 7, 0, NULL) == ANCS_ERR_INVALID_ARGUMENT, "action 7");
+    CHECK(ancs_consumer_deinit(&zeroed) == ANCS_OK, "deinit");
+    CHECK(ancs_consumer_deinit(&zeroed) == ANCS_ERR_STORAGE, "deinit twice");
+    CHECK(!strcmp(ancs_status_name(ANCS_ATT_INVALID_PARAMETER), "invalid parameter (ANCS 0xA2)"), "name");
+}
+
+static void test_defaults(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    CHECK(c.request_timeout_ms == 10000 && c.pipelining_depth == 1 && c.max_notifications == 512 && c.max_requests == 64 &&
+          c.max_cached_apps == 128 && c.unlimited_value_length == 1024 && c.display_app_names && c.refresh_on_modified, "defaults");
+    CHECK(c.display_attribute_count == 4 && c.display_attributes[1].id == ANCS_ATTR_TITLE && c.display_attributes[1].max_length == 64 &&
+          c.display_attributes[2].id == ANCS_ATTR_MESSAGE && c.display_attributes[2].max_length == 256, "display attributes");
+}
+
+static void test_ready_one_byte_at_a_time(void) {
+    phone p = { .mtu = 23, .chunk = 1 };
+    start(&H, &p, NULL);
+    send_notification(&H, &p, 0, ANCS_FLAG_POSITIVE_ACTION | ANCS_FLAG_NEGATIVE_ACTION, 4, 7);
+    CHECK(find_event(&H, ANCS_EVENT_ADDED, 7) != NULL, "added");
+    CHECK(H.write_count == 1, "one fetch written");
+    static const uint8_t expected[] = { 0, 7, 0, 0, 0, 0, 1, 64, 0, 3, 0, 1, 5 };
+    CHECK(H.writes[0].length == sizeof expected && !memcmp(H.writes[0].bytes, expected, sizeof expected), "Get Notification Attributes bytes");
+    pump(&H, &p);
+    seen_event *r = find_event(&H, ANCS_EVENT_READY, 7);
+    CHECK(r != NULL, "ready after a response split one byte at a time");
+    if (r) {
+        CHECK(!strcmp(r->title, "Caf\xc3\xa9 \xf0\x9f\x9a\xb2 ride 7"), "title bytes as sent: %s", r->title);
+        CHECK(r->has_app_name && !strcmp(r->app_name, "Bike"), "app name: %s", r->app_name);
+        CHECK(!strcmp(r->app_identifier, "com.example.bike"), "app id");
+        CHECK(r->attribute_count == 4, "4 attributes");
+        CHECK(r->flags == (ANCS_FLAG_POSITIVE_ACTION | ANCS_FLAG_NEGATIVE_ACTION), "flags");
+    }
+    CHECK(H.writes_total == 2, "the fetch and one app name: %d", H.writes_total);
+    /* a second notification of the same app: no second app-name request */
+    send_notification(&H, &p, 0, 0, 4, 12);
+    pump(&H, &p);
+    CHECK(find_event(&H, ANCS_EVENT_READY, 12) && find_event(&H, ANCS_EVENT_READY, 12)->has_app_name, "ready, name from the cache");
+    CHECK(H.writes_total == 3, "app name asked once per session: %d writes", H.writes_total);
+    CHECK(H.max_in_flight == 1, "one write at a time");
+    ancs_consumer_deinit(&H.consumer);
+}
+
+static void test_cut_inside_utf8(void) {
+    ancs_attribute_request title = { ANCS_ATTR_TITLE, 6 };  /* "Café 🚲": cut inside the bicycle */
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.display_attributes = &title;
+    c.display_attribute_count = 1;
+    phone p = { .mtu = 23 };
+    start(&H, &p, &c);
+    send_notification(&H, &p, 0, 0, 4, 7);
+    pump(&H, &p);
+    seen_event *r = find_event(&H, ANCS_EVENT_READY, 7);
+    CHECK(r && r->title_length == 6 && !memcmp(r->title, "Caf\xc3\xa9 ", 6), "6 bytes as sent");
+    CHECK(r && !r->has_app_name, "no AppIdentifier asked: no name");
+    ancs_consumer_deinit(&H.consumer);
+}
+
+static void test_hundred_at_connection(int mtu) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.max_notifications = 128;
+    phone p = { .mtu = (uint16_t)mtu };
+    long before = heap_now;
+    heap_peak = heap_now;
+    start(&H, &p, &c);
+    for (uint32_t uid = 1000; uid < 1100; uid++) send_notification(&H, &p, 0, ANCS_FLAG_PRE_EXISTING, 1, uid);
+    /* a live one arrives during the backlog, and the user acts on one */
+    pump(&H, &p);
+    int ready = count_events(&H, ANCS_EVENT_READY);
+    CHECK(ready == 100, "all 100 shown at MTU %d: %d", mtu, ready);
+    int named = 0;
+    for (int i = 0; i < H.event_count; i++) named += H.events[i].type == ANCS_EVENT_READY && H.events[i].has_app_name;
+    CHECK(named == 100, "every one with its app's name: %d", named);
+    CHECK(H.writes_total == 105, "100 fetches and 5 app names: %d writes", H.writes_total);
+    CHECK(H.max_in_flight == 1, "one write at a time");
+    CHECK(count_events(&H, ANCS_EVENT_DISPLAY_FAILED) == 0, "none failed");
+    printf("    heap at MTU %d: peak %ld bytes above the start, %ld in use with 100 notifications\n", mtu, heap_peak - before, heap_now - before);
+    ancs_consumer_deinit(&H.consumer);
+    CHECK(heap_now == before, "deinit frees everything: %ld bytes left", heap_now - before);
+}
+
+static void test_bounded_by_configuration(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.max_notifications = 16;
+    c.max_requests = 4;
+    phone p = { .mtu = 185 };
+    long before = heap_now;
+    heap_peak = heap_now;
+    start(&H, &p, &c);
+    /* a hostile phone: 2 000 notifications, never answering */
+    for (uint32_t uid = 0; uid < 2000; uid++) send_notification(&H, &p, 0, 0, 1, uid);
+    CHECK(count_events(&H, ANCS_EVENT_REMOVED) == 2000 - 16, "the oldest dropped beyond max_notifications: %d", count_events(&H, ANCS_EVENT_REMOVED));
+    uint32_t id;
+    int refused = 0;
+    for (int i = 0; i < 10; i++)
+        refused += ancs_consumer_fetch_attributes(&H.consumer, 1999, c.display_attributes, 2, p.now, &id) == ANCS_ERR_TOO_MANY_REQUESTS;
+    CHECK(refused == 6, "max_requests 4: %d of 10 refused", refused);
+    long peak = heap_peak - before;
+    printf("    heap with 16 notifications kept of 2 000: peak %ld bytes\n", peak);
+    CHECK(peak < 16 * 1024, "bounded: %ld", peak);
+    ancs_consumer_deinit(&H.consumer);
+    CHECK(heap_now == before, "freed");
+}
+
+static void test_wrong_uid(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.display_attribute_count = 0;
+    phone p = { .mtu = 23, .wrong_uid = 1 };
+    start(&H, &p, &c);
+    send_notification(&H, &p, 0, 0, 1, 5);
+    send_notification(&H, &p, 0, 0, 1, 6);
+    ancs_attribute_request title = { ANCS_ATTR_TITLE, 32 };
+    uint32_t first, second;
+    CHECK(ancs_consumer_fetch_attributes(&H.consumer, 5, &title, 1, p.now, &first) == ANCS_OK, "fetch");
+    CHECK(ancs_consumer_fetch_attributes(&H.consumer, 6, &title, 1, p.now, &second) == ANCS_OK, "fetch");
+    pump(&H, &p);
+    seen_event *a = find_done(&H, first), *b = find_done(&H, second);
+    CHECK(a && a->status == ANCS_ERR_INVALID_RESPONSE, "the wrong answer fails its request at once: %d", a ? a->status : 0);
+    CHECK(b && b->status == ANCS_OK && b->uid == 6 && !strcmp(b->title, "Title 6"), "the next one goes on");
+    ancs_consumer_deinit(&H.consumer);
+}
+
+static void test_actions_and_errors(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.display_attribute_count = 0;
+    phone p = { .mtu = 23 };
+    start(&H, &p, &c);
+    send_notification(&H, &p, 0, ANCS_FLAG_POSITIVE_ACTION | ANCS_FLAG_NEGATIVE_ACTION, 1, 2);
+    send_notification(&H, &p, 0, ANCS_FLAG_NEGATIVE_ACTION, 1, 3);
+    uint32_t ok, failed, unknown, missing, a2;
+    CHECK(ancs_consumer_perform_action(&H.consumer, 2, ANCS_ACTION_POSITIVE, p.now, &ok) == ANCS_OK, "positive");
+    CHECK(H.write_count == 1 && H.writes[0].length == 6 && H.writes[0].bytes[0] == 2 && H.writes[0].bytes[1] == 2 && H.writes[0].bytes[5] == 0, "Perform Notification Action bytes");
+    CHECK(ancs_consumer_perform_action(&H.consumer, 3, ANCS_ACTION_NEGATIVE, p.now, &failed) == ANCS_OK, "negative");
+    CHECK(ancs_consumer_perform_action(&H.consumer, 99, ANCS_ACTION_NEGATIVE, p.now, &unknown) == ANCS_ERR_UNKNOWN_NOTIFICATION, "unknown UID");
+    CHECK(find_done(&H, unknown) && find_done(&H, unknown)->status == ANCS_ERR_UNKNOWN_NOTIFICATION, "also ends as an event");
+    CHECK(ancs_consumer_perform_action(&H.consumer, 3, ANCS_ACTION_POSITIVE, p.now, &missing) == ANCS_ERR_ACTION_NOT_AVAILABLE, "not offered");
+    ancs_attribute_request title = { ANCS_ATTR_TITLE, 32 };
+    CHECK(ancs_consumer_fetch_attributes(&H.consumer, 100000, &title, 1, p.now, &a2) == ANCS_OK, "fetch of a UID the phone does not have");
+    pump(&H, &p);
+    CHECK(find_done(&H, ok) && find_done(&H, ok)->status == ANCS_OK, "performed");
+    CHECK(find_done(&H, failed) && find_done(&H, failed)->status == ANCS_ATT_ACTION_FAILED, "0xA3 reported as such");
+    CHECK(find_done(&H, a2) && find_done(&H, a2)->status == ANCS_ATT_INVALID_PARAMETER, "0xA2 reported as such");
+    /* app attributes: unknown app */
+    p.unknown_apps = 1;
+    uint32_t app;
+    CHECK(ancs_consumer_fetch_app_attributes(&H.consumer, (const uint8_t *)"com.nowhere", 11, NULL, 0, p.now, &app) == ANCS_OK, "app fetch");
+    pump(&H, &p);
+    CHECK(find_done(&H, app) && find_done(&H, app)->status == ANCS_ATT_INVALID_PARAMETER, "unknown app: 0xA2");
+    p.unknown_apps = 0;
+    CHECK(ancs_consumer_fetch_app_attributes(&H.consumer, (const uint8_t *)"com.example.bike", 16, NULL, 0, p.now, &app) == ANCS_OK, "app fetch");
+    pump(&H, &p);
+    CHECK(find_done(&H, app) && !strcmp(find_done(&H, app)->app_identifier, "com.example.bike"), "app fetch answered");
+    ancs_consumer_deinit(&H.consumer);
+}
+
+static void test_link_drop_and_timeout(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.display_attribute_count = 0;
+    c.request_timeout_ms = 2000;
+    phone p = { .mtu = 23, .now = 1000 };
+    start(&H, &p, &c);
+    send_notification(&H, &p, 0, 0, 1, 1);
+    ancs_attribute_request title = { ANCS_ATTR_TITLE, 64 };
+    uint32_t id;
+    ancs_consumer_fetch_attributes(&H.consumer, 1, &title, 1, p.now, &id);
+    CHECK(H.write_count == 1, "written");
+    uint64_t deadline = 0;
+    CHECK(ancs_consumer_next_deadline(&H.consumer, &deadline) && deadline == 3000, "deadline 2 s after the write: %llu", (unsigned long long)deadline);
+    H.in_flight--;
+    ancs_consumer_write_result(&H.consumer, H.writes[0].token, ANCS_OK, 1100);
+    H.write_count = 0;
+    ancs_consumer_tick(&H.consumer, 2999);
+    CHECK(!find_done(&H, id), "not before");
+    ancs_consumer_tick(&H.consumer, 3000);
+    CHECK(find_done(&H, id) && find_done(&H, id)->status == ANCS_ERR_TIMED_OUT, "timed out");
+    /* a link that drops mid-response */
+    ancs_consumer_fetch_attributes(&H.consumer, 1, &title, 1, 3100, &id);
+    CHECK(H.write_count == 1, "written");
+    H.in_flight--;
+    ancs_consumer_write_result(&H.consumer, H.writes[0].token, ANCS_OK, 3110);
+    static const uint8_t half[] = { 0, 1, 0, 0, 0, 1, 10, 0, 'H', 'a', 'l' };
+    ancs_consumer_data_source(&H.consumer, half, sizeof half, 3120);
+    ancs_consumer_link_down(&H.consumer, 3130);
+    CHECK(find_done(&H, id) && find_done(&H, id)->status == ANCS_ERR_SESSION_ENDED, "ended with the session");
+    seen_event *end = find_event(&H, ANCS_EVENT_SESSION_ENDED, 0);
+    CHECK(end && end->session_end == ANCS_SESSION_LINK_DOWN, "session ended: link down");
+    CHECK(!ancs_consumer_next_deadline(&H.consumer, &deadline), "nothing waits");
+    CHECK(ancs_consumer_perform_action(&H.consumer, 1, 0, 3200, &id) == ANCS_ERR_NOT_CONNECTED, "no session");
+    ancs_consumer_deinit(&H.consumer);
+}
+
+static void test_subscription_refused_and_service_changed(void) {
+    phone p = { .mtu = 23 };
+    memset(&H, 0, sizeof H);
+    ancs_consumer_init(&H.consumer, NULL, &callbacks, &H);
+    ancs_consumer_link_up(&H.consumer, 23, 0);
+    ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_ATT_INSUFFICIENT_AUTHENTICATION, 0);
+    CHECK(find_event(&H, ANCS_EVENT_DATA_SOURCE_UNAVAILABLE, 0) && find_event(&H, ANCS_EVENT_DATA_SOURCE_UNAVAILABLE, 0)->status == 5, "Data Source refused: 0x05");
+    ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_ATT_INSUFFICIENT_AUTHENTICATION, 0);
+    seen_event *end = find_event(&H, ANCS_EVENT_SESSION_ENDED, 0);
+    CHECK(end && end->session_end == ANCS_SESSION_SUBSCRIPTION_FAILED && end->status == 5, "Notification Source refused ends the session");
+    /* the adapter secures the link and starts again: link_up */
+    H.event_count = 0;
+    ancs_consumer_link_up(&H.consumer, 23, 10);
+    CHECK(H.subscribes[ANCS_DATA_SOURCE] == 2, "subscribes again");
+    ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_OK, 10);
+    ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, 10);
+    send_notification(&H, &p, 0, 0, 1, 3);
+    pump(&H, &p);
+    CHECK(find_event(&H, ANCS_EVENT_READY, 3), "shown after the retry");
+    ancs_consumer_service_changed(&H.consumer, false, 20);
+    end = find_event(&H, ANCS_EVENT_SESSION_ENDED, 0);
+    CHECK(end && end->session_end == ANCS_SESSION_SERVICE_UNPUBLISHED, "ANCS removed");
+    ancs_consumer_service_changed(&H.consumer, true, 30);
+    CHECK(H.subscribes[ANCS_DATA_SOURCE] == 3, "ANCS back: subscribes again");
+    ancs_consumer_stop(&H.consumer, 40);
+    ancs_consumer_deinit(&H.consumer);
+}
+
+static void test_reentrancy_and_instances(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    phone p = { .mtu = 23 };
+    start(&H, &p, &c);
+    start(&H2, &p, &c);
+    H.answer_writes_at_once = 1;  /* write results reported from inside write_control_point */
+    send_notification(&H, &p, 0, ANCS_FLAG_POSITIVE_ACTION, 1, 8);
+    uint32_t id;
+    CHECK(ancs_consumer_perform_action(&H.consumer, 8, ANCS_ACTION_POSITIVE, 0, &id) == ANCS_OK, "action");
+    CHECK(find_done(&H, id) && find_done(&H, id)->status == ANCS_OK, "completed from inside the callback");
+    CHECK(H2.event_count == 1 && count_events(&H2, ANCS_EVENT_ADDED) == 0, "the other instance saw nothing");
+    H.deinit_in_callback = 1;
+    send_notification(&H, &p, 2, 0, 1, 8);
+    CHECK(H.deinit_result == ANCS_ERR_BUSY, "deinit refused inside a callback");
+    H.deinit_in_callback = 0;
+    CHECK(ancs_consumer_deinit(&H.consumer) == ANCS_OK, "deinit after");
+    CHECK(ancs_consumer_deinit(&H2.consumer) == ANCS_OK, "deinit");
+}
+
+int main(void) {
+    struct { const char *name; void (*run)(void); } tests[] = {
+        { "storage and arguments", test_storage_and_arguments },
+        { "defaults", test_defaults },
+        { "ready to show, a response split one byte at a time", test_ready_one_byte_at_a_time },
+        { "a value cut inside a UTF-8 sequence", test_cut_inside_utf8 },
+        { "100 notifications at connection, MTU 23", NULL },
+        { "100 notifications at connection, MTU 185", NULL },
+        { "bounded by the configuration against 2 000 notifications", test_bounded_by_configuration },
+        { "a response for the wrong UID", test_wrong_uid },
+        { "actions, 0xA2 and 0xA3", test_actions_and_errors },
+        { "a timeout and a link that drops mid-response", test_link_drop_and_timeout },
+        { "subscriptions refused, Service Changed", test_subscription_refused_and_service_changed },
+        { "callbacks that call back, two instances", test_reentrancy_and_instances },
+    };
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        failures_in_test = 0;
+        if (tests[i].run) tests[i].run();
+        else test_hundred_at_connection(strstr(tests[i].name, "185") ? 185 : 23);
+        printf("%s %s\n", failures_in_test ? "FAIL" : "ok  ", tests[i].name);
+        if (failures_in_test) failed++; else passed++;
+    }
+    printf("capi: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

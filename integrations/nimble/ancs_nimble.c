@@ -1,0 +1,620 @@
+/*
+ * ancs_nimble.c — the ANCS consumer on NimBLE's GATT client (see ancs_nimble.h).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ancs_nimble.h"
+
+/* 7905F431-B5CE-4E99-A40F-4B1E122D00D0 and its characteristics, little-endian */
+static const ble_uuid128_t ancs_service_uuid = BLE_UUID128_INIT(
+    0xd0, 0x00, 0x2d, 0x12, 0x1e, 0x4b, 0x0f, 0xa4, 0x99, 0x4e, 0xce, 0xb5, 0x31, 0xf4, 0x05, 0x79);
+static const ble_uuid128_t notification_source_uuid = BLE_UUID128_INIT(
+    0xbd, 0x1d, 0xa2, 0x99, 0xe6, 0x25, 0x58, 0x8c, 0xd9, 0x42, 0x01, 0x63, 0x0d, 0x12, 0xbf, 0x9f);
+static const ble_uuid128_t control_point_uuid = BLE_UUID128_INIT(
+    0xd9, 0xd9, 0xaa, 0xfd, 0xbd, 0x9b, 0x21, 0x98, 0xa8, 0x49, 0xe1, 0x45, 0xf3, 0xd8, 0xd1, 0x69);
+static const ble_uuid128_t data_source_uuid = BLE_UUID128_INIT(
+    0xfb, 0x7b, 0x7c, 0xce, 0x6a, 0xb3, 0x44, 0xbe, 0xb5, 0x4b, 0xd6, 0x24, 0xe9, 0xc6, 0xea, 0x22);
+#define GATT_SERVICE_UUID16 0x1801
+#define SERVICE_CHANGED_UUID16 0x2A05
+#define ATT_ATTRIBUTE_NOT_FOUND 0x0A
+
+enum { FIRST_RETRY_MS = 2000, LAST_RETRY_MS = 60000 };
+
+enum phase {
+    PHASE_IDLE,
+    PHASE_GATT_SERVICE,
+    PHASE_GATT_CHARACTERISTICS,
+    PHASE_GATT_DESCRIPTORS,
+    PHASE_ANCS_SERVICE,
+    PHASE_ANCS_CHARACTERISTICS,
+    PHASE_ANCS_DESCRIPTORS,
+    PHASE_READY,
+    PHASE_ABSENT,        /* ANCS is not on the phone now: wait for Service Changed */
+};
+
+static void say(ancs_nimble *a, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void discover_ancs(ancs_nimble *a);
+static void discover(ancs_nimble *a);
+static void schedule(ancs_nimble *a);
+
+static void
+say(ancs_nimble *a, const char *format, ...)
+{
+    char text[160];
+    va_list args;
+
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    a->on_event(a->context, NULL, text);
+}
+
+static uint64_t
+now(ancs_nimble *a)
+{
+    uint32_t ms = ble_npl_time_ticks_to_ms32(ble_npl_time_get());
+
+    a->now_ms += (uint32_t)(ms - a->last_ms);   /* 32-bit milliseconds wrap after 49 days; this does not */
+    a->last_ms = ms;
+    return a->now_ms;
+}
+
+/* An ATT result in ancs.h's number space, from a NimBLE status. */
+static ancs_status
+result_of(int status)
+{
+    if (status == 0) return ANCS_OK;
+    if (status > BLE_HS_ERR_ATT_BASE && status <= BLE_HS_ERR_ATT_BASE + 0xFF) return status - BLE_HS_ERR_ATT_BASE;
+    return ANCS_ERR_TRANSPORT;
+}
+
+static bool
+encrypted(ancs_nimble *a)
+{
+    struct ble_gap_conn_desc desc;
+
+    return ble_gap_conn_find(a->conn, &desc) == 0 && desc.sec_state.encrypted;
+}
+
+static bool
+wants_security(ancs_nimble *a, int status)
+{
+    return (status == BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_AUTHEN) ||
+            status == BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_ENC)) && !encrypted(a);
+}
+
+static void
+start_security(ancs_nimble *a)
+{
+    int rc;
+
+    if (a->security_started) return;
+    a->security_started = true;
+    rc = ble_gap_security_initiate(a->conn);
+    say(a, "security: the phone wants an encrypted link; asking for it (rc %d)", rc);
+}
+
+/* ---- the engine's callbacks ---- */
+
+static int on_ns_cccd_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg);
+static int on_ds_cccd_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg);
+static int on_cccd_cleared(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg);
+
+/* A GATT write of ours ended (callbacks of a connection that is gone may still come). */
+static bool
+write_ended(ancs_nimble *a, uint16_t conn)
+{
+    if (conn != a->conn) return false;
+    if (a->writes_in_flight) a->writes_in_flight--;
+    return true;
+}
+
+static void
+write_cccd(ancs_nimble *a, ancs_characteristic which, bool enable)
+{
+    uint8_t value[2] = { enable ? 1 : 0, 0 };
+    uint16_t handle = which == ANCS_NOTIFICATION_SOURCE ? a->ns_cccd : a->ds_cccd;
+    int rc;
+
+    if (!handle || a->conn == BLE_HS_CONN_HANDLE_NONE) {
+        if (enable) ancs_consumer_subscription_result(&a->consumer, which, handle ? ANCS_ERR_TRANSPORT : ATT_ATTRIBUTE_NOT_FOUND, now(a));
+        return;
+    }
+    rc = ble_gattc_write_flat(a->conn, handle, value, sizeof value,
+                              !enable ? on_cccd_cleared
+                              : which == ANCS_NOTIFICATION_SOURCE ? on_ns_cccd_written : on_ds_cccd_written, a);
+    if (rc == 0) a->writes_in_flight++;
+    else if (enable) ancs_consumer_subscription_result(&a->consumer, which, ANCS_ERR_TRANSPORT, now(a));
+}
+
+static void
+engine_subscribe(void *context, ancs_characteristic which, bool enable)
+{
+    write_cccd(context, which, enable);
+}
+
+static int
+on_cp_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
+{
+    ancs_nimble *a = arg;
+
+    (void)attr;
+    if (!write_ended(a, conn)) return 0;
+    ancs_consumer_write_result(&a->consumer, a->cp_token, result_of(error->status), now(a));
+    if (a->discovery_wanted && a->writes_in_flight == 0) discover(a);
+    schedule(a);
+    return 0;
+}
+
+static void
+engine_write(void *context, const uint8_t *bytes, size_t length, uint32_t token)
+{
+    ancs_nimble *a = context;
+    int rc = BLE_HS_ENOTCONN;
+
+    if (a->cp_value && a->conn != BLE_HS_CONN_HANDLE_NONE && length <= 0xFFFF) {
+        a->cp_token = token;
+        if (length + 3 <= ble_att_mtu(a->conn)) {
+            rc = ble_gattc_write_flat(a->conn, a->cp_value, bytes, (uint16_t)length, on_cp_written, a);
+        } else {
+            /* Longer than one Write Request carries (MTU - 3; e.g. Get App
+             * Attributes of a long bundle identifier at MTU 23): a long write,
+             * Prepare Write requests then Execute Write. */
+            struct os_mbuf *om = ble_hs_mbuf_from_flat(bytes, (uint16_t)length);
+            rc = om ? ble_gattc_write_long(a->conn, a->cp_value, 0, om, on_cp_written, a) : BLE_HS_ENOMEM;
+        }
+    }
+    if (rc == 0) a->writes_in_flight++;
+    else ancs_consumer_write_result(&a->consumer, token, a->cp_value ? ANCS_ERR_TRANSPORT : ATT_ATTRIBUTE_NOT_FOUND, now(a));
+}
+
+static void
+engine_event(void *context, const ancs_event *event)
+{
+    ancs_nimble *a = context;
+
+    if (event->type == ANCS_EVENT_SESSION_ENDED && event->session_end == ANCS_SESSION_SUBSCRIPTION_FAILED &&
+        a->conn != BLE_HS_CONN_HANDLE_NONE) {
+        /* e.g. 0x08 until the phone's user allows notifications: start again later, on this link */
+        a->retry_at = now(a) + a->retry_delay_ms;
+        say(a, "subscription refused (%s): starting again in %u ms", ancs_status_name(event->status), (unsigned)a->retry_delay_ms);
+        a->retry_delay_ms = a->retry_delay_ms * 2 > LAST_RETRY_MS ? LAST_RETRY_MS : a->retry_delay_ms * 2;
+    }
+    a->on_event(a->context, event, NULL);
+}
+
+static const ancs_consumer_callbacks engine_callbacks = { engine_subscribe, engine_write, engine_event };
+
+/* ---- subscriptions ---- */
+
+static void
+cccd_written(ancs_nimble *a, uint16_t conn, ancs_characteristic which, const struct ble_gatt_error *error)
+{
+    if (!write_ended(a, conn)) return;
+    if (wants_security(a, error->status)) {
+        a->resubscribe = (int8_t)which;   /* written again once the link is encrypted */
+        start_security(a);
+    } else {
+        if (which == ANCS_NOTIFICATION_SOURCE && error->status == 0) a->retry_delay_ms = FIRST_RETRY_MS;
+        ancs_consumer_subscription_result(&a->consumer, which, result_of(error->status), now(a));
+    }
+    if (a->discovery_wanted && a->writes_in_flight == 0) discover(a);
+    schedule(a);
+}
+
+static int
+on_ns_cccd_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
+{
+    (void)attr;
+    cccd_written(arg, conn, ANCS_NOTIFICATION_SOURCE, error);
+    return 0;
+}
+
+static int
+on_ds_cccd_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
+{
+    (void)attr;
+    cccd_written(arg, conn, ANCS_DATA_SOURCE, error);
+    return 0;
+}
+
+static int
+on_cccd_cleared(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
+{
+    ancs_nimble *a = arg;
+
+    (void)error; (void)attr;
+    if (write_ended(a, conn) && a->discovery_wanted && a->writes_in_flight == 0) discover(a);
+    return 0;
+}
+
+/* ---- discovery ---- */
+
+static void
+discovery_failed(ancs_nimble *a, const char *what, int status)
+{
+    if (wants_security(a, status)) {
+        say(a, "%s needs an encrypted link", what);
+        a->phase = PHASE_IDLE;
+        a->discovery_wanted = true;   /* again after encryption */
+        start_security(a);
+        return;
+    }
+    say(a, "%s failed: status 0x%x", what, status);
+    a->phase = PHASE_IDLE;
+}
+
+/* The CCCD belongs to the characteristic with the largest value handle below it. */
+static uint16_t
+owner_of(ancs_nimble *a, uint16_t descriptor)
+{
+    uint16_t owner = 0;
+
+    for (int i = 0; i < a->value_count; i++)
+        if (a->values[i] < descriptor && a->values[i] > owner) owner = a->values[i];
+    return owner;
+}
+
+static void
+ancs_found(ancs_nimble *a)
+{
+    a->phase = PHASE_READY;
+    a->published = true;
+    say(a, "ANCS found: Notification Source 0x%04x (CCCD 0x%04x), Control Point 0x%04x, Data Source 0x%04x (CCCD 0x%04x)",
+        a->ns_value, a->ns_cccd, a->cp_value, a->ds_value, a->ds_cccd);
+    if (!a->link_given) {
+        a->link_given = true;
+        ancs_consumer_link_up(&a->consumer, ble_att_mtu(a->conn), now(a));
+    } else {
+        ancs_consumer_service_changed(&a->consumer, true, now(a));
+    }
+}
+
+static int
+on_ancs_descriptor(uint16_t conn, const struct ble_gatt_error *error, uint16_t value, const struct ble_gatt_dsc *dsc, void *arg)
+{
+    ancs_nimble *a = arg;
+    uint16_t owner;
+
+    (void)conn; (void)value;
+    if (error->status == BLE_HS_EDONE) {
+        if (!a->ns_value || !a->ns_cccd) {
+            say(a, "ANCS has no Notification Source to subscribe to");
+            a->phase = PHASE_ABSENT;
+        } else {
+            ancs_found(a);
+        }
+        schedule(a);
+        return 0;
+    }
+    if (error->status != 0) { discovery_failed(a, "ANCS descriptor discovery", error->status); return 0; }
+    if (ble_uuid_cmp(&dsc->uuid.u, BLE_UUID16_DECLARE(BLE_GATT_DSC_CLT_CFG_UUID16)) != 0) return 0;
+    owner = owner_of(a, dsc->handle);
+    if (owner && owner == a->ns_value) a->ns_cccd = dsc->handle;
+    if (owner && owner == a->ds_value) a->ds_cccd = dsc->handle;
+    return 0;
+}
+
+static int
+on_ancs_characteristic(uint16_t conn, const struct ble_gatt_error *error, const struct ble_gatt_chr *chr, void *arg)
+{
+    ancs_nimble *a = arg;
+
+    if (error->status == BLE_HS_EDONE) {
+        a->phase = PHASE_ANCS_DESCRIPTORS;
+        if (ble_gattc_disc_all_dscs(conn, a->ancs_start, a->ancs_end, on_ancs_descriptor, a) != 0)
+            discovery_failed(a, "ANCS descriptor discovery", BLE_HS_EUNKNOWN);
+        return 0;
+    }
+    if (error->status != 0) { discovery_failed(a, "ANCS characteristic discovery", error->status); return 0; }
+    if (ble_uuid_cmp(&chr->uuid.u, &notification_source_uuid.u) == 0) a->ns_value = chr->val_handle;
+    if (ble_uuid_cmp(&chr->uuid.u, &control_point_uuid.u) == 0) a->cp_value = chr->val_handle;
+    if (ble_uuid_cmp(&chr->uuid.u, &data_source_uuid.u) == 0) a->ds_value = chr->val_handle;
+    if (a->value_count < sizeof a->values / sizeof a->values[0]) a->values[a->value_count++] = chr->val_handle;
+    return 0;
+}
+
+static int
+on_ancs_service(uint16_t conn, const struct ble_gatt_error *error, const struct ble_gatt_svc *service, void *arg)
+{
+    ancs_nimble *a = arg;
+
+    if (error->status == 0) {
+        a->ancs_start = service->start_handle;
+        a->ancs_end = service->end_handle;
+        return 0;
+    }
+    if (error->status != BLE_HS_EDONE) { discovery_failed(a, "ANCS service discovery", error->status); return 0; }
+    if (!a->ancs_start) {
+        say(a, "ANCS is not published on the phone: waiting for Service Changed");
+        a->phase = PHASE_ABSENT;
+        return 0;
+    }
+    a->phase = PHASE_ANCS_CHARACTERISTICS;
+    a->value_count = 0;
+    if (ble_gattc_disc_all_chrs(conn, a->ancs_start, a->ancs_end, on_ancs_characteristic, a) != 0)
+        discovery_failed(a, "ANCS characteristic discovery", BLE_HS_EUNKNOWN);
+    return 0;
+}
+
+static void
+discover_ancs(ancs_nimble *a)
+{
+    a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
+    a->phase = PHASE_ANCS_SERVICE;
+    if (ble_gattc_disc_svc_by_uuid(a->conn, &ancs_service_uuid.u, on_ancs_service, a) != 0)
+        discovery_failed(a, "ANCS service discovery", BLE_HS_EUNKNOWN);
+}
+
+static int
+on_sc_subscribed(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
+{
+    ancs_nimble *a = arg;
+
+    (void)attr;
+    if (!write_ended(a, conn)) return 0;
+    if (error->status != 0) say(a, "Service Changed subscription: status 0x%x", error->status);
+    if (wants_security(a, error->status)) {
+        a->discovery_wanted = true;
+        a->sc_cccd = 0;   /* discover the GATT service again once encrypted */
+        a->phase = PHASE_IDLE;
+        start_security(a);
+    } else {
+        discover_ancs(a);
+    }
+    schedule(a);
+    return 0;
+}
+
+static int
+on_gatt_descriptor(uint16_t conn, const struct ble_gatt_error *error, uint16_t value, const struct ble_gatt_dsc *dsc, void *arg)
+{
+    ancs_nimble *a = arg;
+    static const uint8_t indicate[2] = { 2, 0 };
+
+    (void)value;
+    if (error->status == BLE_HS_EDONE) {
+        if (a->sc_cccd && ble_gattc_write_flat(conn, a->sc_cccd, indicate, sizeof indicate, on_sc_subscribed, a) == 0) {
+            a->writes_in_flight++;
+        } else {
+            say(a, "no Service Changed to subscribe to");
+            discover_ancs(a);
+        }
+        return 0;
+    }
+    if (error->status != 0) { discovery_failed(a, "GATT descriptor discovery", error->status); return 0; }
+    if (ble_uuid_cmp(&dsc->uuid.u, BLE_UUID16_DECLARE(BLE_GATT_DSC_CLT_CFG_UUID16)) == 0 &&
+        a->sc_value && owner_of(a, dsc->handle) == a->sc_value)
+        a->sc_cccd = dsc->handle;
+    return 0;
+}
+
+static int
+on_gatt_characteristic(uint16_t conn, const struct ble_gatt_error *error, const struct ble_gatt_chr *chr, void *arg)
+{
+    ancs_nimble *a = arg;
+
+    if (error->status == BLE_HS_EDONE) {
+        a->phase = PHASE_GATT_DESCRIPTORS;
+        if (!a->sc_value || ble_gattc_disc_all_dscs(conn, a->gatt_start, a->gatt_end, on_gatt_descriptor, a) != 0) {
+            say(a, "the phone's GATT service has no Service Changed");
+            discover_ancs(a);
+        }
+        return 0;
+    }
+    if (error->status != 0) { discovery_failed(a, "GATT characteristic discovery", error->status); return 0; }
+    if (ble_uuid_cmp(&chr->uuid.u, BLE_UUID16_DECLARE(SERVICE_CHANGED_UUID16)) == 0) a->sc_value = chr->val_handle;
+    if (a->value_count < sizeof a->values / sizeof a->values[0]) a->values[a->value_count++] = chr->val_handle;
+    return 0;
+}
+
+static int
+on_gatt_service(uint16_t conn, const struct ble_gatt_error *error, const struct ble_gatt_svc *service, void *arg)
+{
+    ancs_nimble *a = arg;
+
+    if (error->status == 0) {
+        a->gatt_start = service->start_handle;
+        a->gatt_end = service->end_handle;
+        return 0;
+    }
+    if (error->status != BLE_HS_EDONE) { discovery_failed(a, "GATT service discovery", error->status); return 0; }
+    if (!a->gatt_start) {
+        discover_ancs(a);
+        return 0;
+    }
+    a->phase = PHASE_GATT_CHARACTERISTICS;
+    a->value_count = 0;
+    if (ble_gattc_disc_all_chrs(conn, a->gatt_start, a->gatt_end, on_gatt_characteristic, a) != 0)
+        discover_ancs(a);
+    return 0;
+}
+
+/* Discovery of what is not known yet; waits while a write is in flight (ATT: one request at a time). */
+static void
+discover(ancs_nimble *a)
+{
+    if (a->conn == BLE_HS_CONN_HANDLE_NONE) return;
+    if (a->writes_in_flight > 0) { a->discovery_wanted = true; return; }
+    a->discovery_wanted = false;
+    if (!a->sc_cccd && !a->gatt_start) {
+        a->phase = PHASE_GATT_SERVICE;
+        if (ble_gattc_disc_svc_by_uuid(a->conn, BLE_UUID16_DECLARE(GATT_SERVICE_UUID16), on_gatt_service, a) != 0)
+            discover_ancs(a);
+    } else {
+        discover_ancs(a);
+    }
+}
+
+/* ---- time ---- */
+
+static void
+on_timer(struct ble_npl_event *event)
+{
+    ancs_nimble *a = ble_npl_event_get_arg(event);
+    uint64_t t = now(a);
+
+    if (a->retry_at && t >= a->retry_at && a->conn != BLE_HS_CONN_HANDLE_NONE) {
+        a->retry_at = 0;
+        say(a, "subscribing again");
+        ancs_consumer_link_up(&a->consumer, ble_att_mtu(a->conn), t);
+    }
+    ancs_consumer_tick(&a->consumer, t);
+    schedule(a);
+}
+
+static void
+schedule(ancs_nimble *a)
+{
+    uint64_t next = 0, deadline, t = now(a);
+    bool due = false;
+
+    if (ancs_consumer_next_deadline(&a->consumer, &deadline)) { next = deadline; due = true; }
+    if (a->retry_at && (!due || a->retry_at < next)) { next = a->retry_at; due = true; }
+    if (!due) { ble_npl_callout_stop(&a->timer); return; }
+    uint64_t wait = next > t ? next - t : 0;
+    if (wait > 3600000) wait = 3600000;
+    ble_npl_callout_reset(&a->timer, ble_npl_time_ms_to_ticks32((uint32_t)wait) + 1);
+}
+
+/* ---- public ---- */
+
+static void
+forget_connection(ancs_nimble *a)
+{
+    a->conn = BLE_HS_CONN_HANDLE_NONE;
+    a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
+    a->gatt_start = a->gatt_end = a->sc_value = a->sc_cccd = 0;
+    a->value_count = 0;
+    a->phase = PHASE_IDLE;
+    a->link_given = a->published = a->discovery_wanted = a->security_started = false;
+    a->writes_in_flight = 0;
+    a->resubscribe = -1;
+    a->retry_at = 0;
+    a->retry_delay_ms = FIRST_RETRY_MS;
+}
+
+int
+ancs_nimble_init(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble_event_fn *on_event, void *context)
+{
+    ancs_status status;
+
+    if (!a || !on_event) return BLE_HS_EINVAL;
+    memset(a, 0, sizeof *a);
+    a->on_event = on_event;
+    a->context = context;
+    forget_connection(a);
+    a->last_ms = ble_npl_time_ticks_to_ms32(ble_npl_time_get());
+    status = ancs_consumer_init(&a->consumer, config, &engine_callbacks, a);
+    if (status != ANCS_OK) return BLE_HS_EINVAL;
+    ble_npl_callout_init(&a->timer, nimble_port_get_dflt_eventq(), on_timer, a);
+    return 0;
+}
+
+int
+ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
+{
+    struct os_mbuf *om;
+    uint16_t length = 0, handle;
+
+    switch (event->type) {
+    case BLE_GAP_EVENT_CONNECT:
+        if (event->connect.status != 0 || a->conn != BLE_HS_CONN_HANDLE_NONE) break;
+        forget_connection(a);
+        a->conn = event->connect.conn_handle;
+        discover(a);
+        break;
+    case BLE_GAP_EVENT_DISCONNECT:
+        if (event->disconnect.conn.conn_handle != a->conn) break;
+        if (a->link_given) ancs_consumer_link_down(&a->consumer, now(a));
+        forget_connection(a);
+        break;
+    case BLE_GAP_EVENT_ENC_CHANGE:
+        if (event->enc_change.conn_handle != a->conn) break;
+        a->security_started = false;
+        if (event->enc_change.status != 0) {
+            say(a, "security failed: status %d", event->enc_change.status);
+            if (a->resubscribe >= 0) {
+                ancs_characteristic which = (ancs_characteristic)a->resubscribe;
+                a->resubscribe = -1;
+                ancs_consumer_subscription_result(&a->consumer, which, ANCS_ATT_INSUFFICIENT_AUTHENTICATION, now(a));
+            }
+            break;
+        }
+        if (a->resubscribe >= 0) {
+            ancs_characteristic which = (ancs_characteristic)a->resubscribe;
+            a->resubscribe = -1;
+            write_cccd(a, which, true);
+        }
+        if (a->discovery_wanted || a->phase == PHASE_IDLE) discover(a);
+        break;
+    case BLE_GAP_EVENT_MTU:
+        if (event->mtu.conn_handle != a->conn) break;
+        if (a->link_given) ancs_consumer_mtu_changed(&a->consumer, event->mtu.value, now(a));
+        break;
+    case BLE_GAP_EVENT_NOTIFY_RX:
+        if (event->notify_rx.conn_handle != a->conn) break;
+        om = event->notify_rx.om;
+        handle = event->notify_rx.attr_handle;
+        if (ble_hs_mbuf_to_flat(om, a->rx, sizeof a->rx, &length) != 0 && length == 0) break;
+        if (handle == a->ns_value && a->ns_value) {
+            ancs_consumer_notification_source(&a->consumer, a->rx, length, now(a));
+        } else if (handle == a->ds_value && a->ds_value) {
+            ancs_consumer_data_source(&a->consumer, a->rx, length, now(a));
+        } else if (handle == a->sc_value && a->sc_value && length >= 4) {
+            uint16_t start = a->rx[0] | a->rx[1] << 8, end = a->rx[2] | a->rx[3] << 8;
+            bool touches_ancs = !a->ancs_start || (start <= a->ancs_end && end >= a->ancs_start);
+            say(a, "Service Changed: handles 0x%04x-0x%04x%s", start, end, touches_ancs ? " (ANCS)" : "");
+            if (!touches_ancs) break;
+            if (a->published && a->link_given) ancs_consumer_service_changed(&a->consumer, false, now(a));
+            a->published = false;
+            if (a->writes_in_flight > 0) {
+                a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
+                a->discovery_wanted = true;
+            } else {
+                discover_ancs(a);
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    schedule(a);
+    return 0;
+}
+
+ancs_consumer *
+ancs_nimble_consumer(ancs_nimble *a)
+{
+    return &a->consumer;
+}
+
+ancs_status
+ancs_nimble_fetch_attributes(ancs_nimble *a, uint32_t uid, const ancs_attribute_request *attributes, size_t count,
+                             uint32_t *request_id)
+{
+    ancs_status status = ancs_consumer_fetch_attributes(&a->consumer, uid, attributes, count, now(a), request_id);
+    schedule(a);
+    return status;
+}
+
+ancs_status
+ancs_nimble_fetch_app_attributes(ancs_nimble *a, const char *app_identifier, uint32_t *request_id)
+{
+    ancs_status status = ancs_consumer_fetch_app_attributes(&a->consumer, (const uint8_t *)app_identifier,
+                                                            app_identifier ? strlen(app_identifier) : 0, NULL, 0,
+                                                            now(a), request_id);
+    schedule(a);
+    return status;
+}
+
+ancs_status
+ancs_nimble_perform_action(ancs_nimble *a, uint32_t uid, uint8_t action, uint32_t *request_id)
+{
+    ancs_status status = ancs_consumer_perform_action(&a->consumer, uid, action, now(a), request_id);
+    schedule(a);
+    return status;
+}

@@ -1,0 +1,97 @@
+/*
+ * ancs_nimble.h — the ANCS consumer (ancs.h) on the NimBLE host.
+ *
+ * The adapter does the GATT client work an accessory needs around the
+ * consumer engine, on one connection to the phone:
+ *   - discovers the GATT service's Service Changed characteristic and
+ *     subscribes to its indications, then discovers ANCS by UUID (its three
+ *     characteristics and their CCCDs), and starts the session;
+ *   - subscribes Data Source then Notification Source as the engine asks; a
+ *     subscription refused with Insufficient Authentication or Encryption on
+ *     a link that is not encrypted starts security (a Security Request from
+ *     the peripheral) and is written again once the link is encrypted; any
+ *     other refusal (0x08 while the phone's user has not allowed
+ *     notifications, for instance) ends the session and it starts again after
+ *     2 s, doubling up to 60 s, while the link stays up;
+ *   - writes the Control Point, one write at a time (a long write, Prepare
+ *     then Execute Write, for a command longer than MTU − 3, such as Get App
+ *     Attributes of a long bundle identifier at MTU 23), and reports each
+ *     write's ATT result (0xA0–0xA3 as such);
+ *   - feeds Notification Source and Data Source notifications, the MTU, the
+ *     link's loss, and Service Changed (ANCS removed: the session ends;
+ *     ANCS back: it is discovered again and a session starts);
+ *   - keeps the engine's timer on a NimBLE callout.
+ *
+ * Pairing, bonding and advertising stay the application's (its
+ * ble_hs_cfg.sm_* settings and its store). The application forwards every
+ * GAP event of its connections to ancs_nimble_gap_event() and calls the
+ * request functions below; all of it from the NimBLE host task (the default
+ * event queue): the adapter is not thread-safe, like ancs.h.
+ *
+ * One ancs_nimble serves one connection at a time (the first one that
+ * connects; others are ignored). Storage is the caller's.
+ */
+#ifndef ANCS_NIMBLE_H
+#define ANCS_NIMBLE_H
+
+#include "ancs.h"
+#include "host/ble_hs.h"
+#include "nimble/nimble_npl.h"
+#include "nimble/nimble_port.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The application's events: everything ancs.h tells (ancs_event), plus the
+ * adapter's own progress as text (discovery, security, retries) for logs;
+ * `text` is NULL for engine events and `event` NULL for progress. */
+typedef void ancs_nimble_event_fn(void *context, const ancs_event *event, const char *text);
+
+typedef struct {
+    ancs_consumer consumer;
+    ancs_nimble_event_fn *on_event;
+    void *context;
+    uint16_t conn;                 /* BLE_HS_CONN_HANDLE_NONE when none */
+    /* discovered handles (0: not found) */
+    uint16_t ancs_start, ancs_end;
+    uint16_t ns_value, cp_value, ds_value, ns_cccd, ds_cccd;
+    uint16_t gatt_start, gatt_end, sc_value, sc_cccd;
+    uint16_t values[8];            /* characteristic value handles of the service being discovered */
+    uint8_t value_count;
+    uint8_t phase;                 /* what the adapter is doing (ancs_nimble.c) */
+    bool link_given;               /* the engine was told link up */
+    bool published;                /* ANCS found on the phone */
+    bool discovery_wanted;         /* discover again once the write in flight ends */
+    bool security_started;
+    uint8_t writes_in_flight;      /* GATT writes issued and not answered */
+    int8_t resubscribe;            /* an ancs_characteristic to write again once encrypted, or -1 */
+    uint32_t cp_token;             /* the Control Point write in flight */
+    uint32_t retry_delay_ms;
+    uint64_t retry_at;             /* when to start the session again (0: no retry due) */
+    uint32_t last_ms;
+    uint64_t now_ms;
+    struct ble_npl_callout timer;
+    uint8_t rx[512];
+} ancs_nimble;
+
+/* Prepares the adapter (config as in ancs.h: NULL for the defaults). */
+int ancs_nimble_init(ancs_nimble *adapter, const ancs_consumer_config *config,
+                     ancs_nimble_event_fn *on_event, void *context);
+
+/* Every GAP event of the application's connections. Returns 0. */
+int ancs_nimble_gap_event(ancs_nimble *adapter, struct ble_gap_event *event);
+
+/* Requests, as in ancs.h (the time is the adapter's). */
+ancs_status ancs_nimble_fetch_attributes(ancs_nimble *adapter, uint32_t uid, const ancs_attribute_request *attributes,
+                                         size_t count, uint32_t *request_id);
+ancs_status ancs_nimble_fetch_app_attributes(ancs_nimble *adapter, const char *app_identifier, uint32_t *request_id);
+ancs_status ancs_nimble_perform_action(ancs_nimble *adapter, uint32_t uid, uint8_t action, uint32_t *request_id);
+
+/* The engine, for what the functions above do not cover (ancs_consumer_in_session, …). */
+ancs_consumer *ancs_nimble_consumer(ancs_nimble *adapter);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ANCS_NIMBLE_H */

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# CI step for accessory firmware: the C API and the consumer inside NimBLE.
+#
+#   1. the C API's tests (integrations/c/test);
+#   2. NimBLE (pinned in ../shared/third_party, extracted under .build/nimble)
+#      built with its Linux port and the linux_tcp HCI transport, with the
+#      adapter (integrations/nimble) and the sample accessory, linked with the
+#      core built by Embedded Swift (integrations/c/build.sh);
+#   3. the sample against `ancs provide --central` (the simulated iPhone) on
+#      two Bumble virtual controllers on one virtual link, in six runs:
+#        mtu23       PreExisting, Added, Modified, Removed, app names, a
+#                    positive and a negative action, 0xA2 for an unknown UID,
+#                    at MTU 23 (no exchange)
+#        mtu517      the same attributes at the MTU the phone asks (517; NimBLE agrees 256)
+#        bonded      a second connection re-encrypts with the bond, no pairing
+#        allow       the phone refuses the subscriptions until its user allows notifications
+#        republish   Service Changed: ANCS removed and added again
+#        hundred     100 notifications waiting at connection, all shown with their app's name
+#   4. the adapter and the core built for Cortex-M4 against NimBLE's headers, and their size.
+#
+# Every process has a timeout. Prints "nimble: N passed, N failed".
+# Logs: .build/ci-nimble/<run>/. NIMBLE_RUNS="mtu23 hundred" runs only those.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=$root/.build/ci-nimble
+nimble_tar=${NIMBLE_TAR:-$root/../shared/third_party/mynewt-nimble-1e8ed6027.tar.gz}
+nimble=$root/.build/nimble/src
+venv=$root/.build/venv-bumble
+bumble_version=0.0.236
+echo "== Firmware: the C API and the NimBLE adapter"
+
+# ---- what a fresh machine lacks
+missing=()
+dpkg -s libmbedtls-dev >/dev/null 2>&1 || missing+=(libmbedtls-dev)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+command -v llvm-size >/dev/null 2>&1 || ls /usr/bin/llvm-size-* >/dev/null 2>&1 || missing+=(llvm)
+command -v ld.lld >/dev/null 2>&1 || missing+=(lld)
+command -v arm-none-eabi-gcc >/dev/null 2>&1 || missing+=(gcc-arm-none-eabi)
+[ -f /usr/lib/arm-none-eabi/include/stdio.h ] || missing+=(libnewlib-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update -q
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
+fi
+if [ ! -f "$venv/.ancs-bumble-$bumble_version" ]; then
+  echo "== Python environment with bumble $bumble_version"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet "bumble==$bumble_version"
+  touch "$venv/.ancs-bumble-$bumble_version"
+fi
+python=$venv/bin/python
+
+passed=0; failed=0
+want() { [ -z "${NIMBLE_RUNS:-}" ] || [[ " $NIMBLE_RUNS " == *" $1 "* ]]; }
+check() {  # name, then a command that succeeds when the check holds
+  local name=$1; shift
+  if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "  ok   $name"
+  else failed=$((failed + 1)); echo "  FAIL $name"; fi
+}
+
+# ---- 1. the C API
+echo "== C API tests"
+if integrations/c/test/run.sh > "$root/.build/capi-test.log" 2>&1; then
+  passed=$((passed + 1)); echo "  ok   C API: $(tail -1 "$root/.build/capi-test.log")"
+else
+  failed=$((failed + 1)); echo "  FAIL C API:"; cat "$root/.build/capi-test.log"
+fi
+
+# ---- 2. NimBLE, the adapter, the sample
+echo "== NimBLE with the adapter and the sample accessory"
+if [ ! -f "$nimble/.extracted" ]; then
+  rm -rf "$nimble"; mkdir -p "$nimble"
+  tar -xzf "$nimble_tar" -C "$nimble" --strip-components=1 && touch "$nimble/.extracted"
+fi
+capi_log=$(integrations/c/build.sh x86_64-unknown-linux-gnu "$root/.build/capi/x86_64-unknown-linux-gnu") || { echo "$capi_log"; exit 1; }
+tables=$(sed -n 's/^UNICODE_TABLES=//p' <<< "$capi_log")
+if ! make -s -j2 -f integrations/nimble/linux/Makefile NIMBLE_ROOT="$nimble" BUILD="$root/.build/nimble/build" \
+    ANCS_LIB="$root/.build/capi/x86_64-unknown-linux-gnu/libancs.a" UNICODE_TABLES="$tables" > "$root/.build/nimble/make.log" 2>&1; then
+  grep -E 'error|Error' "$root/.build/nimble/make.log" | head -20
+  echo "nimble: build failed"; exit 1
+fi
+sample=$root/.build/nimble/build/ancs-sample
+swift build --product ancs > "$root/.build/nimble/swift-build.log" 2>&1 || { tail -20 "$root/.build/nimble/swift-build.log"; exit 1; }
+ancs=$(swift build --show-bin-path)/ancs
+host=$root/Sources/ANCSBumble/Host/ancs_bumble_host.py
+
+# ---- 3. interop runs
+rm -rf "$out"; mkdir -p "$out"
+port=9600
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; exec 3>&- 2>/dev/null; }
+trap cleanup EXIT
+
+# start <run> <sample options> -- <provide options>: the link, the sample (its
+# stdin a FIFO on fd 3), and the provider, each with a timeout.
+start() {
+  run=$1; shift
+  dir=$out/$run; mkdir -p "$dir"
+  local sample_args=() provide_args=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do sample_args+=("$1"); shift; done
+  shift; provide_args=("$@")
+  port=$((port + 2))
+  mkfifo "$dir/stdin"
+  timeout 120 "$python" -u -B "$host" link --hci "tcp-server:127.0.0.1:$port" --hci "tcp-server:127.0.0.1:$((port + 1))" \
+    < <(sleep 110) > "$dir/link.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q '^ready' "$dir/link.log" && break; sleep 0.1; done
+  timeout 100 "$sample" --timeout 95 "${sample_args[@]}" $((port + 1)) < "$dir/stdin" > "$dir/sample.log" 2>&1 &
+  sample_pid=$!; pids+=($sample_pid)
+  exec 3> "$dir/stdin"
+  ANCS_BUMBLE_PYTHON=$python timeout 100 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port" --central --json \
+    --snoop "$dir/phone.btsnoop" "${provide_args[@]}" > "$dir/phone.jsonl" 2> "$dir/phone.err" &
+  provide_pid=$!; pids+=($provide_pid)
+}
+send() { echo "$1" >&3; }
+# waits until the sample's log has a line matching the extended regex
+wait_for() {  # regex seconds
+  local deadline=$(( $(date +%s) + $2 ))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    grep -Eq "$1" "$dir/sample.log" && return 0
+    kill -0 "$sample_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  grep -Eq "$1" "$dir/sample.log"
+}
+finish() {  # quit the sample, let the provider end, stop the link
+  send quit
+  exec 3>&-
+  for _ in $(seq 50); do kill -0 "$sample_pid" 2>/dev/null || break; sleep 0.2; done
+  for _ in $(seq 50); do kill -0 "$provide_pid" 2>/dev/null || break; sleep 0.2; done
+  kill "$sample_pid" "$provide_pid" 2>/dev/null
+  kill %1 2>/dev/null
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null; pids=()
+  # the sample's own lines, without NimBLE's log
+  grep -E '^(adapter|session|added|modified|removed|ready|updated|done|display|encryption|pairing|mtu|connected|disconnected|request|error|protocol|data-source)' \
+    "$dir/sample.log" > "$dir/sample.lines"
+}
+uid_of() {  # title -> uid of its ready line
+  sed -n "s/^ready uid=\([0-9]*\) .*title=\"$1\".*/\1/p" "$dir/sample.lines" "$dir/sample.log" | head -1
+}
+has() { grep -Eq "$1" "$dir/sample.lines"; }
+count() { grep -Ec "$1" "$dir/sample.lines"; }
+phone_has() { grep -q "$1" "$dir/phone.jsonl"; }
+
+# The interop scenario, at one MTU; actions on the call and on Alice, and a fetch of a UID the phone does not have.
+interop() {  # run mtu
+  local run=$1 mtu=$2
+  echo "== $run: scenario interop.yaml, --mtu $mtu"
+  start "$run" -- --mtu "$mtu" --scenario integrations/nimble/test/interop.yaml --sessions 1 --duration 60
+  wait_for '^ready uid=[0-9]+ .*title="Mum"' 30
+  wait_for '^ready uid=[0-9]+ .*title="Alice' 10
+  local call alice
+  call=$(sed -n 's/^ready uid=\([0-9]*\) .*title="Mum".*/\1/p' "$dir/sample.log" | head -1)
+  alice=$(sed -n 's/^ready uid=\([0-9]*\) .*title="Alice.*/\1/p' "$dir/sample.log" | head -1)
+  wait_for '^updated uid=[0-9]+ .*message="Parking now"' 10
+  send "+ ${call:-0}"; wait_for '^done request=[0-9]+ status=' 10
+  send "- ${alice:-0}"; sleep 1
+  send "a 4242"; wait_for 'status=162' 10
+  wait_for '^removed uid=[0-9]+ .*category=7' 10
+  finish
+  check "$run: PreExisting notifications shown with their app's name" has '^ready uid=[0-9]+ .* pre-existing name="Calendar" .*title="Team stand-up"'
+  check "$run: a long message reassembled whole (256 bytes asked)" test "$(sed -n 's/^ready .*title="Voicemail" message="\([^"]*\)".*/\1/p' "$dir/sample.lines" | head -1 | wc -c)" -eq 257
+  check "$run: Added and shown with app name and multi-byte title" has '^ready uid=[0-9]+ .*name="Messages" .*title="Alice — Café 🚲"'
+  check "$run: Modified, fetched again" has '^updated uid=[0-9]+ .*message="Parking now"'
+  check "$run: Removed" has '^removed uid=[0-9]+ category=7'
+  check "$run: positive action performed" grep -q "\"uid\":${call:-x},\"action\":\"positive\"" "$dir/phone.jsonl"
+  check "$run: negative action performed" grep -q "\"uid\":${alice:-x},\"action\":\"negative\"" "$dir/phone.jsonl"
+  check "$run: both actions ended OK" test "$(grep -Ec '^done request=[0-9]+ status=0 ' "$dir/sample.lines")" -ge 2
+  check "$run: an unknown UID answered 0xA2" has '^done request=[0-9]+ status=162 '
+  check "$run: no display failed, no protocol error" bash -c "! grep -Eq '^(display|protocol)' '$dir/sample.lines'"
+}
+
+if want mtu23; then
+  interop mtu23 23
+  check "mtu23: the MTU stayed 23" bash -c "! grep -q '^mtu' '$out/mtu23/sample.lines'"
+  check "mtu23: a command longer than MTU - 3 went as a long write" has '^ready uid=[0-9]+ .*name="Calendar"'
+fi
+if want mtu517; then
+  interop mtu517 517
+  check "mtu517: the phone asked 517, NimBLE agreed 256" grep -q '^mtu 256' "$out/mtu517/sample.lines"
+fi
+
+if want bonded; then
+echo "== bonded: two connections, the second re-encrypts with the bond"
+start bonded -- --keys "$out/phone-keys.json" --sessions 2 --duration 60
+wait_for '^ready uid=[0-9]+ .*title="Pick up bike"' 30
+send disconnect
+wait_for '^disconnected' 10
+sleep 1
+wait_for '^session-started' 1
+for _ in $(seq 100); do [ "$(grep -c '^session-started' "$dir/sample.log")" -ge 2 ] && break; sleep 0.2; done
+wait_for '^ready uid=[0-9]+ .*title="Pick up bike"' 20
+sleep 1
+finish
+check "bonded: two sessions" test "$(count '^session-started')" -eq 2
+check "bonded: paired once (one pairing code)" test "$(count '^pairing code')" -eq 1
+check "bonded: both connections encrypted and bonded" test "$(count '^encryption status=0 encrypted=1 authenticated=1 bonded=1')" -eq 2
+check "bonded: PreExisting shown again in the second session" test "$(count '^ready uid=[0-9]+ .*title="Pick up bike"')" -eq 2
+fi
+
+if want allow; then
+echo "== allow: the phone refuses the subscriptions for 5 s"
+start allow -- --allow-notifications-after 5 --sessions 1 --duration 60
+wait_for '^ready uid=[0-9]+ .*title="Pick up bike"' 40
+finish
+check "allow: the subscription refused with 0x08" has '^adapter: subscription refused \(insufficient authorization'
+check "allow: subscribed again and shown" has '^ready uid=[0-9]+ .*title="Pick up bike"'
+fi
+
+if want republish; then
+echo "== republish: Service Changed, ANCS removed and added again"
+start republish -- --republish 3,2 --sessions 1 --duration 60
+wait_for '^ready uid=[0-9]+ .*title="Team stand-up"' 30
+for _ in $(seq 150); do [ "$(grep -c '^session-started' "$dir/sample.log")" -ge 2 ] && break; sleep 0.2; done
+wait_for '^ready uid=[0-9]+ .*title="Team stand-up".*' 5
+sleep 2
+finish
+check "republish: Service Changed indicated" has '^adapter: Service Changed'
+check "republish: the session ended with ANCS (service unpublished)" has '^session-ended reason=2'
+check "republish: a new session after ANCS came back" test "$(count '^session-started')" -ge 2
+check "republish: notifications shown again" test "$(count '^ready uid=[0-9]+ .*title="Team stand-up"')" -ge 2
+fi
+
+if want hundred; then
+echo "== hundred: 100 notifications waiting at connection"
+start hundred -- --scenario integrations/nimble/test/hundred.yaml --sessions 1 --duration 80
+for _ in $(seq 300); do [ "$(grep -c '^ready uid=' "$dir/sample.log")" -ge 100 ] && break; kill -0 "$sample_pid" 2>/dev/null || break; sleep 0.2; done
+finish
+check "hundred: all 100 shown" test "$(sed -n 's/^ready uid=\([0-9]*\) .*/\1/p' "$dir/sample.lines" | sort -u | wc -l)" -eq 100
+check "hundred: every one with its app's name" test "$(grep -Ec '^ready uid=[0-9]+ .* name="[A-Za-z]+"' "$dir/sample.lines")" -eq 100
+check "hundred: each app's name asked once" test "$(grep -c '"appAttributesSent"' "$dir/phone.jsonl")" -eq 5
+fi
+
+# ---- 4. Cortex-M4: the adapter against NimBLE's headers, the core
+echo "== Cortex-M4 build and size"
+if ! want size; then :
+elif scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
+  cat "$out/size.txt"; passed=$((passed + 1)); echo "  ok   Cortex-M4 build"
+else
+  cat "$out/size.txt"; failed=$((failed + 1)); echo "  FAIL Cortex-M4 build"
+fi
+
+echo "nimble: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
