@@ -7,16 +7,22 @@
 # else and is reported at the end. Prints one table, and keeps each run's
 # log under .build/fuzz/campaign/.
 #
-#   scripts/fuzz-campaign.sh [executions] [target...]
+#   scripts/fuzz-campaign.sh [--max-len N] [executions] [target...]
+#
+# --max-len N bounds the inputs (see scripts/fuzz.sh): the engine targets'
+# inputs are sequences of operations, and an execution costs in proportion
+# to its input's length.
 #
 # Reproduce a finding as scripts/fuzz.sh says; add its input to
 # Fuzz/corpus/<target> with a regression test, then run the campaign again.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+max_len=()
+if [ "${1:-}" = --max-len ]; then max_len=(--max-len "${2:-}"); shift 2; fi
 runs=${1:-10000000}
 shift || true
-case "$runs" in ''|*[!0-9]*) echo "usage: scripts/fuzz-campaign.sh [executions] [target...]" >&2; exit 2 ;; esac
+case "$runs" in ''|*[!0-9]*) echo "usage: scripts/fuzz-campaign.sh [--max-len N] [executions] [target...]" >&2; exit 2 ;; esac
 if [ $# -gt 0 ]; then targets=("$@"); else
   mapfile -t targets < <(ls Fuzz/Targets | sed -n 's/\.swift$//p' | sort)
 fi
@@ -26,7 +32,7 @@ status=0
 rows=()
 for target in "${targets[@]}"; do
   start=$(date +%s)
-  scripts/fuzz.sh --merge --runs "$runs" 0 "$target" > "$logs/$target.txt" 2>&1
+  scripts/fuzz.sh --merge --runs "$runs" "${max_len[@]}" 0 "$target" > "$logs/$target.txt" 2>&1
   code=$?
   elapsed=$(( $(date +%s) - start ))
   line=$(grep "^$target " "$logs/$target.txt" | tail -1)
