@@ -15,12 +15,16 @@ private let instanceTag: UInt64 = 0x414E_4353_4E43_0001
 /// The instance starts after the tag, 16-byte aligned.
 private let instanceOffset = 16
 
-struct Instance {
-    var consumer: Consumer
+struct Callbacks {
     var subscribe: @convention(c) (UnsafeMutableRawPointer?, ancs_characteristic, Bool) -> Void
     var write: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<UInt8>?, Int, UInt32) -> Void
     var event: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<ancs_event>?) -> Void
     var context: UnsafeMutableRawPointer?
+}
+
+struct Instance {
+    var consumer: Consumer
+    var callbacks: Callbacks
     /// Actions of the input being handled; taken out while they are dispatched.
     var actions: [ConsumerAction] = []
     /// Callbacks running (deinit is refused inside one).
@@ -149,11 +153,11 @@ private func describe(_ notification: ConsumerNotification, _ type: ancs_event_t
     event.pre_existing = notification.isPreExisting
 }
 
-private func send(_ event: inout ancs_event, _ instance: Instance) {
+private func send(_ event: inout ancs_event, _ instance: Callbacks) {
     withUnsafePointer(to: &event) { instance.event(instance.context, $0) }
 }
 
-private func send(_ event: inout ancs_event, _ instance: Instance, attributes: [(id: UInt8, value: AttributeValue)]) {
+private func send(_ event: inout ancs_event, _ instance: Callbacks, attributes: [(id: UInt8, value: AttributeValue)]) {
     withAttributes(attributes) { list, count in
         event.attributes = list
         event.attribute_count = count
@@ -161,7 +165,7 @@ private func send(_ event: inout ancs_event, _ instance: Instance, attributes: [
     }
 }
 
-private func send(_ event: inout ancs_event, _ instance: Instance, appIdentifier: [UInt8], attributes: [AppAttribute]) {
+private func send(_ event: inout ancs_event, _ instance: Callbacks, appIdentifier: [UInt8], attributes: [AppAttribute]) {
     appIdentifier.withUnsafeBufferPointer { identifier in
         event.app_identifier = identifier.baseAddress
         event.app_identifier_length = identifier.count
@@ -169,7 +173,7 @@ private func send(_ event: inout ancs_event, _ instance: Instance, appIdentifier
     }
 }
 
-private func emit(_ consumerEvent: ConsumerEvent, _ instance: Instance) {
+private func emit(_ consumerEvent: ConsumerEvent, _ instance: Callbacks) {
     var event = ancs_event()
     switch consumerEvent {
     case .sessionStarted:
@@ -253,25 +257,30 @@ private func emit(_ consumerEvent: ConsumerEvent, _ instance: Instance) {
     }
 }
 
-/// Runs one input: the engine first, to the end, then the callbacks.
-private func run(
-    _ storage: UnsafeMutablePointer<ancs_consumer>?,
-    _ body: (inout Consumer, inout [ConsumerAction]) -> ancs_status
-) -> ancs_status {
-    guard let pointer = instance(storage) else { return status(Int32(ANCS_ERR_STORAGE)) }
+/// The instance, with the reused action buffer taken out of it (a nested
+/// call from a callback finds none and makes its own). Each input runs the
+/// engine into the buffer, to the end, then `finish` runs the callbacks:
+/// two plain functions rather than one taking a closure, which the compiler
+/// would copy into every export.
+private func begin(_ storage: UnsafeMutablePointer<ancs_consumer>?) -> (UnsafeMutablePointer<Instance>, [ConsumerAction])? {
+    guard let pointer = instance(storage) else { return nil }
     var actions: [ConsumerAction] = []
-    swap(&actions, &pointer.pointee.actions)  // the reused buffer; a nested call finds none and makes its own
+    swap(&actions, &pointer.pointee.actions)
     actions.removeAll(keepingCapacity: true)
-    let result = body(&pointer.pointee.consumer, &actions)
-    let copy = pointer.pointee  // callbacks and context, as they are now
+    return (pointer, actions)
+}
+
+@inline(never)
+private func finish(_ pointer: UnsafeMutablePointer<Instance>, _ actions: inout [ConsumerAction], _ result: ancs_status) -> ancs_status {
+    let callbacks = pointer.pointee.callbacks
     pointer.pointee.depth += 1
     for action in actions {
         switch action {
-        case .subscribe(let characteristic): copy.subscribe(copy.context, cValue(characteristic), true)
-        case .unsubscribe(let characteristic): copy.subscribe(copy.context, cValue(characteristic), false)
+        case .subscribe(let characteristic): callbacks.subscribe(callbacks.context, cValue(characteristic), true)
+        case .unsubscribe(let characteristic): callbacks.subscribe(callbacks.context, cValue(characteristic), false)
         case .writeControlPoint(let bytes, let token):
-            bytes.withUnsafeBufferPointer { copy.write(copy.context, $0.baseAddress, $0.count, token.rawValue) }
-        case .emit(let event): emit(event, copy)
+            bytes.withUnsafeBufferPointer { callbacks.write(callbacks.context, $0.baseAddress, $0.count, token.rawValue) }
+        case .emit(let event): emit(event, callbacks)
         }
     }
     pointer.pointee.depth -= 1
@@ -280,12 +289,16 @@ private func run(
     return result
 }
 
+private let ok = ancs_status(Int32(ANCS_OK))
+private let storageError = ancs_status(Int32(ANCS_ERR_STORAGE))
+private let invalidArgument = ancs_status(Int32(ANCS_ERR_INVALID_ARGUMENT))
+
 /// The request's status: ANCS_OK, or its failure when the engine ended it at once.
 private func requestStatus(_ id: ConsumerRequestID, _ actions: [ConsumerAction]) -> ancs_status {
     for action in actions {
         if case .emit(.completed(id, .failure(let error))) = action { return status(error) }
     }
-    return status(Int32(ANCS_OK))
+    return ok
 }
 
 // MARK: - Exports
@@ -319,18 +332,18 @@ public func ancsConsumerInit(
 ) -> ancs_status {
     guard let storage, let callbacks, let subscribe = callbacks.pointee.subscribe,
           let write = callbacks.pointee.write_control_point, let event = callbacks.pointee.event
-    else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    else { return invalidArgument }
     guard ancsConsumerStorageSize() <= MemoryLayout<ancs_consumer>.size,
           MemoryLayout<Instance>.alignment <= instanceOffset,
           Int(bitPattern: UnsafeRawPointer(storage)) % MemoryLayout<Instance>.alignment == 0
-    else { return status(Int32(ANCS_ERR_STORAGE)) }
+    else { return storageError }
     var settings = ancs_consumer_config()
     if let config { settings = config.pointee } else { ancsConsumerConfigDefault(&settings) }
-    if settings.display_attribute_count > 0 && settings.display_attributes == nil { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    if settings.display_attribute_count > 0 && settings.display_attributes == nil { return invalidArgument }
     var display: [NotificationAttributeRequest] = []
     for index in 0..<settings.display_attribute_count {
         let request = settings.display_attributes[index]
-        guard request.id <= NotificationAttributeID.negativeActionLabel.rawValue else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+        guard request.id <= NotificationAttributeID.negativeActionLabel.rawValue else { return invalidArgument }
         display.append(NotificationAttributeRequest(NotificationAttributeID(rawValue: request.id), maxLength: request.max_length))
     }
     let configuration = ConsumerConfiguration(
@@ -346,36 +359,35 @@ public func ancsConsumerInit(
     // The storage's previous contents are not looked at (they may be anything).
     let raw = UnsafeMutableRawPointer(storage)
     (raw + instanceOffset).bindMemory(to: Instance.self, capacity: 1).initialize(to: Instance(
-        consumer: Consumer(configuration: configuration), subscribe: subscribe, write: write, event: event, context: context))
+        consumer: Consumer(configuration: configuration),
+        callbacks: Callbacks(subscribe: subscribe, write: write, event: event, context: context)))
     raw.storeBytes(of: instanceTag, as: UInt64.self)
-    return status(Int32(ANCS_OK))
+    return ok
 }
 
 @_cdecl("ancs_consumer_deinit")
 public func ancsConsumerDeinit(_ storage: UnsafeMutablePointer<ancs_consumer>?) -> ancs_status {
-    guard let pointer = instance(storage) else { return status(Int32(ANCS_ERR_STORAGE)) }
+    guard let pointer = instance(storage) else { return storageError }
     guard pointer.pointee.depth == 0 else { return status(Int32(ANCS_ERR_BUSY)) }
     pointer.deinitialize(count: 1)
     UnsafeMutableRawPointer(storage!).storeBytes(of: 0, as: UInt64.self)
-    return status(Int32(ANCS_OK))
+    return ok
 }
 
 @_cdecl("ancs_consumer_link_up")
 public func ancsConsumerLinkUp(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ mtu: UInt16, _ now: UInt64) -> ancs_status {
-    guard mtu >= 23 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
-    return run(storage) { consumer, actions in
-        consumer.linkUp(mtu: Int(mtu), at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard mtu >= 23 else { return invalidArgument }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.linkUp(mtu: Int(mtu), at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_mtu_changed")
 public func ancsConsumerMTUChanged(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ mtu: UInt16, _ now: UInt64) -> ancs_status {
-    guard mtu >= 23 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
-    return run(storage) { consumer, _ in
-        consumer.mtuChanged(Int(mtu))
-        return status(Int32(ANCS_OK))
-    }
+    guard mtu >= 23 else { return invalidArgument }
+    guard let pointer = instance(storage) else { return storageError }
+    pointer.pointee.consumer.mtuChanged(Int(mtu))
+    return ok
 }
 
 @_cdecl("ancs_consumer_subscription_result")
@@ -383,76 +395,68 @@ public func ancsConsumerSubscriptionResult(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ which: ancs_characteristic, _ result: ancs_status, _ now: UInt64
 ) -> ancs_status {
     guard let characteristic = characteristic(which), characteristic != .controlPoint, let result = attResult(result)
-    else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
-    return run(storage) { consumer, actions in
-        consumer.subscriptionCompleted(characteristic, result, at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    else { return invalidArgument }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.subscriptionCompleted(characteristic, result, at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_notification_source")
 public func ancsConsumerNotificationSource(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ bytes: UnsafePointer<UInt8>?, _ count: Int, _ now: UInt64
 ) -> ancs_status {
-    guard bytes != nil || count == 0 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
-    return run(storage) { consumer, actions in
-        consumer.received(notificationSource: UnsafeRawBufferPointer(start: bytes, count: count), at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard bytes != nil || count == 0 else { return invalidArgument }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.received(notificationSource: UnsafeRawBufferPointer(start: bytes, count: count), at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_data_source")
 public func ancsConsumerDataSource(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ bytes: UnsafePointer<UInt8>?, _ count: Int, _ now: UInt64
 ) -> ancs_status {
-    guard bytes != nil || count == 0 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
-    return run(storage) { consumer, actions in
-        consumer.received(dataSource: UnsafeRawBufferPointer(start: bytes, count: count), at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard bytes != nil || count == 0 else { return invalidArgument }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.received(dataSource: UnsafeRawBufferPointer(start: bytes, count: count), at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_write_result")
 public func ancsConsumerWriteResult(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ token: UInt32, _ result: ancs_status, _ now: UInt64
 ) -> ancs_status {
-    guard let result = attResult(result) else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
-    return run(storage) { consumer, actions in
-        consumer.writeCompleted(WriteToken(rawValue: token), result, at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard let result = attResult(result) else { return invalidArgument }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.writeCompleted(WriteToken(rawValue: token), result, at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_tick")
 public func ancsConsumerTick(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
-    run(storage) { consumer, actions in
-        consumer.tick(time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.tick(time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_link_down")
 public func ancsConsumerLinkDown(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
-    run(storage) { consumer, actions in
-        consumer.linkDown(at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.linkDown(at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_service_changed")
 public func ancsConsumerServiceChanged(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ published: Bool, _ now: UInt64) -> ancs_status {
-    run(storage) { consumer, actions in
-        consumer.serviceChanged(published: published, at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.serviceChanged(published: published, at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_stop")
 public func ancsConsumerStop(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
-    run(storage) { consumer, actions in
-        consumer.stop(at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.stop(at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_next_deadline")
@@ -472,17 +476,16 @@ public func ancsConsumerFetchAttributes(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ uid: UInt32, _ list: UnsafePointer<ancs_attribute_request>?,
     _ count: Int, _ now: UInt64, _ requestID: UnsafeMutablePointer<UInt32>?
 ) -> ancs_status {
-    guard let list, count > 0, count <= 8 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    guard let list, count > 0, count <= 8 else { return invalidArgument }
     var attributes: [NotificationAttributeRequest] = []
     for index in 0..<count {
-        guard list[index].id <= NotificationAttributeID.negativeActionLabel.rawValue else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+        guard list[index].id <= NotificationAttributeID.negativeActionLabel.rawValue else { return invalidArgument }
         attributes.append(NotificationAttributeRequest(NotificationAttributeID(rawValue: list[index].id), maxLength: list[index].max_length))
     }
-    return run(storage) { consumer, actions in
-        let id = consumer.fetchAttributes(attributes, for: NotificationUID(uid), at: time(now), into: &actions)
-        requestID?.pointee = id.rawValue
-        return requestStatus(id, actions)
-    }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    let id = pointer.pointee.consumer.fetchAttributes(attributes, for: NotificationUID(uid), at: time(now), into: &actions)
+    requestID?.pointee = id.rawValue
+    return finish(pointer, &actions, requestStatus(id, actions))
 }
 
 @_cdecl("ancs_consumer_fetch_app_attributes")
@@ -490,15 +493,14 @@ public func ancsConsumerFetchAppAttributes(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ identifier: UnsafePointer<UInt8>?, _ length: Int,
     _ list: UnsafePointer<UInt8>?, _ count: Int, _ now: UInt64, _ requestID: UnsafeMutablePointer<UInt32>?
 ) -> ancs_status {
-    guard let identifier, length > 0, list != nil || count == 0, count <= 8 else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
+    guard let identifier, length > 0, list != nil || count == 0, count <= 8 else { return invalidArgument }
     let bytes = Array(UnsafeBufferPointer(start: identifier, count: length))
     var attributes: [AppAttributeID] = [.displayName]
     if let list, count > 0 { attributes = (0..<count).map { AppAttributeID(rawValue: list[$0]) } }
-    return run(storage) { consumer, actions in
-        let id = consumer.fetchAppAttributes(appIdentifierBytes: bytes, attributes, at: time(now), into: &actions)
-        requestID?.pointee = id.rawValue
-        return requestStatus(id, actions)
-    }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    let id = pointer.pointee.consumer.fetchAppAttributes(appIdentifierBytes: bytes, attributes, at: time(now), into: &actions)
+    requestID?.pointee = id.rawValue
+    return finish(pointer, &actions, requestStatus(id, actions))
 }
 
 @_cdecl("ancs_consumer_perform_action")
@@ -506,18 +508,16 @@ public func ancsConsumerPerformAction(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ uid: UInt32, _ action: UInt8, _ now: UInt64,
     _ requestID: UnsafeMutablePointer<UInt32>?
 ) -> ancs_status {
-    guard action == ActionID.positive.rawValue || action == ActionID.negative.rawValue else { return status(Int32(ANCS_ERR_INVALID_ARGUMENT)) }
-    return run(storage) { consumer, actions in
-        let id = consumer.performAction(ActionID(rawValue: action), on: NotificationUID(uid), at: time(now), into: &actions)
-        requestID?.pointee = id.rawValue
-        return requestStatus(id, actions)
-    }
+    guard action == ActionID.positive.rawValue || action == ActionID.negative.rawValue else { return invalidArgument }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    let id = pointer.pointee.consumer.performAction(ActionID(rawValue: action), on: NotificationUID(uid), at: time(now), into: &actions)
+    requestID?.pointee = id.rawValue
+    return finish(pointer, &actions, requestStatus(id, actions))
 }
 
 @_cdecl("ancs_consumer_cancel")
 public func ancsConsumerCancel(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ requestID: UInt32, _ now: UInt64) -> ancs_status {
-    run(storage) { consumer, actions in
-        consumer.cancel(ConsumerRequestID(rawValue: requestID), at: time(now), into: &actions)
-        return status(Int32(ANCS_OK))
-    }
+    guard var (pointer, actions) = begin(storage) else { return storageError }
+    pointer.pointee.consumer.cancel(ConsumerRequestID(rawValue: requestID), at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
 }
