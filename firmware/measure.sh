@@ -49,10 +49,18 @@ if $host; then
   checksum=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['checksum_fnv1a64'])" "$workload/ds_workload.json")
   responses=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['responses'])" "$workload/ds_workload.json")
   passes=2
+  # Collect exactly countedPasses: a pattern such as '*countedPasses*' also
+  # matches the closure inside it, and callgrind's toggle turns collection
+  # off again inside the closure, dropping the String work.
+  symbol=$(nm "$dir/ds-instructions" | awk '{print $NF}' | grep countedPasses |
+    while read -r mangled; do
+      case "$(swift demangle --compact "$mangled")" in *closure*|*thunk*) ;; *) echo "$mangled" ;; esac
+    done | head -n 1)
+  [ -n "$symbol" ] || { echo "error: no countedPasses symbol in ds-instructions" >&2; exit 1; }
   for mode in reassembler consumer; do
     for mtu in 23 185 517; do
       collected=$(valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.$mode.$mtu.out" \
-        --toggle-collect='*countedPasses*' "$dir/ds-instructions" "$workload/ds_workload_mtu$mtu.bin" "$mode" "$passes" "$checksum" 2>&1 |
+        --toggle-collect="$symbol" "$dir/ds-instructions" "$workload/ds_workload_mtu$mtu.bin" "$mode" "$passes" "$checksum" 2>&1 |
         awk '/Collected :/ { print $NF }')
       [ -n "$collected" ] || { echo "error: callgrind gave no count for $mode at MTU $mtu" >&2; exit 1; }
       echo "figure host $mode mtu$mtu $((collected / (passes * responses)))" >> "$out/host-figures.txt"

@@ -3,7 +3,8 @@
 // alone (as ds-throughput runs it) or through the Consumer engine (request,
 // write, fragments, completion), every value taken as a String. One pass is
 // checked against the workload's FNV-1a 64 checksum first; then `countedPasses`
-// runs the passes callgrind counts (--toggle-collect='*countedPasses*').
+// runs the passes callgrind counts (--toggle-collect=<its exact symbol>: see
+// firmware/measure.sh).
 //
 //   ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM
 import ANCS
