@@ -64,7 +64,7 @@ check() {  # name, then a command that succeeds when the check holds
 
 # ---- 1. the C API
 echo "== C API tests"
-if integrations/c/test/run.sh > "$root/.build/capi-test.log" 2>&1; then
+if timeout 600 integrations/c/test/run.sh > "$root/.build/capi-test.log" 2>&1; then
   passed=$((passed + 1)); echo "  ok   C API: $(tail -1 "$root/.build/capi-test.log")"
 else
   failed=$((failed + 1)); echo "  FAIL C API:"; cat "$root/.build/capi-test.log"
@@ -74,17 +74,17 @@ fi
 echo "== NimBLE with the adapter and the sample accessory"
 if [ ! -f "$nimble/.extracted" ]; then
   rm -rf "$nimble"; mkdir -p "$nimble"
-  tar -xzf "$nimble_tar" -C "$nimble" --strip-components=1 && touch "$nimble/.extracted"
+  timeout 300 tar -xzf "$nimble_tar" -C "$nimble" --strip-components=1 && touch "$nimble/.extracted"
 fi
-capi_log=$(integrations/c/build.sh x86_64-unknown-linux-gnu "$root/.build/capi/x86_64-unknown-linux-gnu") || { echo "$capi_log"; exit 1; }
+capi_log=$(timeout 600 integrations/c/build.sh x86_64-unknown-linux-gnu "$root/.build/capi/x86_64-unknown-linux-gnu") || { echo "$capi_log"; exit 1; }
 tables=$(sed -n 's/^UNICODE_TABLES=//p' <<< "$capi_log")
-if ! make -s -j2 -f integrations/nimble/linux/Makefile NIMBLE_ROOT="$nimble" BUILD="$root/.build/nimble/build" \
+if ! timeout 900 make -s -j2 -f integrations/nimble/linux/Makefile NIMBLE_ROOT="$nimble" BUILD="$root/.build/nimble/build" \
     ANCS_LIB="$root/.build/capi/x86_64-unknown-linux-gnu/libancs.a" UNICODE_TABLES="$tables" > "$root/.build/nimble/make.log" 2>&1; then
   grep -E 'error|Error' "$root/.build/nimble/make.log" | head -20
   echo "nimble: build failed"; exit 1
 fi
 sample=$root/.build/nimble/build/ancs-sample
-swift build --product ancs > "$root/.build/nimble/swift-build.log" 2>&1 || { tail -20 "$root/.build/nimble/swift-build.log"; exit 1; }
+timeout 1800 swift build --product ancs > "$root/.build/nimble/swift-build.log" 2>&1 || { tail -20 "$root/.build/nimble/swift-build.log"; exit 1; }
 ancs=$(swift build --show-bin-path)/ancs
 host=$root/Sources/ANCSBumble/Host/ancs_bumble_host.py
 
@@ -239,7 +239,7 @@ fi
 # ---- 4. Cortex-M4: the adapter against NimBLE's headers, the core
 echo "== Cortex-M4 build and size"
 if ! want size; then :
-elif scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
+elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
   cat "$out/size.txt"; passed=$((passed + 1)); echo "  ok   Cortex-M4 build"
 else
   cat "$out/size.txt"; failed=$((failed + 1)); echo "  FAIL Cortex-M4 build"
