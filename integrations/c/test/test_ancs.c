@@ -532,6 +532,62 @@ static void test_reentrancy_and_instances(void) {
     CHECK(ancs_consumer_deinit(&H2.consumer) == ANCS_OK, "deinit");
 }
 
+
+static void test_cancel_stop_and_odd_input(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.display_attribute_count = 0;
+    phone p = { .mtu = 23 };
+    start(&H, &p, &c);
+    send_notification(&H, &p, 0, 0, 1, 4);
+    ancs_attribute_request title = { ANCS_ATTR_TITLE, 16 };
+    uint32_t first, second;
+    ancs_consumer_fetch_attributes(&H.consumer, 4, &title, 1, p.now, &first);
+    ancs_consumer_fetch_attributes(&H.consumer, 4, &title, 1, p.now, &second);
+    CHECK(ancs_consumer_cancel(&H.consumer, first, p.now) == ANCS_OK, "cancel");
+    CHECK(find_done(&H, first) && find_done(&H, first)->status == ANCS_ERR_CANCELLED, "cancelled");
+    pump(&H, &p);
+    CHECK(find_done(&H, second) && find_done(&H, second)->status == ANCS_OK, "the identical request still answered");
+    /* a Notification Source value of 7 bytes, an EventID this library does not know */
+    static const uint8_t short_event[7] = { 0, 0, 1, 1, 9, 0, 0 };
+    ancs_consumer_notification_source(&H.consumer, short_event, sizeof short_event, p.now);
+    CHECK(count_events(&H, ANCS_EVENT_PROTOCOL_ERROR) == 1, "7 bytes: a protocol error");
+    send_notification(&H, &p, 7, 0, 1, 9);
+    seen_event *unknown = find_event(&H, ANCS_EVENT_UNKNOWN_EVENT, 9);
+    CHECK(unknown && unknown->event_id == 7, "EventID 7 told as unknown");
+    /* Data Source bytes nobody asked for */
+    static const uint8_t unasked[] = { 0, 4, 0, 0, 0, 1, 1, 0, 'x' };
+    int errors = count_events(&H, ANCS_EVENT_PROTOCOL_ERROR);
+    ancs_consumer_data_source(&H.consumer, unasked, sizeof unasked, p.now);
+    CHECK(count_events(&H, ANCS_EVENT_PROTOCOL_ERROR) == errors + 1, "an unsolicited response: a protocol error");
+    CHECK(ancs_consumer_stop(&H.consumer, p.now) == ANCS_OK, "stop");
+    CHECK(H.unsubscribes[ANCS_NOTIFICATION_SOURCE] == 1 && H.unsubscribes[ANCS_DATA_SOURCE] == 1, "stop unsubscribes both");
+    seen_event *end = find_event(&H, ANCS_EVENT_SESSION_ENDED, 0);
+    CHECK(end && end->session_end == ANCS_SESSION_UNSUBSCRIBED, "session ended: unsubscribed");
+    CHECK(!ancs_consumer_in_session(&H.consumer), "no session");
+    ancs_consumer_deinit(&H.consumer);
+}
+
+static void test_data_source_refused(void) {
+    phone p = { .mtu = 23 };
+    memset(&H, 0, sizeof H);
+    ancs_consumer_init(&H.consumer, NULL, &callbacks, &H);
+    ancs_consumer_link_up(&H.consumer, 23, 0);
+    ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_ERR_TRANSPORT, 0);
+    ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, 0);
+    CHECK(ancs_consumer_in_session(&H.consumer), "a session without Data Source");
+    send_notification(&H, &p, 0, 0, 1, 1);
+    CHECK(find_event(&H, ANCS_EVENT_ADDED, 1), "events still come");
+    CHECK(H.write_count == 0, "no fetch written");
+    uint32_t id;
+    ancs_attribute_request title = { ANCS_ATTR_TITLE, 16 };
+    CHECK(ancs_consumer_fetch_attributes(&H.consumer, 1, &title, 1, 0, &id) == ANCS_ERR_DATA_SOURCE_UNAVAILABLE, "fetch refused at once");
+    uint32_t action;
+    send_notification(&H, &p, 0, ANCS_FLAG_NEGATIVE_ACTION, 1, 2);
+    CHECK(ancs_consumer_perform_action(&H.consumer, 2, ANCS_ACTION_NEGATIVE, 0, &action) == ANCS_OK, "actions still work");
+    ancs_consumer_deinit(&H.consumer);
+}
+
 int main(void) {
     struct { const char *name; void (*run)(void); } tests[] = {
         { "storage and arguments", test_storage_and_arguments },
@@ -546,6 +602,8 @@ int main(void) {
         { "a timeout and a link that drops mid-response", test_link_drop_and_timeout },
         { "subscriptions refused, Service Changed", test_subscription_refused_and_service_changed },
         { "callbacks that call back, two instances", test_reentrancy_and_instances },
+        { "cancel, stop, a short event, an unknown EventID, unasked bytes", test_cancel_stop_and_odd_input },
+        { "Data Source refused: a session without fetches", test_data_source_refused },
     };
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
