@@ -6,7 +6,8 @@ import Foundation
 /// soliciting ANCS (or connects to `peer`), pairs with LE Secure Connections
 /// (or re-encrypts with a stored bond), exchanges the MTU, discovers ANCS and
 /// reports `linkUp`; subscriptions and Control Point writes are request lines
-/// answered with the ATT result.
+/// answered with the ATT result. The host subscribes to Service Changed and,
+/// when it tells of ANCS's handles, discovers ANCS again: `serviceChanged`.
 public final class BumbleClientTransport: GATTClientTransport, Sendable {
     public let events: AsyncThrowingStream<GATTClientEvent, any Error>
     public let ready: BumbleHostReady
@@ -47,13 +48,15 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
                 sink.yield(.linkDown)
             case .notification(let characteristic, let value): sink.yield(.notification(characteristic, value))
             case .mtu(let mtu): sink.yield(.mtuChanged(mtu))
+            case .serviceChanged(let published): sink.yield(.serviceChanged(published: published))
             case .result(let id, let result): operations.resolve(id, result)
             case .finished: sink.finish()
             case .failed(let reason): sink.finish(throwing: TransportError(.connectionFailed, "connection failed: \(reason)"))
             case .fatal: break  // the host exits; its exit reports the reason
             case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
             case .notice: break  // handled before
-            case .connected, .disconnected, .connectionMTU, .subscription, .write, .notified: malformed(line)  // the serve role's
+            case .connected, .disconnected, .connectionMTU, .subscription, .write, .notified, .serviceChange:
+                malformed(line)  // the serve role's
             }
         }
         return BumbleClientTransport(host: host, ready: ready, events: events, operations: operations)

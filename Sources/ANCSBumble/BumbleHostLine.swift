@@ -19,12 +19,17 @@ enum BumbleHostLine: Sendable, Hashable {
     case write(ConnectionID, id: Int, value: [UInt8])
     /// The outcome of a `notify` line: `ok` or `failed <reason>`.
     case notified(id: Int, outcome: String)
+    /// The outcome of an `unpublish` (published false) or `publish` line:
+    /// `<start> <end> <clients>` or `failed <reason>`.
+    case serviceChange(id: Int, published: Bool, outcome: String)
     // consume
     case linkUp(LinkInfo)
     case linkDown
     case notification(ANCSCharacteristic, [UInt8])
     case mtu(Int)
     case result(id: Int, ATTResult)
+    /// Service Changed was indicated and ANCS discovered again: there (true) or gone (false).
+    case serviceChanged(published: Bool)
     /// The link ended and the host does not reconnect.
     case finished
     /// No link could be made and none will be tried.
@@ -65,6 +70,12 @@ enum BumbleHostLine: Sendable, Hashable {
         case "notified":
             guard let id = int(1) else { return nil }
             self = .notified(id: id, outcome: rest(from: 2))
+        case "published", "unpublished":
+            guard let id = int(1), fields.count > 2 else { return nil }
+            self = .serviceChange(id: id, published: kind == "published", outcome: rest(from: 2))
+        case "service-changed":
+            guard fields.count > 1, fields[1] == "published" || fields[1] == "unpublished" else { return nil }
+            self = .serviceChanged(published: fields[1] == "published")
         case "link-up":
             guard let mtu = int(1) else { return nil }
             self = .linkUp(LinkInfo(mtu: mtu, peer: fields.count > 2 ? String(fields[2]) : nil, isEncrypted: flag(3), isBonded: flag(4)))

@@ -36,6 +36,12 @@ public struct BumbleHostOptions: Sendable {
     public var askPairing: Bool = false
     /// Seconds to scan for the peer (and to connect) before giving up. Nil: 20.
     public var scanTimeout: Double?
+    /// serve: refuse writes enabling the Notification Source or Data Source
+    /// CCCD with ATT 0x08 Insufficient Authorization until this many seconds
+    /// after the first encrypted link with a peer, as an iPhone does until
+    /// its user allows notifications for the accessory (it asks once: later
+    /// links of that peer follow the same answer). Nil or 0: allowed at once.
+    public var allowNotificationsAfter: Double?
     /// Host log level on stderr (Python logging: WARNING, INFO, DEBUG).
     public var logLevel: String?
     /// How long to wait for the host to report `ready` (90 s by default: importing
@@ -80,8 +86,11 @@ public struct BumbleHostOptions: Sendable {
         if role == "consume" {
             if reconnect { arguments.append("--reconnect") }
             if peripheral { arguments.append("--peripheral") }
-        } else if central {
-            arguments.append("--central")
+        } else {
+            if central { arguments.append("--central") }
+            if let allowNotificationsAfter, allowNotificationsAfter > 0 {
+                arguments += ["--allow-notifications-after", "\(allowNotificationsAfter)"]
+            }
         }
         return arguments
     }
@@ -111,6 +120,13 @@ public enum BumbleHostNotice: Sendable, Hashable {
     case paired(connection: Int, authenticated: Bool)
     /// Pairing on `connection` failed with the SMP reason; the host ends the link.
     case pairingFailed(connection: Int, reason: String)
+    /// serve, with `allowNotificationsAfter`: the consumer on `connection`
+    /// wrote a CCCD to subscribe and was answered with this ATT error (0x08
+    /// Insufficient Authorization: notifications are not allowed yet).
+    case subscriptionRefused(connection: Int, characteristic: ANCSCharacteristic, code: UInt8)
+    /// serve, with `allowNotificationsAfter`: from now on the subscriptions of
+    /// this peer (an address) are accepted.
+    case notificationsAllowed(peer: String)
 
     /// The notice a host line carries, or nil when it is no notice.
     init?(_ fields: [Substring]) {
@@ -131,6 +147,14 @@ public enum BumbleHostNotice: Sendable, Hashable {
         case "pairing-failed":
             guard let connection = connection() else { return nil }
             self = .pairingFailed(connection: connection, reason: rest.dropFirst().joined(separator: " "))
+        case "subscription-refused":
+            guard let connection = connection(), rest.count > 2,
+                  let characteristic = ANCSCharacteristic(shortName: rest[rest.startIndex + 1]),
+                  case .attError(let code) = parseResult(["att", rest[rest.startIndex + 2]]) else { return nil }
+            self = .subscriptionRefused(connection: connection, characteristic: characteristic, code: code.rawValue)
+        case "notifications-allowed":
+            guard let peer = rest.first else { return nil }
+            self = .notificationsAllowed(peer: String(peer))
         default:
             return nil
         }

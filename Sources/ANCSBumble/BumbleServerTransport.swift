@@ -20,13 +20,18 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
 
     private let host: HostProcess
     private let notifications: PendingTable<String>
+    private let serviceChanges: PendingTable<String>
     /// A notification not confirmed within this time is reported as not sent.
     static let notifyTimeout: Duration = .seconds(10)
+    /// Unpublishing or publishing ANCS, Service Changed confirmed (the host
+    /// gives each indication 10 s) within this time.
+    static let serviceChangeTimeout: Duration = .seconds(20)
 
     private init(host: HostProcess, ready: BumbleHostReady, events: AsyncThrowingStream<GATTServerEvent, any Error>,
-                 notifications: PendingTable<String>) {
+                 notifications: PendingTable<String>, serviceChanges: PendingTable<String>) {
         self.host = host
         self.notifications = notifications
+        self.serviceChanges = serviceChanges
         self.ready = ready
         self.events = events
     }
@@ -38,18 +43,24 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
                              notices: @escaping @Sendable (BumbleHostNotice) -> Void = { _ in }) async throws(TransportError) -> BumbleServerTransport {
         let (events, sink) = AsyncThrowingStream<GATTServerEvent, any Error>.makeStream()
         let notifications = PendingTable<String>()
+        let serviceChanges = PendingTable<String>()
         let (host, ready) = try await HostProcess.launch(
             role: "serve", options: options, environment: environment, progress: progress, sink: sink,
-            onExit: { notifications.close(with: "failed host-gone") }
+            onExit: {
+                notifications.close(with: "failed host-gone")
+                serviceChanges.close(with: "failed host-gone")
+            }
         ) { line, fields, host in
             if let notice = BumbleHostNotice(fields) { return notices(notice) }
-            BumbleServerTransport.handle(fields, line: line, sink: sink, notifications: notifications, host: host)
+            BumbleServerTransport.handle(fields, line: line, sink: sink, notifications: notifications,
+                                         serviceChanges: serviceChanges, host: host)
         }
-        return BumbleServerTransport(host: host, ready: ready, events: events, notifications: notifications)
+        return BumbleServerTransport(host: host, ready: ready, events: events, notifications: notifications,
+                                     serviceChanges: serviceChanges)
     }
 
     private static func handle(_ fields: [Substring], line: String, sink: AsyncThrowingStream<GATTServerEvent, any Error>.Continuation,
-                               notifications: PendingTable<String>, host: HostProcess) {
+                               notifications: PendingTable<String>, serviceChanges: PendingTable<String>, host: HostProcess) {
         guard let parsed = BumbleHostLine(fields, line: line) else { return malformed(line) }
         switch parsed {
         case .connected(let connection, let link): sink.yield(.connected(connection, link))
@@ -67,10 +78,11 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
             }
             sink.yield(.controlPointWrite(connection, value, reply: reply))
         case .notified(let id, let outcome): notifications.resolve(id, outcome)
+        case .serviceChange(let id, _, let outcome): serviceChanges.resolve(id, outcome)
         case .fatal: break  // the host exits; its exit reports the reason
         case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
         case .notice: break  // handled before
-        case .linkUp, .linkDown, .notification, .mtu, .result, .finished, .failed: malformed(line)  // the consume role's
+        case .linkUp, .linkDown, .notification, .mtu, .result, .finished, .failed, .serviceChanged: malformed(line)  // the consume role's
         }
     }
 
@@ -85,6 +97,33 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
         guard result == "ok" else {
             throw TransportError(.notSent, "\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
         }
+    }
+
+    /// Removes ANCS from the GATT database, as iOS does when it unpublishes
+    /// it: every consumer's subscriptions go with it (their sessions end,
+    /// reported as `subscriptionChanged … enabled: false`), and Service
+    /// Changed is indicated with ANCS's handle range to the consumers that
+    /// subscribed to it. Throws when ANCS is not published or the host is gone.
+    public func unpublishANCS() async throws(TransportError) -> BumbleServiceChange {
+        try await changeService("unpublish", published: false)
+    }
+
+    /// Adds ANCS back and indicates Service Changed with its new handle
+    /// range; consumers that subscribe again start new sessions.
+    public func publishANCS() async throws(TransportError) -> BumbleServiceChange {
+        try await changeService("publish", published: true)
+    }
+
+    private func changeService(_ verb: String, published: Bool) async throws(TransportError) -> BumbleServiceChange {
+        let host = self.host
+        let outcome = await serviceChanges.perform(
+            timeout: Self.serviceChangeTimeout, expired: "failed timed-out", { id in host.send("\(verb) \(id)") },
+            failed: "failed host-gone")
+        let fields = outcome.split(separator: " ").compactMap { Int($0) }
+        guard fields.count == 3 else {
+            throw TransportError(.notSent, "ANCS not \(published ? "published" : "unpublished"): \(outcome.dropFirst(7))")
+        }
+        return BumbleServiceChange(published: published, startHandle: fields[0], endHandle: fields[1], indicatedConsumers: fields[2])
     }
 
     /// Answers a numeric comparison the host asked about (`askPairing`).
@@ -103,6 +142,24 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     /// Stops the host: it disconnects and exits; `events` then finishes.
     public func close() {
         host.close()
+    }
+}
+
+/// ANCS removed from or added to the GATT database, and whom Service Changed reached.
+public struct BumbleServiceChange: Sendable, Hashable {
+    /// Added (true) or removed (false).
+    public var published: Bool
+    /// The handle range Service Changed told of: ANCS's.
+    public var startHandle: Int
+    public var endHandle: Int
+    /// The consumers subscribed to Service Changed that confirmed the indication.
+    public var indicatedConsumers: Int
+
+    public init(published: Bool, startHandle: Int, endHandle: Int, indicatedConsumers: Int) {
+        self.published = published
+        self.startHandle = startHandle
+        self.endHandle = endHandle
+        self.indicatedConsumers = indicatedConsumers
     }
 }
 

@@ -108,7 +108,10 @@ public enum GATTClientEvent: Hashable, Sendable {
 /// event (`link-up <mtu> <peer> <enc> <bonded>`, `notify ds <hex>`, ...), in
 /// the order its event loop saw them. Each operation is a request line with
 /// an id; its `result <id>` line carries `ok`, `att 0xNN` or `failed`
-/// (→ `.transportFailure`). The protocol: `Sources/ANCSBumble/Host/PROTOCOL.md`.
+/// (→ `.transportFailure`). The host subscribes to Service Changed and, when
+/// an indication touches ANCS, discovers it again: `service-changed
+/// unpublished|published` lines become `serviceChanged`. The protocol:
+/// `Sources/ANCSBumble/Host/PROTOCOL.md`.
 ///
 /// Rules for an implementation:
 /// - `events` is iterated by one task, once; notifications stay in arrival

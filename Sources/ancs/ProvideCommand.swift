@@ -24,7 +24,14 @@ struct ProvideCommand: AsyncParsableCommand {
         as an iPhone does (--mtu 23: no exchange). With --json, one object per event, notifications with their \
         title, subtitle and message (scenario data). \
         The timeline starts when the first consumer subscribes to Notification Source; the accessory's own actions \
-        in the demo scenario are left to the accessory.
+        in the demo scenario are left to the accessory. \
+        A phone that asks its user first: --allow-notifications-after S refuses the Notification Source and Data Source \
+        subscriptions (CCCD writes) with ATT 0x08 Insufficient Authorization until S seconds after the link with the \
+        accessory is encrypted; the accessory is expected to subscribe again. \
+        Service Changed: --republish AT,AFTER removes ANCS AT seconds after the timeline starts, indicating Service \
+        Changed (0x2A05) with its handle range to the consumers subscribed to it, and adds it back AFTER seconds later, \
+        indicating the new range; the notifications stay and are announced PreExisting to the consumer that subscribes \
+        again. Each session ended by it counts for --sessions.
         """
     )
 
@@ -42,11 +49,25 @@ struct ProvideCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per provider event instead of text.") var json = false
     @Flag(help: "Numeric comparison: ask whether the accessory shows the same code (answer yes or no on standard input; no answer within 30 s is no) instead of confirming it.")
     var askPairing = false
+    @Option(help: ArgumentHelp(
+        "Refuse the Notification Source and Data Source subscriptions (CCCD writes) with ATT 0x08 Insufficient Authorization "
+            + "until this many seconds after the accessory's link is encrypted, as an iPhone does until its user allows notifications "
+            + "(asked once: later links of that accessory follow the answer). 0: allowed at once.",
+        valueName: "seconds"))
+    var allowNotificationsAfter: Double = 0
+    @Option(help: ArgumentHelp(
+        "Service Changed: <at> seconds after the timeline starts, remove ANCS and indicate Service Changed with its handle range; "
+            + "<after> seconds later add it back and indicate the new range (e.g. 5,2).",
+        valueName: "at,after"), transform: Republish.parse)
+    var republish: Republish?
 
     func validate() throws {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
         guard sessions >= 0 else { throw ValidationError("--sessions must be 0 or more") }
         guard duration >= 0 else { throw ValidationError("--duration must be 0 or more seconds") }
+        guard (0...3600).contains(allowNotificationsAfter) else {
+            throw ValidationError("--allow-notifications-after must be between 0 and 3600 seconds, got \(allowNotificationsAfter)")
+        }
         if askPairing && bumble.pairing != BumblePairing.numericComparison.rawValue {
             throw ValidationError("--ask-pairing needs --pairing numeric (Just Works has no code to compare)")
         }
@@ -64,7 +85,8 @@ struct ProvideCommand: AsyncParsableCommand {
         let view = ProvideView(json: json)
         let answers = PairingAnswers()
         let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu, central: central, peer: peer,
-                                                 askPairing: askPairing, notices: { notice in
+                                                 askPairing: askPairing, allowNotificationsAfter: allowNotificationsAfter,
+                                                 notices: { notice in
             view.show(notice)
             if case .pairingConfirmation(let connection, _) = notice { answers.ask(connection) }
         })
@@ -81,6 +103,7 @@ struct ProvideCommand: AsyncParsableCommand {
         }
         let presetKeys = keys
         let (starts, startSink) = AsyncStream<Void>.makeStream()
+        let (republishStarts, republishStartSink) = AsyncStream<Void>.makeStream()
         let sessionLimit = sessions
 
         let timeline = Task {
@@ -113,6 +136,24 @@ struct ProvideCommand: AsyncParsableCommand {
             }
             view.line("scenario: timeline done", json: .object([("event", .string("timelineDone"))]))
         }
+        // --republish: ANCS leaves the GATT database and comes back, on the timeline's clock.
+        let republishing = republish.map { plan in
+            Task {
+                var iterator = republishStarts.makeAsyncIterator()
+                guard await iterator.next() != nil else { return }
+                let start = ContinuousClock.now
+                try? await Task.sleep(until: start + plan.at, clock: .continuous)
+                if Task.isCancelled { return }
+                do {
+                    view.serviceChange(try await server.unpublishANCS())
+                    try? await Task.sleep(until: start + plan.at + plan.after, clock: .continuous)
+                    if Task.isCancelled { return }
+                    view.serviceChange(try await server.publishANCS())
+                } catch {
+                    view.line("provide: \(error)", json: .object([("event", .string("serviceChangeError")), ("error", .string("\(error)"))]))
+                }
+            }
+        }
 
         let events = Task {
             var ended = 0
@@ -125,7 +166,11 @@ struct ProvideCommand: AsyncParsableCommand {
                 }
                 switch event {
                 case .sessionStarted:
-                    if !started { started = true; startSink.yield() }
+                    if !started {
+                        started = true
+                        startSink.yield()
+                        republishStartSink.yield()
+                    }
                 case .sessionEnded:
                     ended += 1
                     if sessionLimit > 0 && ended >= sessionLimit { server.close() }
@@ -140,8 +185,10 @@ struct ProvideCommand: AsyncParsableCommand {
 
         defer {
             timeline.cancel()
+            republishing?.cancel()
             limit?.cancel()
             startSink.finish()
+            republishStartSink.finish()
         }
         do {
             try await provider.run()
@@ -149,6 +196,22 @@ struct ProvideCommand: AsyncParsableCommand {
             throw CommandFailure("provide: \(error)")
         }
         _ = await events.value
+    }
+}
+
+/// `--republish AT,AFTER`: when ANCS is removed (from the timeline's start)
+/// and how long it stays away.
+struct Republish: Sendable {
+    var at: Duration
+    var after: Duration
+
+    static func parse(_ text: String) throws -> Republish {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count == 2, let at = Double(parts[0]), let after = Double(parts[1]),
+              (0...86_400).contains(at), after > 0, after <= 86_400 else {
+            throw ValidationError("--republish takes <at>,<after> in seconds (0 ≤ at, 0 < after ≤ 86400), e.g. 5,2; got '\(text)'")
+        }
+        return Republish(at: .milliseconds(Int(at * 1000)), after: .milliseconds(Int(after * 1000)))
     }
 }
 
@@ -224,7 +287,34 @@ struct ProvideView: Sendable {
         case .pairingFailed(let connection, let reason):
             line("connection \(connection): pairing failed: \(reason); disconnecting",
                  json: .object([("event", .string("pairingFailed")), ("connection", .integer(connection)), ("reason", .string(reason))]))
+        case .subscriptionRefused(let connection, let characteristic, let code):
+            let error = ATTErrorCode(code) == .insufficientAuthorization ? "insufficientAuthorization" : "ATT error 0x\(Hex.string(code, uppercase: true))"
+            line("connection \(connection): subscription to \(characteristic) refused with ATT 0x\(Hex.string(code, uppercase: true))"
+                 + (error == "insufficientAuthorization" ? " Insufficient Authorization (notifications not allowed yet)" : ""),
+                 json: .object([("event", .string("subscriptionRefused")), ("connection", .integer(connection)),
+                                ("characteristic", .string(Self.jsonName(characteristic))), ("code", .integer(Int(code))),
+                                ("error", .string(error))]))
+        case .notificationsAllowed(let peer):
+            line("notifications allowed for \(peer): its subscriptions are accepted from now on",
+                 json: .object([("event", .string("notificationsAllowed")), ("peer", .string(peer))]))
         }
+    }
+
+    static func jsonName(_ characteristic: ANCSCharacteristic) -> String {
+        switch characteristic {
+        case .notificationSource: "notificationSource"
+        case .controlPoint: "controlPoint"
+        case .dataSource: "dataSource"
+        }
+    }
+
+    /// `--republish`: ANCS removed or added again, and Service Changed indicated.
+    func serviceChange(_ change: BumbleServiceChange) {
+        let what = change.published ? "republished" : "unpublished"
+        line("provide: ANCS \(what) (handles \(change.startHandle)–\(change.endHandle)), Service Changed indicated to "
+             + "\(change.indicatedConsumers) consumer\(change.indicatedConsumers == 1 ? "" : "s")",
+             json: .object([("event", .string(what)), ("service", .string("ANCS")), ("startHandle", .integer(change.startHandle)),
+                            ("endHandle", .integer(change.endHandle)), ("indicated", .integer(change.indicatedConsumers))]))
     }
 
     func show(_ event: ProviderEvent, notification: ProviderNotification? = nil) {

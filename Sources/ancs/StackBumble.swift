@@ -55,16 +55,20 @@ struct BumbleStackOptions: ParsableArguments {
     case .paired(_, let authenticated):
         bumbleProgress("paired (\(authenticated ? "numeric comparison, MITM protection" : "Just Works, no MITM protection"))")
     case .pairingFailed(_, let reason): bumbleProgress("pairing failed: \(reason)")
+    case .subscriptionRefused(_, let characteristic, let code):
+        bumbleProgress("subscription to \(characteristic) refused with ATT 0x\(Hex.string(code, uppercase: true))")
+    case .notificationsAllowed(let peer): bumbleProgress("notifications allowed for \(peer)")
     }
 }
 
 /// Starts the Bumble host as an NP (GATT server) and returns its transport.
 /// `central`: connect to the accessory, as an iPhone does, instead of advertising.
 func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?, central: Bool = false, peer: String? = nil,
-                       askPairing: Bool = false,
+                       askPairing: Bool = false, allowNotificationsAfter: Double = 0,
                        notices: @escaping @Sendable (BumbleHostNotice) -> Void) async throws -> BumbleServerTransport {
     var host = options.hostOptions(transport: transport, mtu: mtu)
     host.askPairing = askPairing
+    host.allowNotificationsAfter = allowNotificationsAfter
     host.central = central
     host.peer = peer
     do {

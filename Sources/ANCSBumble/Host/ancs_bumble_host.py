@@ -14,15 +14,18 @@ import asyncio
 import contextlib
 import logging
 import os
+import struct
 import sys
 
 from bumble import core, hci, ll
-from bumble.att import ATT_Error, Attribute
+from bumble.att import ATT_INSUFFICIENT_AUTHORIZATION_ERROR, ATT_Error, Attribute, AttributeValueV2, is_enhanced_bearer
 from bumble.controller import Controller
 from bumble.core import AdvertisingData
 from bumble.device import Device, Peer
 from bumble.gatt import (
     GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR,
+    GATT_GENERIC_ATTRIBUTE_SERVICE,
+    GATT_SERVICE_CHANGED_CHARACTERISTIC,
     Characteristic,
     CharacteristicValue,
     Descriptor,
@@ -43,6 +46,8 @@ ANCS_SERVICE = NOTIFICATION_SOURCE = CONTROL_POINT = DATA_SOURCE = None
 # answered with 0x0E (Unlikely Error), before the client's 30 s ATT timeout.
 WRITE_ANSWER_TIMEOUT = 25.0
 ATT_UNLIKELY_ERROR = 0x0E
+# A Service Changed indication not confirmed within this time counts as not delivered.
+INDICATION_TIMEOUT = 10.0
 
 log = logging.getLogger('ancs-bumble-host')
 
@@ -321,21 +326,83 @@ class Server(Session):
         self.answered_writes = {}   # id -> Future, done once the ATT response has been sent
         self.write_connections = {}  # id -> connection handle of the write
         self.next_write = 1
+        self.service = None          # ANCS while it is published (unpublish/publish)
+        self.service_changed = None  # the Service Changed characteristic (GATT service 0x1801)
+        self.service_changed_peers = set()  # peers that asked for Service Changed indications
+        self.allowed_at = {}         # peer -> loop time from which its subscriptions are allowed
+
+    def find_service_changed(self):
+        """The Service Changed characteristic of the GATT service Bumble's
+        Device publishes (GenericAttributeProfileService); one is added if
+        the device has none. Called before ANCS is added: ANCS stays the last
+        service, so it can be removed and added again under the same handles."""
+        gatt_service = getattr(self.device, 'gatt_service', None)
+        characteristic = getattr(gatt_service, 'service_changed_characteristic', None)
+        if characteristic is None:
+            characteristic = Characteristic(GATT_SERVICE_CHANGED_CHARACTERISTIC, Characteristic.Properties.INDICATE,
+                                            Characteristic.Permissions(0), b'')
+            self.device.add_service(Service(GATT_GENERIC_ATTRIBUTE_SERVICE, [characteristic]))
+
+        def on_subscription(connection, _notify, indicate):
+            # Kept for the peer, as for a bonded client it must be (Core Vol 3
+            # Part G 7.1): a bonded consumer that does not write it again
+            # after re-encrypting still hears of changes (restored in announce).
+            peer = self.peer_key(connection)
+            if indicate:
+                self.service_changed_peers.add(peer)
+            else:
+                self.service_changed_peers.discard(peer)
+        characteristic.on('subscription', on_subscription)
+        self.service_changed = characteristic
+
+    @staticmethod
+    def peer_key(connection):
+        return str(connection.peer_address).replace('/P', '')
+
+    def start_authorization(self, connection):
+        """--allow-notifications-after: the phone asks its user once per
+        accessory; the answer comes that long after the first encrypted link
+        with it, and holds for its later links."""
+        delay = self.args.allow_notifications_after
+        peer = self.peer_key(connection)
+        if delay <= 0 or peer in self.allowed_at:
+            return
+        loop = asyncio.get_running_loop()
+        self.allowed_at[peer] = loop.time() + delay
+        loop.call_later(delay, lambda: emit('notifications-allowed', peer))
+
+    def authorizing(self, name, value):
+        """A CCCD value whose writes enabling notifications fail with ATT
+        0x08 Insufficient Authorization until notifications are allowed (what
+        an iPhone answers before its user allows notifications for the
+        accessory). Bumble's subscription event cannot refuse a write: the
+        CCCD's own write raises the ATT error, and Bumble answers with it."""
+        def write(bearer, data):
+            connection = bearer.connection if is_enhanced_bearer(bearer) else bearer
+            if data and data[0] & 0x03 and self.args.allow_notifications_after > 0:
+                peer = self.peer_key(connection)
+                if peer not in self.allowed_at:
+                    self.start_authorization(connection)
+                if asyncio.get_running_loop().time() < self.allowed_at[peer]:
+                    emit('subscription-refused', connection.handle, name, f'0x{ATT_INSUFFICIENT_AUTHORIZATION_ERROR:02X}')
+                    raise ATT_Error(ATT_INSUFFICIENT_AUTHORIZATION_ERROR)
+            return value.write(bearer, data)
+        return AttributeValueV2(value.read, write=write)
 
     def build_service(self):
         encrypted_cccd = (Attribute.READABLE | Attribute.WRITEABLE
                           | Attribute.READ_REQUIRES_ENCRYPTION | Attribute.WRITE_REQUIRES_ENCRYPTION)
 
-        def notifying(uuid):
+        def notifying(name, uuid):
             characteristic = Characteristic(uuid, Characteristic.Properties.NOTIFY,
                                             Attribute.READ_REQUIRES_ENCRYPTION, b'')
             characteristic.descriptors = [Descriptor(
                 GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, encrypted_cccd,
-                self.device.gatt_server.make_descriptor_value(characteristic))]
+                self.authorizing(name, self.device.gatt_server.make_descriptor_value(characteristic)))]
             return characteristic
 
-        self.ns = notifying(NOTIFICATION_SOURCE)
-        self.ds = notifying(DATA_SOURCE)
+        self.ns = notifying('ns', NOTIFICATION_SOURCE)
+        self.ds = notifying('ds', DATA_SOURCE)
         self.cp = Characteristic(
             CONTROL_POINT, Characteristic.Properties.WRITE,
             Attribute.WRITEABLE | Attribute.WRITE_REQUIRES_ENCRYPTION,
@@ -383,12 +450,15 @@ class Server(Session):
             return
         self.connections[connection.handle] = connection
         bonded = await self.is_bonded(connection.peer_address)
+        if bonded:
+            self.restore_service_changed(connection)
         emit('connected', connection.handle, connection.att_mtu, str(connection.peer_address).replace(' ', ''),
              1 if connection.is_encrypted else 0, 1 if bonded else 0)
 
     def on_connection(self, connection):
         def on_encryption_change(*_):
             if connection.is_encrypted:
+                self.start_authorization(connection)
                 asyncio.get_running_loop().create_task(self.announce(connection))
 
         def on_mtu(*_):
@@ -432,13 +502,79 @@ class Server(Session):
             if connection is not None:
                 with contextlib.suppress(Exception):
                     await connection.disconnect()
+        elif command == 'unpublish':
+            await self.unpublish(int(fields[1]))
+        elif command == 'publish':
+            await self.publish(int(fields[1]))
         else:
             emit('error', f'unknown command {command!r}')
+
+    def restore_service_changed(self, connection):
+        """A bonded peer that asked for Service Changed on an earlier link
+        still has it (its CCCD persists across connections of a bonded client)."""
+        if self.service_changed is None or self.peer_key(connection) not in self.service_changed_peers:
+            return
+        cccds = self.device.gatt_server.subscribers.setdefault(connection, {})
+        cccds.setdefault(self.service_changed.handle, bytes([0x02, 0x00]))
+
+    async def indicate_service_changed(self, start, end):
+        """Indicates Service Changed (start, end) to every client subscribed
+        to it; returns how many confirmed."""
+        server = self.device.gatt_server
+        handle = self.service_changed.handle
+        bearers = [bearer for bearer, cccds in server.subscribers.items()
+                   if len(cccds.get(handle) or b'') == 2 and cccds[handle][0] & 0x02]
+        value = struct.pack('<HH', start, end)
+
+        async def indicate(bearer):
+            await asyncio.wait_for(server.indicate_subscriber(bearer, self.service_changed, value, force=True),
+                                   INDICATION_TIMEOUT)
+        results = await asyncio.gather(*(indicate(bearer) for bearer in bearers), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                log.info('Service Changed indication not confirmed: %s', result)
+        return sum(1 for result in results if not isinstance(result, BaseException))
+
+    async def unpublish(self, request):
+        """Removes ANCS from the GATT database (the CCCDs go with it: every
+        session ends) and indicates Service Changed for its handle range."""
+        service = self.service
+        server = self.device.gatt_server
+        if service is None:
+            emit('unpublished', request, 'failed', 'not-published')
+            return
+        start, end = service.handle, service.end_group_handle
+        if server.attributes[-1].handle != end:  # only the last service can go (Bumble numbers handles by count)
+            emit('unpublished', request, 'failed', 'not-the-last-service')
+            return
+        for bearer, cccds in server.subscribers.items():
+            connection = bearer.connection if is_enhanced_bearer(bearer) else bearer
+            for name, characteristic in (('ns', self.ns), ('ds', self.ds)):
+                value = cccds.pop(characteristic.handle, None)
+                if value and value[0] & 0x01 and connection.handle in self.connections:
+                    emit('subscription', connection.handle, name, 'off')
+        server.attributes = [attribute for attribute in server.attributes if not start <= attribute.handle <= end]
+        for handle in range(start, end + 1):
+            server.attributes_by_handle.pop(handle, None)
+        server.services.remove(service)
+        self.service = None
+        emit('unpublished', request, start, end, await self.indicate_service_changed(start, end))
+
+    async def publish(self, request):
+        """Adds ANCS again and indicates Service Changed for its new range."""
+        if self.service is not None:
+            emit('published', request, 'failed', 'already-published')
+            return
+        self.build_service()
+        start, end = self.service.handle, self.service.end_group_handle
+        emit('published', request, start, end, await self.indicate_service_changed(start, end))
 
     async def notify(self, handle, name, value):
         connection = self.connections.get(handle)
         if connection is None:
             return 'failed not-connected'
+        if self.service is None:
+            return 'failed not-published'
         characteristic = {'ns': self.ns, 'ds': self.ds}[name]
         cccd = self.device.gatt_server.subscribers.get(connection, {}).get(characteristic.handle)
         if not cccd or cccd[0] & 0x01 == 0:
@@ -455,6 +591,7 @@ class Server(Session):
         await self.open()
         device = self.device
         device.gatt_server.max_mtu = self.args.mtu
+        self.find_service_changed()
         self.build_service()
         device.on('connection', self.on_connection)
         await device.power_on()
@@ -509,11 +646,88 @@ class Client(Session):
         self.subscribed = set()
         self.link_lost = None
         self.operations = set()
+        self.ancs_range = None  # (first, last) handle of ANCS while it is published
+        self.rediscovery = asyncio.Lock()
+        # One handler per characteristic: Bumble keeps a set of handlers per
+        # handle and adds the given one even when the CCCD write fails, so a
+        # subscription tried again (after a refusal) must not add a second.
+        self.handlers = {name: self.notification_handler(name) for name in ('ns', 'ds')}
 
-    def notification_handler(self, name):
+    @staticmethod
+    def notification_handler(name):
         def on_value(value):
             emit('notify', name, hex_or_dash(value))
         return on_value
+
+    async def discover_ancs(self, peer):
+        """ANCS and its three characteristics (the CCCDs of the notifying
+        two discovered), or None when the peer does not publish it whole."""
+        services = await asyncio.wait_for(peer.discover_service(ANCS_SERVICE), 10)
+        if not services:
+            return None
+        characteristics = await asyncio.wait_for(peer.discover_characteristics(service=services[0]), 10)
+        found = {}
+        for characteristic in characteristics:
+            uuid = str(characteristic.uuid).upper()
+            for name, wanted in (('ns', NOTIFICATION_SOURCE), ('cp', CONTROL_POINT), ('ds', DATA_SOURCE)):
+                if uuid == wanted:
+                    found[name] = characteristic
+        if len(found) != 3:
+            log.warning('ANCS lacks characteristics: %s', sorted({'ns', 'cp', 'ds'} - set(found)))
+            return None
+        for name in ('ns', 'ds'):
+            await asyncio.wait_for(peer.discover_descriptors(found[name]), 10)
+        return services[0], found
+
+    async def watch_service_changed(self, peer):
+        """Subscribes to Service Changed (GATT service 0x1801), as an
+        accessory must to follow ANCS coming and going; a peer without it is
+        used as it is."""
+        try:
+            services = await asyncio.wait_for(peer.discover_service(GATT_GENERIC_ATTRIBUTE_SERVICE), 10)
+            characteristics = await asyncio.wait_for(
+                peer.discover_characteristics(uuids=[GATT_SERVICE_CHANGED_CHARACTERISTIC], service=services[0]), 10) if services else []
+            if not characteristics:
+                log.info('the peer has no Service Changed characteristic')
+                return
+
+            def on_indication(value):
+                asyncio.get_running_loop().create_task(self.on_service_changed(peer, bytes(value)))
+            await asyncio.wait_for(peer.subscribe(characteristics[0], on_indication, prefer_notify=False), 10)
+        except Exception as error:  # noqa: BLE001 - without it the link still serves ANCS
+            log.warning('cannot subscribe to Service Changed: %s: %s', type(error).__name__, error)
+
+    def forget_ancs(self, peer):
+        for name in ('ns', 'ds'):
+            characteristic = self.characteristics.get(name)
+            if characteristic is not None:
+                peer.gatt_client.notification_subscribers.pop(characteristic.handle, None)
+        self.characteristics, self.subscribed, self.ancs_range = {}, set(), None
+
+    async def on_service_changed(self, peer, value):
+        """Service Changed (first, last handle): when the range touches ANCS,
+        ANCS is gone (its CCCDs with it); then ANCS is looked for again."""
+        if len(value) < 4:
+            return
+        start, end = struct.unpack_from('<HH', value)
+        async with self.rediscovery:
+            if self.peer is not peer:
+                return
+            if self.ancs_range is not None:
+                first, last = self.ancs_range
+                if end < first or last < start:
+                    return  # another service changed
+                self.forget_ancs(peer)
+                emit('service-changed', 'unpublished')
+            try:
+                discovered = await self.discover_ancs(peer)
+            except Exception as error:  # noqa: BLE001 - the link may be going
+                log.info('rediscovering ANCS after Service Changed failed: %s', error)
+                return
+            if discovered is not None and self.peer is peer:
+                service, self.characteristics = discovered
+                self.ancs_range = (service.handle, service.end_group_handle)
+                emit('service-changed', 'published')
 
     async def accept(self):
         """--peripheral, as an accessory does: advertise the ANCS
@@ -565,23 +779,14 @@ class Client(Session):
         if self.args.mtu > 23:
             await asyncio.wait_for(peer.request_mtu(self.args.mtu), 10)
         status('discovering ANCS')
-        services = await asyncio.wait_for(peer.discover_service(ANCS_SERVICE), 10)
-        if not services:
+        discovered = await self.discover_ancs(peer)
+        if discovered is None:
             await self.drop(connection)
             raise LinkFailure('the peer does not publish ANCS')
-        characteristics = await asyncio.wait_for(peer.discover_characteristics(service=services[0]), 10)
-        found = {}
-        for characteristic in characteristics:
-            uuid = str(characteristic.uuid).upper()
-            for name, wanted in (('ns', NOTIFICATION_SOURCE), ('cp', CONTROL_POINT), ('ds', DATA_SOURCE)):
-                if uuid == wanted:
-                    found[name] = characteristic
-        if len(found) != 3:
-            await self.drop(connection)
-            raise LinkFailure(f'ANCS lacks characteristics: {sorted({"ns", "cp", "ds"} - set(found))}')
-        for name in ('ns', 'ds'):
-            await asyncio.wait_for(peer.discover_descriptors(found[name]), 10)
+        service, found = discovered
+        await self.watch_service_changed(peer)
         self.peer, self.characteristics, self.subscribed = peer, found, set()
+        self.ancs_range = (service.handle, service.end_group_handle)
         emit('link-up', connection.att_mtu, str(connection.peer_address).replace('/P', ''),
              1 if connection.is_encrypted else 0, 1 if bonded else 0)
         return lost
@@ -645,13 +850,17 @@ class Client(Session):
             emit('result', request, 'failed')
             return
         peer = self.peer
-        if command == 'write':
-            self.start_operation(request, self.characteristics['cp'].write_value(parse_hex(fields[2]), with_response=True), peer)
+        name = 'cp' if command == 'write' else fields[2]
+        if name not in ('ns', 'cp', 'ds'):
+            raise KeyError(name)
+        characteristic = self.characteristics.get(name)
+        if characteristic is None:  # ANCS is unpublished (Service Changed)
+            emit('result', request, 'failed')
             return
-        name = fields[2]
-        characteristic = self.characteristics[name]
-        if command == 'subscribe':
-            self.start_operation(request, peer.subscribe(characteristic, self.notification_handler(name)), peer)
+        if command == 'write':
+            self.start_operation(request, characteristic.write_value(parse_hex(fields[2]), with_response=True), peer)
+        elif command == 'subscribe':
+            self.start_operation(request, peer.subscribe(characteristic, self.handlers[name]), peer)
         else:
             self.start_operation(request, peer.unsubscribe(characteristic), peer)
 
@@ -772,6 +981,10 @@ def main():
         if role == 'serve':
             sub.add_argument('--central', action='store_true',
                              help='connect to the accessory advertising the ANCS solicitation, as an iPhone does, instead of advertising')
+            sub.add_argument('--allow-notifications-after', type=float, default=0.0, metavar='SECONDS',
+                             help='refuse writes enabling the Notification Source or Data Source CCCD with ATT 0x08 '
+                                  '(Insufficient Authorization) until this long after the first encrypted link with a peer '
+                                  '(0: allowed at once)')
         else:
             sub.add_argument('--reconnect', action='store_true', help='connect again after a disconnection')
             sub.add_argument('--peripheral', action='store_true',
