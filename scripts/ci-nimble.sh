@@ -214,7 +214,7 @@ fi
 
 if want republish; then
 echo "== republish: Service Changed, ANCS removed and added again"
-start republish -- --republish 3,2 --sessions 1 --duration 60
+start republish -- --republish 3,2 --sessions 2 --duration 60
 wait_for '^ready uid=[0-9]+ .*title="Team stand-up"' 30
 for _ in $(seq 150); do [ "$(grep -c '^session-started' "$dir/sample.log")" -ge 2 ] && break; sleep 0.2; done
 wait_for '^ready uid=[0-9]+ .*title="Team stand-up".*' 5

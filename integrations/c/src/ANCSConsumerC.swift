@@ -377,7 +377,7 @@ public func ancsConsumerDeinit(_ storage: UnsafeMutablePointer<ancs_consumer>?) 
 @_cdecl("ancs_consumer_link_up")
 public func ancsConsumerLinkUp(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ mtu: UInt16, _ now: UInt64) -> ancs_status {
     guard mtu >= 23 else { return invalidArgument }
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.linkUp(mtu: Int(mtu), at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
@@ -396,7 +396,7 @@ public func ancsConsumerSubscriptionResult(
 ) -> ancs_status {
     guard let characteristic = characteristic(which), characteristic != .controlPoint, let result = attResult(result)
     else { return invalidArgument }
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.subscriptionCompleted(characteristic, result, at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
@@ -406,7 +406,7 @@ public func ancsConsumerNotificationSource(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ bytes: UnsafePointer<UInt8>?, _ count: Int, _ now: UInt64
 ) -> ancs_status {
     guard bytes != nil || count == 0 else { return invalidArgument }
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.received(notificationSource: UnsafeRawBufferPointer(start: bytes, count: count), at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
@@ -416,7 +416,7 @@ public func ancsConsumerDataSource(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ bytes: UnsafePointer<UInt8>?, _ count: Int, _ now: UInt64
 ) -> ancs_status {
     guard bytes != nil || count == 0 else { return invalidArgument }
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.received(dataSource: UnsafeRawBufferPointer(start: bytes, count: count), at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
@@ -426,35 +426,35 @@ public func ancsConsumerWriteResult(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ token: UInt32, _ result: ancs_status, _ now: UInt64
 ) -> ancs_status {
     guard let result = attResult(result) else { return invalidArgument }
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.writeCompleted(WriteToken(rawValue: token), result, at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_tick")
 public func ancsConsumerTick(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.tick(time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_link_down")
 public func ancsConsumerLinkDown(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.linkDown(at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_service_changed")
 public func ancsConsumerServiceChanged(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ published: Bool, _ now: UInt64) -> ancs_status {
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.serviceChanged(published: published, at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
 
 @_cdecl("ancs_consumer_stop")
 public func ancsConsumerStop(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.stop(at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
@@ -482,7 +482,7 @@ public func ancsConsumerFetchAttributes(
         guard list[index].id <= NotificationAttributeID.negativeActionLabel.rawValue else { return invalidArgument }
         attributes.append(NotificationAttributeRequest(NotificationAttributeID(rawValue: list[index].id), maxLength: list[index].max_length))
     }
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     let id = pointer.pointee.consumer.fetchAttributes(attributes, for: NotificationUID(uid), at: time(now), into: &actions)
     requestID?.pointee = id.rawValue
     return finish(pointer, &actions, requestStatus(id, actions))
@@ -497,7 +497,7 @@ public func ancsConsumerFetchAppAttributes(
     let bytes = Array(UnsafeBufferPointer(start: identifier, count: length))
     var attributes: [AppAttributeID] = [.displayName]
     if let list, count > 0 { attributes = (0..<count).map { AppAttributeID(rawValue: list[$0]) } }
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     let id = pointer.pointee.consumer.fetchAppAttributes(appIdentifierBytes: bytes, attributes, at: time(now), into: &actions)
     requestID?.pointee = id.rawValue
     return finish(pointer, &actions, requestStatus(id, actions))
@@ -509,7 +509,7 @@ public func ancsConsumerPerformAction(
     _ requestID: UnsafeMutablePointer<UInt32>?
 ) -> ancs_status {
     guard action == ActionID.positive.rawValue || action == ActionID.negative.rawValue else { return invalidArgument }
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     let id = pointer.pointee.consumer.performAction(ActionID(rawValue: action), on: NotificationUID(uid), at: time(now), into: &actions)
     requestID?.pointee = id.rawValue
     return finish(pointer, &actions, requestStatus(id, actions))
@@ -517,7 +517,7 @@ public func ancsConsumerPerformAction(
 
 @_cdecl("ancs_consumer_cancel")
 public func ancsConsumerCancel(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ requestID: UInt32, _ now: UInt64) -> ancs_status {
-    guard var (pointer, actions) = begin(storage) else { return storageError }
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.cancel(ConsumerRequestID(rawValue: requestID), at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
