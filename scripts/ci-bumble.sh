@@ -10,24 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== Bumble stack: interop on virtual controllers"
 
-venv=.build/venv-bumble
 out=.build/ci-bumble
-bumble_version=0.0.236
-
-if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-  echo "== installing python3-venv"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 update -q
-  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends python3 python3-venv
-fi
-if [ ! -f "$venv/.ancs-bumble-$bumble_version" ]; then
-  echo "== Python environment with bumble $bumble_version"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet "bumble==$bumble_version"
-  touch "$venv/.ancs-bumble-$bumble_version"
-fi
-export ANCS_BUMBLE_PYTHON="$PWD/$venv/bin/python"
+source scripts/bumble-env.sh
 
 echo "== swift test: Bumble and capture tests"
 swift test --filter 'ANCSBumbleTests|ANCSCaptureTests'

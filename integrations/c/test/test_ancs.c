@@ -261,11 +261,17 @@ static void pump(harness *h, phone *p) {
     }
 }
 
-static void start(harness *h, phone *p, const ancs_consumer_config *config) {
+/* A new instance whose link is up: it asks for Data Source first. */
+static void link_up(harness *h, phone *p, const ancs_consumer_config *config) {
     memset(h, 0, sizeof *h);
     CHECK(ancs_consumer_init(&h->consumer, config, &callbacks, h) == ANCS_OK, "init");
     CHECK(ancs_consumer_link_up(&h->consumer, p->mtu, p->now) == ANCS_OK, "link up");
     CHECK(h->subscribes[ANCS_DATA_SOURCE] == 1 && h->subscribes[ANCS_NOTIFICATION_SOURCE] == 0, "Data Source first");
+}
+
+/* ...and both subscriptions succeed: a session. */
+static void start(harness *h, phone *p, const ancs_consumer_config *config) {
+    link_up(h, p, config);
     ancs_consumer_subscription_result(&h->consumer, ANCS_DATA_SOURCE, ANCS_OK, p->now);
     CHECK(h->subscribes[ANCS_NOTIFICATION_SOURCE] == 1, "then Notification Source");
     ancs_consumer_subscription_result(&h->consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, p->now);
@@ -486,9 +492,7 @@ static void test_link_drop_and_timeout(void) {
 
 static void test_subscription_refused_and_service_changed(void) {
     phone p = { .mtu = 23 };
-    memset(&H, 0, sizeof H);
-    ancs_consumer_init(&H.consumer, NULL, &callbacks, &H);
-    ancs_consumer_link_up(&H.consumer, 23, 0);
+    link_up(&H, &p, NULL);
     ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_ATT_INSUFFICIENT_AUTHENTICATION, 0);
     CHECK(find_event(&H, ANCS_EVENT_DATA_SOURCE_UNAVAILABLE, 0) && find_event(&H, ANCS_EVENT_DATA_SOURCE_UNAVAILABLE, 0)->status == 5, "Data Source refused: 0x05");
     ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_ATT_INSUFFICIENT_AUTHENTICATION, 0);
@@ -570,9 +574,7 @@ static void test_cancel_stop_and_odd_input(void) {
 
 static void test_data_source_refused(void) {
     phone p = { .mtu = 23 };
-    memset(&H, 0, sizeof H);
-    ancs_consumer_init(&H.consumer, NULL, &callbacks, &H);
-    ancs_consumer_link_up(&H.consumer, 23, 0);
+    link_up(&H, &p, NULL);
     ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_ERR_TRANSPORT, 0);
     ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, 0);
     CHECK(ancs_consumer_in_session(&H.consumer), "a session without Data Source");
