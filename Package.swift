@@ -64,7 +64,10 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
-        .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat"]),
+        // What the tests share: the conformance vectors, the package's paths,
+        // running the built `ancs`.
+        .target(name: "ANCSTestSupport", path: "Tests/ANCSTestSupport"),
+        .testTarget(name: "ANCSTests", dependencies: ["ANCS", "ANCSFormat", "ANCSTestSupport"]),
         .testTarget(name: "ANCSRuntimeTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ANCSBlueZTests", dependencies: [
             "ANCS", "ANCSRuntime", "ANCSFormat",
@@ -72,11 +75,11 @@ let package = Package(
             .target(name: "ANCSBlueZ", condition: .when(platforms: [.linux])),
             .target(name: "ANCSDesktop", condition: .when(platforms: [.linux])),
         ]),
-        .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSBumble", "ANCSDemo"],
+        .testTarget(name: "ANCSBumbleTests", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", "ANCSBumble", "ANCSDemo", "ANCSTestSupport"],
                     exclude: ["Interop", "Scenarios"]),
         .testTarget(name: "ANCSCaptureTests", dependencies: ["ANCS", "ANCSCapture", "ANCSFormat"], exclude: ["make_monitor_fixture.py"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "ancsCLITests", dependencies: ["ANCS"]),
+        .testTarget(name: "ancsCLITests", dependencies: ["ANCS", "ANCSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -17,9 +17,12 @@ fi
 VENV=.build/venv-bluez
 [ -x $VENV/bin/vng ] || { python3 -m venv $VENV; $VENV/bin/pip install -q 'virtme-ng==1.42' 'bumble==0.0.236'; }
 
-echo "== swift build (ancs)"
-swift build --product ancs
 echo "== D-Bus and BlueZ unit tests"
 swift test --filter ANCSBlueZTests
+# The VM runs what scripts/install.sh installs: the release build with static Swift libraries
+# (already built when the install step ran first), so its resident memory is what users see.
+source scripts/release-flags.sh
+echo "== swift build ${release_flags[*]} --product ancs"
+swift build "${release_flags[@]}" --product ancs
 echo "== ancs listen against bluetoothd $(bluetoothd --version 2>/dev/null || /usr/libexec/bluetooth/bluetoothd --version) in a VM"
-Tests/vm-bluez/run.sh .build/debug/ancs $VENV .build/vm-bluez-out
+Tests/vm-bluez/run.sh "$(swift build "${release_flags[@]}" --show-bin-path)/ancs" $VENV .build/vm-bluez-out

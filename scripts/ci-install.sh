@@ -18,6 +18,13 @@ if ldd "$binary" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|
   echo "install: the binary needs the Swift toolchain's libraries"; exit 1
 fi
 
+# Packed relative relocations where the build can make them (scripts/release-flags.sh).
+source scripts/release-flags.sh
+if [ "$release_relr" = yes ]; then
+  readelf -SW "$binary" | grep -q '\.relr\.dyn' || { echo "install: no packed relocations (.relr.dyn) in the binary"; exit 1; }
+  echo "install: relative relocations packed (.relr.dyn)"
+fi
+
 run() { env -i PATH=/usr/bin:/bin HOME="$prefix" "$@"; }
 echo "== ancs demo --fast (empty environment, PATH=/usr/bin:/bin)"
 run "$prefix/bin/ancs" demo --fast | tail -1
@@ -30,7 +37,7 @@ done
 # moved away, the installed binary still starts it (here a Python that
 # exits at once, so the host "exits with status 1" rather than ancs trapping
 # on a missing resource bundle).
-built="$(swift build -c release --static-swift-stdlib --show-bin-path)/swift-ancs_ANCSBumble.resources"
+built="$(swift build "${release_flags[@]}" --show-bin-path)/swift-ancs_ANCSBumble.resources"
 mv "$built" "$built.aside"
 trap 'mv "$built.aside" "$built"; rm -rf "$prefix"' EXIT
 out=$(run ANCS_BUMBLE_PYTHON=/bin/false "$prefix/bin/ancs" provide --stack bumble:usb:0 2>&1 || true)

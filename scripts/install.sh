@@ -14,9 +14,9 @@ prefix=${1:-$HOME/.local}
 mkdir -p "$prefix"
 prefix=$(cd "$prefix" && pwd)
 cd "$(dirname "$0")/.."
-flags=(-c release --static-swift-stdlib)
-swift build "${flags[@]}" --product ancs
-bin=$(swift build "${flags[@]}" --show-bin-path)
+source scripts/release-flags.sh
+swift build "${release_flags[@]}" --product ancs
+bin=$(swift build "${release_flags[@]}" --show-bin-path)
 home="$prefix/lib/swift-ancs"
 mkdir -p "$prefix/bin" "$home"
 rm -rf "$home/ancs" "$home/swift-ancs_ANCSBumble.resources"

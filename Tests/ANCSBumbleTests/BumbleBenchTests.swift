@@ -1,6 +1,7 @@
 import ANCS
 @testable import ANCSBumble
 import ANCSRuntime
+import ANCSTestSupport
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ struct Bench {
 
     init() async throws {
         link = try await VirtualLink()
-        ancs = try #require(ProvideExecutable.url).path
+        ancs = try #require(ANCSExecutable.url).path
         python = try #require(BumbleTestEnvironment.python)
     }
 
@@ -24,7 +25,7 @@ struct Bench {
 
     /// The scripted pairing peer (Interop/pairing_peer.py) on the second controller.
     func peer(_ arguments: [String]) throws -> ChildProcess {
-        let script = BumbleTestEnvironment.packageRoot.appendingPathComponent("Tests/ANCSBumbleTests/Interop/pairing_peer.py").path
+        let script = PackagePaths.path("Tests/ANCSBumbleTests/Interop/pairing_peer.py")
         return try ChildProcess(python, ["-u", "-B", script, "--transport", link.transports.1] + arguments)
     }
 
@@ -46,7 +47,7 @@ struct Bench {
 
 @Suite("Bumble test bench: ancs provide and listen as processes",
        .enabled(if: BumbleTestEnvironment.isAvailable, BumbleTestEnvironment.missing),
-       .enabled(if: ProvideExecutable.url != nil, "needs the built ancs executable"),
+       .enabled(if: ANCSExecutable.url != nil, "\(ANCSExecutable.missing)"),
        .serialized, .timeLimit(.minutes(3)))
 struct BumbleBenchTests {
     /// The virtual link serves one pair after another, however the last one
@@ -212,7 +213,7 @@ struct BumbleBenchTests {
         #expect(await listen.waitFor("Pick up bike", timeout: .seconds(40)), "\(listen.errorText)")
         try await Task.sleep(for: .milliseconds(300))
         #expect(provide.process.isRunning)
-        let decoded = try ProvideExecutable.run(["decode", "--btsnoop", capture])
+        let decoded = try ANCSExecutable.run(["decode", "--btsnoop", capture])
         #expect(decoded.status == 0, "\(decoded.stderr)")
         #expect(decoded.stdout.contains("encrypted"), "\(decoded.stdout)")
         #expect(decoded.stdout.contains("Notification Source: Added"), "\(decoded.stdout)")
@@ -231,7 +232,7 @@ struct BumbleBenchTests {
         #expect(status == 0, "\(provide.errorText)")
         #expect(!provide.errorText.contains("Error"), "\(provide.errorText)")
         #expect(!provide.errorText.contains("Traceback"), "\(provide.errorText)")
-        let decoded = try ProvideExecutable.run(["decode", "--btsnoop", capture])
+        let decoded = try ANCSExecutable.run(["decode", "--btsnoop", capture])
         #expect(decoded.status == 0, "\(decoded.stderr)")
     }
 
@@ -273,7 +274,7 @@ struct BumbleHostFilesTests {
         await #expect(throws: TransportError.self) {
             _ = try await BumbleServerTransport.start(BumbleHostOptions(transport: "nonsense:1", startTimeout: .seconds(20)), environment: environment)
         }
-        let sources = BumbleTestEnvironment.packageRoot.appendingPathComponent("Sources/ANCSBumble/Host").path
+        let sources = PackagePaths.path("Sources/ANCSBumble/Host")
         let resources = URL(fileURLWithPath: environment.script).deletingLastPathComponent().path
         for directory in [sources, resources] {
             let names = try FileManager.default.contentsOfDirectory(atPath: directory)

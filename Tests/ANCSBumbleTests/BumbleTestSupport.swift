@@ -1,6 +1,7 @@
 import ANCS
 import ANCSBumble
 import ANCSRuntime
+import ANCSTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -9,8 +10,6 @@ import Testing
 /// environment `ancs setup bumble` makes (`ANCS_BUMBLE_VENV`, or the user
 /// cache), else the CI's `.build/venv-bumble` (scripts/ci-bumble.sh).
 enum BumbleTestEnvironment {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
     /// Why Bumble tests are skipped when no Python with Bumble is found.
     static let missing: Comment = "needs Python with bumble: run `ancs setup bumble` (or scripts/ci-bumble.sh, or set ANCS_BUMBLE_PYTHON)"
 
@@ -20,7 +19,7 @@ enum BumbleTestEnvironment {
         if let python = environment["ANCS_BUMBLE_PYTHON"], !python.isEmpty { return python }
         let setUp = BumbleEnvironment.defaultVirtualEnvironment(environment: environment)
         if BumbleEnvironment.isInstalled(setUp) { return setUp + "/bin/python" }
-        let venv = packageRoot.appendingPathComponent(".build/venv-bumble/bin/python").path
+        let venv = PackagePaths.path(".build/venv-bumble/bin/python")
         return FileManager.default.isExecutableFile(atPath: venv) ? venv : nil
     }
 
@@ -36,7 +35,7 @@ enum BumbleTestEnvironment {
         return BumbleEnvironment(python: python, script: try BumbleEnvironment.hostScript())
     }
 
-    static let interopClient = packageRoot.appendingPathComponent("Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py").path
+    static let interopClient = PackagePaths.path("Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py")
 
     /// Two loopback TCP ports, different per call.
     static func ports() -> (Int, Int) {

@@ -1,6 +1,7 @@
 import ANCS
 @testable import ANCSBumble
 import ANCSRuntime
+import ANCSTestSupport
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 /// again, told by Service Changed).
 @Suite("ancs provide: notifications allowed late, Service Changed",
        .enabled(if: BumbleTestEnvironment.isAvailable, BumbleTestEnvironment.missing),
-       .enabled(if: ProvideExecutable.url != nil, "needs the built ancs executable"),
+       .enabled(if: ANCSExecutable.url != nil, "\(ANCSExecutable.missing)"),
        .serialized)
 struct ProvideInteropOptionsTests {
     /// A phone process and an accessory in this process, paired over one virtual link.
@@ -29,7 +30,7 @@ struct ProvideInteropOptionsTests {
         init(provideArguments: [String]) async throws {
             link = try await VirtualLink()
             let environment = try BumbleTestEnvironment.environment()
-            let executable = try #require(ProvideExecutable.url).path
+            let executable = try #require(ANCSExecutable.url).path
             provide = try ChildProcess(
                 executable, ["provide", "--stack", "bumble:\(link.transports.0)", "--central", "--json"] + provideArguments,
                 environment: ["ANCS_BUMBLE_PYTHON": environment.python], captureErrors: true)
@@ -191,7 +192,7 @@ struct ProvideInteropOptionLineTests {
         #expect(!options.arguments(role: "serve").contains("--allow-notifications-after"))
     }
 
-    @Test(.enabled(if: ProvideExecutable.url != nil, "needs the built ancs executable"),
+    @Test(.enabled(if: ANCSExecutable.url != nil, "\(ANCSExecutable.missing)"),
           arguments: [
             (["--republish", "5"], "--republish takes <at>,<after>"),
             (["--republish", "5,0"], "--republish takes <at>,<after>"),
@@ -199,14 +200,14 @@ struct ProvideInteropOptionLineTests {
             (["--allow-notifications-after=-1"], "--allow-notifications-after must be between 0 and 3600 seconds"),
           ])
     func badValuesAreRefused(arguments: [String], message: String) throws {
-        let output = try ProvideExecutable.run(["provide", "--check"] + arguments)
+        let output = try ANCSExecutable.run(["provide", "--check"] + arguments)
         #expect(output.status != 0)
         #expect(output.stderr.contains(message), "\(output.stderr)")
     }
 
-    @Test(.enabled(if: ProvideExecutable.url != nil, "needs the built ancs executable"))
+    @Test(.enabled(if: ANCSExecutable.url != nil, "\(ANCSExecutable.missing)"))
     func helpTellsBoth() throws {
-        let output = try ProvideExecutable.run(["provide", "--help"])
+        let output = try ANCSExecutable.run(["provide", "--help"])
         #expect(output.stdout.contains("--allow-notifications-after <seconds>"))
         #expect(output.stdout.contains("--republish <at,after>"))
         #expect(output.stdout.contains("Insufficient Authorization"))

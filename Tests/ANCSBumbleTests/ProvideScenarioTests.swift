@@ -1,47 +1,15 @@
+import ANCSTestSupport
 import Foundation
 import Testing
 
 /// `ancs provide --scenario FILE --check` through the built executable:
 /// JSON and YAML read the same, and bad files fail with one error line
 /// naming the file and the place.
-enum ProvideExecutable {
-    /// The built `ancs` (`ANCS_TEST_EXECUTABLE` names another build to test).
-    static var url: URL? {
-        if let path = ProcessInfo.processInfo.environment["ANCS_TEST_EXECUTABLE"], !path.isEmpty {
-            return URL(fileURLWithPath: path)
-        }
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ancs"),
-            BumbleTestEnvironment.packageRoot.appendingPathComponent(".build/debug/ancs"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
 
-    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        guard let url else { throw ScenarioTestError("no built `ancs` executable; run `swift build` first") }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-provide-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outURL = directory.appendingPathComponent("out"), errURL = directory.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        return (process.terminationStatus, String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
-    }
-
+/// Files for `ancs provide --scenario`.
+enum ScenarioFiles {
     static func scenario(_ name: String) -> String {
-        BumbleTestEnvironment.packageRoot.appendingPathComponent("Tests/ANCSBumbleTests/Scenarios/\(name)").path
+        PackagePaths.path("Tests/ANCSBumbleTests/Scenarios/\(name)")
     }
 
     static func write(_ text: String, _ ext: String) throws -> URL {
@@ -51,27 +19,22 @@ enum ProvideExecutable {
     }
 }
 
-struct ScenarioTestError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-@Suite("ancs provide scenarios", .enabled(if: ProvideExecutable.url != nil, "needs the built ancs executable"))
+@Suite("ancs provide scenarios", .enabled(if: ANCSExecutable.url != nil, "\(ANCSExecutable.missing)"))
 struct ProvideScenarioTests {
     @Test func theDemoScenarioByDefault() throws {
-        let output = try ProvideExecutable.run(["provide", "--check"])
+        let output = try ANCSExecutable.run(["provide", "--check"])
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stdout == "scenario: 12 apps, 2 pre-existing, 9 added, 1 modified, 1 removed over 13.9 s, 0 with failing actions\n")
     }
 
     @Test func failActionsInjectsErrorsEverywhere() throws {
-        let output = try ProvideExecutable.run(["provide", "--check", "--fail-actions"])
+        let output = try ANCSExecutable.run(["provide", "--check", "--fail-actions"])
         #expect(output.stdout.hasSuffix("11 with failing actions\n"), "\(output.stdout)")
     }
 
     @Test func jsonAndYAMLReadTheSame() throws {
-        let yaml = try ProvideExecutable.run(["provide", "--check", "--scenario", ProvideExecutable.scenario("errors.yaml")])
-        let json = try ProvideExecutable.run(["provide", "--check", "--scenario", ProvideExecutable.scenario("errors.json")])
+        let yaml = try ANCSExecutable.run(["provide", "--check", "--scenario", ScenarioFiles.scenario("errors.yaml")])
+        let json = try ANCSExecutable.run(["provide", "--check", "--scenario", ScenarioFiles.scenario("errors.json")])
         #expect(yaml.status == 0, "\(yaml.stderr)")
         #expect(json.status == 0, "\(json.stderr)")
         #expect(yaml.stdout == "scenario: 2 apps, 1 pre-existing, 1 added, 1 modified, 1 removed over 4.0 s, 1 with failing actions\n")
@@ -119,9 +82,9 @@ struct ProvideScenarioTests {
          "preExisting[0].message: 65536 bytes is too long for a message: ANCS carries at most 65535 bytes"),
     ])
     func badFilesNameThePlace(text: String, ext: String, message: String) throws {
-        let url = try ProvideExecutable.write(text, ext)
+        let url = try ScenarioFiles.write(text, ext)
         defer { try? FileManager.default.removeItem(at: url) }
-        let output = try ProvideExecutable.run(["provide", "--check", "--scenario", url.path])
+        let output = try ANCSExecutable.run(["provide", "--check", "--scenario", url.path])
         #expect(output.status != 0)
         #expect(output.stdout.isEmpty)
         #expect(output.stderr.hasPrefix("error: --scenario \(url.path)"), "\(output.stderr)")
@@ -130,11 +93,11 @@ struct ProvideScenarioTests {
     }
 
     @Test func aMissingFileIsNamedWithTheReason() throws {
-        let output = try ProvideExecutable.run(["provide", "--check", "--scenario", "/nonexistent/scenario.yaml"])
+        let output = try ANCSExecutable.run(["provide", "--check", "--scenario", "/nonexistent/scenario.yaml"])
         #expect(output.status != 0)
         #expect(output.stderr == "error: --scenario: cannot open /nonexistent/scenario.yaml: No such file or directory\n")
         let directory = FileManager.default.temporaryDirectory.path
-        let notAFile = try ProvideExecutable.run(["provide", "--check", "--scenario", directory])
+        let notAFile = try ANCSExecutable.run(["provide", "--check", "--scenario", directory])
         #expect(notAFile.status != 0)
         #expect(notAFile.stderr == "error: --scenario: cannot read \(directory): Is a directory\n")
     }
@@ -148,9 +111,9 @@ struct ProvideScenarioTests {
               - {at: 3, add: {key: a, app: com.x, title: Second, positive: \(String(repeating: "p", count: 1024))}}
               - {at: 4, modify: a, message: "edited"}
             """
-        let url = try ProvideExecutable.write(yaml, "yaml")
+        let url = try ScenarioFiles.write(yaml, "yaml")
         defer { try? FileManager.default.removeItem(at: url) }
-        let output = try ProvideExecutable.run(["provide", "--check", "--scenario", url.path])
+        let output = try ANCSExecutable.run(["provide", "--check", "--scenario", url.path])
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stdout == "scenario: 1 apps, 0 pre-existing, 2 added, 1 modified, 1 removed over 4.0 s, 0 with failing actions\n")
     }

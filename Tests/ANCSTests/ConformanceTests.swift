@@ -4,165 +4,16 @@
 
 import ANCS
 import ANCSFormat
+import ANCSTestSupport
 import Foundation
 import Testing
-
-// MARK: - Vectors
-
-/// A JSON value as parsed by Foundation, in a Sendable, comparable form.
-/// Numbers compare as numbers (1 == 1.0), never as strings.
-enum JSONValue: Hashable, Sendable, CustomStringConvertible {
-    case object([String: JSONValue])
-    case array([JSONValue])
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case null
-
-    init(any value: Any) throws {
-        switch value {
-        case let text as String:
-            self = .string(text)
-        case is NSNull:
-            self = .null
-        case let items as [Any]:
-            self = .array(try items.map { try JSONValue(any: $0) })
-        case let members as [String: Any]:
-            self = .object(try members.mapValues { try JSONValue(any: $0) })
-        case let number as NSNumber:
-            self = .number(number.doubleValue)
-        case let number as Int:
-            self = .number(Double(number))
-        case let number as Double:
-            self = .number(number)
-        case let flag as Bool:
-            self = .bool(flag)
-        default:
-            throw VectorError("unsupported JSON value \(value) of type \(type(of: value))")
-        }
-    }
-
-    /// Parses one JSON document (an object or an array).
-    init(parsing data: Data) throws {
-        try self.init(any: JSONSerialization.jsonObject(with: data))
-    }
-
-    init(parsing text: String) throws {
-        try self.init(parsing: Data(text.utf8))
-    }
-
-    var description: String {
-        switch self {
-        case .object(let members):
-            "{" + members.keys.sorted().map { "\"\($0)\":\(members[$0]!)" }.joined(separator: ",") + "}"
-        case .array(let items): "[" + items.map(\.description).joined(separator: ",") + "]"
-        case .string(let text): "\"\(text)\""
-        case .number(let value): value == value.rounded() && abs(value) < 1e15 ? "\(Int64(value))" : "\(value)"
-        case .bool(let flag): "\(flag)"
-        case .null: "null"
-        }
-    }
-}
-
-struct VectorError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// One conformance case: its input bytes, and the JSON expected or the error substring.
-struct ConformanceCase: Sendable, CustomTestStringConvertible {
-    enum Outcome: Sendable {
-        case expect(JSONValue)
-        case error(String)
-    }
-
-    var section: String
-    var name: String
-    /// The PDU (Notification Source, Control Point) as hex.
-    var hex: String
-    /// Data Source only: the Control Point request and the fragments, as hex.
-    var request: String?
-    var fragments: [String]
-    var outcome: Outcome
-
-    var testDescription: String { name }
-}
-
-struct ConformanceVectors: Sendable {
-    var notificationSource: [ConformanceCase] = []
-    var controlPoint: [ConformanceCase] = []
-    var dataSource: [ConformanceCase] = []
-    /// Why loading failed, if it did; reported by the count test.
-    var loadError: String?
-
-    /// `<package root>/../shared/vectors/conformance.json`, the root found from this file.
-    static var url: URL {
-        URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent()  // ANCSTests
-            .deletingLastPathComponent()  // Tests
-            .deletingLastPathComponent()  // package root
-            .deletingLastPathComponent()
-            .appendingPathComponent("shared/vectors/conformance.json")
-    }
-
-    static let shared: ConformanceVectors = {
-        do {
-            return try load(from: url)
-        } catch {
-            var vectors = ConformanceVectors()
-            vectors.loadError = "cannot load \(url.path): \(error)"
-            return vectors
-        }
-    }()
-
-    static func load(from url: URL) throws -> ConformanceVectors {
-        guard case .object(let root) = try JSONValue(parsing: Data(contentsOf: url)) else {
-            throw VectorError("the vectors file is not a JSON object")
-        }
-        func cases(_ section: String) throws -> [ConformanceCase] {
-            guard case .array(let items)? = root[section] else { throw VectorError("no \"\(section)\" array") }
-            return try items.enumerated().map { index, item in
-                guard case .object(let fields) = item else { throw VectorError("\(section)[\(index)] is not an object") }
-                func string(_ key: String) -> String? {
-                    if case .string(let text)? = fields[key] { return text }
-                    return nil
-                }
-                let name = string("name") ?? "\(section)[\(index)]"
-                let outcome: ConformanceCase.Outcome
-                if let expect = fields["expect"] {
-                    outcome = .expect(expect)
-                } else if let error = string("error") {
-                    outcome = .error(error)
-                } else {
-                    throw VectorError("\(section) case \"\(name)\" has neither expect nor error")
-                }
-                var fragments: [String] = []
-                if case .array(let list)? = fields["fragments"] {
-                    fragments = try list.map {
-                        guard case .string(let text) = $0 else { throw VectorError("\(name): a fragment is not a string") }
-                        return text
-                    }
-                }
-                return ConformanceCase(
-                    section: section, name: name, hex: string("hex") ?? "", request: string("request"),
-                    fragments: fragments, outcome: outcome
-                )
-            }
-        }
-        return ConformanceVectors(
-            notificationSource: try cases("notificationSource"),
-            controlPoint: try cases("controlPoint"),
-            dataSource: try cases("dataSource")
-        )
-    }
-}
 
 /// Hex as the vectors write it: pairs of digits, no separators.
 func hexBytes(_ hex: String) throws -> [UInt8] {
     do {
         return try Hex.bytes(hex)
     } catch {
-        throw VectorError("\(error) in \"\(hex)\"")
+        throw TestSupportError("\(error) in \"\(hex)\"")
     }
 }
 

@@ -1,18 +1,19 @@
 // `ancs decode --btsnoop` on the capture formats the README lists.
 
+import ANCSTestSupport
 import Foundation
 import Testing
 
 @Suite("ancs decode --btsnoop: btmon's monitor format")
 struct CLICaptureTests {
     static func capture(_ name: String) -> String {
-        CLIVectors.packageRoot.appendingPathComponent("Tests/ANCSCaptureTests/Fixtures/\(name)").path
+        PackagePaths.path("Tests/ANCSCaptureTests/Fixtures/\(name)")
     }
 
     @Test("a btmon capture (datalink 2001) decodes like the same traffic in H4, with its second controller apart")
     func btmonCapture() throws {
-        let monitor = try runANCS(["decode", "--btsnoop", Self.capture("listen-nc-monitor.btsnoop")])
-        let h4 = try runANCS(["decode", "--btsnoop", Self.capture("listen-nc.btsnoop")])
+        let monitor = try ANCSExecutable.run(["decode", "--btsnoop", Self.capture("listen-nc-monitor.btsnoop")])
+        let h4 = try ANCSExecutable.run(["decode", "--btsnoop", Self.capture("listen-nc.btsnoop")])
         #expect(monitor.status == 0, "stderr: \(monitor.stderr)")
         #expect(monitor.stderr.isEmpty)
         let lines = monitor.stdout.split(separator: "\n")
@@ -22,7 +23,7 @@ struct CLICaptureTests {
         #expect(lines.contains { $0.contains("Notification Source: Added") })
         #expect(lines.contains { $0.contains("Team stand-up") })
 
-        let json = try runANCS(["decode", "--btsnoop", Self.capture("listen-nc-monitor.btsnoop"), "--json"])
+        let json = try ANCSExecutable.run(["decode", "--btsnoop", Self.capture("listen-nc-monitor.btsnoop"), "--json"])
         #expect(json.status == 0)
         #expect(json.stdout.split(separator: "\n").count == lines.count)
     }

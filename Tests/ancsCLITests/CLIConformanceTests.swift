@@ -2,241 +2,16 @@
 // must print exactly one line of JSON equal to `expect`, or fail with a
 // non-zero exit, nothing on stdout and one `error:` line on stderr.
 
+import ANCSTestSupport
 import Foundation
 import Testing
 
-// MARK: - Vectors
-
-/// A JSON value as Foundation parses it, comparable and Sendable; numbers compare as numbers.
-enum JSONValue: Hashable, Sendable, CustomStringConvertible {
-    case object([String: JSONValue])
-    case array([JSONValue])
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case null
-
-    init(any value: Any) throws {
-        switch value {
-        case let text as String: self = .string(text)
-        case is NSNull: self = .null
-        case let items as [Any]: self = .array(try items.map { try JSONValue(any: $0) })
-        case let members as [String: Any]: self = .object(try members.mapValues { try JSONValue(any: $0) })
-        case let number as NSNumber: self = .number(number.doubleValue)
-        case let number as Int: self = .number(Double(number))
-        case let number as Double: self = .number(number)
-        case let flag as Bool: self = .bool(flag)
-        default: throw CLITestError("unsupported JSON value \(value) of type \(type(of: value))")
-        }
-    }
-
-    init(parsing data: Data) throws {
-        try self.init(any: JSONSerialization.jsonObject(with: data))
-    }
-
-    var description: String {
-        switch self {
-        case .object(let members):
-            "{" + members.keys.sorted().map { "\"\($0)\":\(members[$0]!)" }.joined(separator: ",") + "}"
-        case .array(let items): "[" + items.map(\.description).joined(separator: ",") + "]"
-        case .string(let text): "\"\(text)\""
-        case .number(let value): value == value.rounded() && abs(value) < 1e15 ? "\(Int64(value))" : "\(value)"
-        case .bool(let flag): "\(flag)"
-        case .null: "null"
-        }
-    }
-}
-
-struct CLITestError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// One conformance case as `ancs decode` arguments.
-struct CLICase: Sendable, CustomTestStringConvertible {
-    enum Outcome: Sendable {
-        case expect(JSONValue)
-        case error(String)
-    }
-
-    var name: String
-    /// Everything after `ancs`.
-    var arguments: [String]
-    var outcome: Outcome
-
-    var testDescription: String { name }
-}
-
-struct CLIVectors: Sendable {
-    var notificationSource: [CLICase] = []
-    var controlPoint: [CLICase] = []
-    var dataSource: [CLICase] = []
-    var loadError: String?
-
-    /// The package root: Tests/ancsCLITests/CLIConformanceTests.swift → up three levels.
-    static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    }
-
-    static var url: URL {
-        packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/conformance.json")
-    }
-
-    static let shared: CLIVectors = {
-        do {
-            return try load(from: url)
-        } catch {
-            var vectors = CLIVectors()
-            vectors.loadError = "cannot load \(url.path): \(error)"
-            return vectors
-        }
-    }()
-
-    static func load(from url: URL) throws -> CLIVectors {
-        guard case .object(let root) = try JSONValue(parsing: Data(contentsOf: url)) else {
-            throw CLITestError("the vectors file is not a JSON object")
-        }
-        func cases(_ section: String, _ subcommand: String) throws -> [CLICase] {
-            guard case .array(let items)? = root[section] else { throw CLITestError("no \"\(section)\" array") }
-            return try items.enumerated().map { index, item in
-                guard case .object(let fields) = item else { throw CLITestError("\(section)[\(index)] is not an object") }
-                func string(_ key: String) -> String? {
-                    if case .string(let text)? = fields[key] { return text }
-                    return nil
-                }
-                let name = string("name") ?? "\(section)[\(index)]"
-                let outcome: CLICase.Outcome
-                if let expect = fields["expect"] {
-                    outcome = .expect(expect)
-                } else if let error = string("error") {
-                    outcome = .error(error)
-                } else {
-                    throw CLITestError("\(section) case \"\(name)\" has neither expect nor error")
-                }
-                var arguments = ["decode", subcommand]
-                if subcommand == "ds" {
-                    guard let request = string("request"), case .array(let fragments)? = fields["fragments"] else {
-                        throw CLITestError("\(name): a Data Source case needs request and fragments")
-                    }
-                    arguments += ["--request", request]
-                    for fragment in fragments {
-                        guard case .string(let text) = fragment else { throw CLITestError("\(name): a fragment is not a string") }
-                        arguments.append(text)
-                    }
-                } else {
-                    // An empty hex string is an argument too: "decode ns ''".
-                    arguments.append(string("hex") ?? "")
-                }
-                return CLICase(name: name, arguments: arguments, outcome: outcome)
-            }
-        }
-        return CLIVectors(
-            notificationSource: try cases("notificationSource", "ns"),
-            controlPoint: try cases("controlPoint", "cp"),
-            dataSource: try cases("dataSource", "ds")
-        )
-    }
-}
-
-// MARK: - Running the executable
-
-/// A class defined in the test bundle, to find the bundle's location.
-private final class BundleMarker {}
-
-/// The built `ancs` executable, next to the test bundle in the build products directory.
-enum ANCSExecutable {
-    static let url: URL? = locate()
-
-    static func isExecutable(_ url: URL) -> Bool {
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
-            && FileManager.default.isExecutableFile(atPath: url.path)
-    }
-
-    /// Directories that may hold the build products, the test bundle's own first.
-    static var candidateDirectories: [URL] {
-        var directories: [URL] = []
-        let bundle = Bundle.main.bundleURL
-        directories.append(bundle)
-        directories.append(bundle.deletingLastPathComponent())
-        if let executable = Bundle.main.executableURL {
-            directories.append(executable.deletingLastPathComponent())
-        }
-        if let argument = CommandLine.arguments.first {
-            directories.append(URL(fileURLWithPath: argument).deletingLastPathComponent())
-        }
-        // On macOS the class's bundle is the .xctest bundle inside the products directory.
-        directories.append(Bundle(for: BundleMarker.self).bundleURL.deletingLastPathComponent())
-        for bundle in Bundle.allBundles where bundle.bundleURL.pathExtension == "xctest" {
-            directories.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        // A test bundle on macOS: …/debug/X.xctest/Contents/MacOS/X.
-        directories = directories.flatMap { directory in
-            var upward = [directory]
-            var current = directory
-            for _ in 0..<4 {
-                current = current.deletingLastPathComponent()
-                if current.lastPathComponent.hasSuffix(".xctest") { upward.append(current.deletingLastPathComponent()) }
-            }
-            return upward
-        }
-        return directories
-    }
-
-    static func locate() -> URL? {
-        if let override = ProcessInfo.processInfo.environment["ANCS_EXECUTABLE"] {
-            let url = URL(fileURLWithPath: override)
-            if isExecutable(url) { return url }
-        }
-        for directory in candidateDirectories {
-            let candidate = directory.appendingPathComponent("ancs")
-            if isExecutable(candidate) { return candidate }
-        }
-        // The default build directory of the package, as a last resort.
-        let root = CLIVectors.packageRoot
-        for path in [".build/debug/ancs", ".build/release/ancs"] {
-            let candidate = root.appendingPathComponent(path)
-            if isExecutable(candidate) { return candidate }
-        }
-        return nil
-    }
-
-    struct Output {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    /// Runs `ancs` with `arguments`; output goes through files so neither pipe can fill and block.
-    static func run(_ arguments: [String]) throws -> Output {
-        guard let url else {
-            throw CLITestError("no `ancs` executable found near the test bundle (looked in \(candidateDirectories.map(\.path))); build with `swift build --build-tests`")
-        }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-cli-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outURL = directory.appendingPathComponent("stdout")
-        let errURL = directory.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-
-        let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        return Output(
-            status: process.terminationStatus,
-            stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-            stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self)
-        )
+/// The `ancs decode` arguments of a conformance case.
+func decodeArguments(_ vector: ConformanceCase) -> [String] {
+    switch vector.section {
+    case .notificationSource: ["decode", "ns", vector.hex]  // an empty hex string is an argument too: "decode ns ''"
+    case .controlPoint: ["decode", "cp", vector.hex]
+    case .dataSource: ["decode", "ds", "--request", vector.request ?? ""] + vector.fragments
     }
 }
 
@@ -247,7 +22,7 @@ func expectSuccess(_ output: ANCSExecutable.Output, equals expected: JSONValue, 
     #expect(output.stdout.hasSuffix("\n"), "\(context): stdout does not end with a newline: \(output.stdout)")
     let lines = output.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
     #expect(lines.count == 1, "\(context): \(lines.count) lines on stdout: \(output.stdout)")
-    guard let line = lines.first else { return }
+    let line = try #require(lines.first, "\(context): nothing on stdout")
     let actual = try JSONValue(parsing: Data(line.utf8))
     #expect(actual == expected, "\(context)\n  printed:  \(line)\n  expected: \(expected)")
 }
@@ -266,7 +41,7 @@ func expectFailure(_ output: ANCSExecutable.Output, containing substring: String
 
 @Suite("Conformance vectors through `ancs decode`")
 struct CLIConformanceTests {
-    static let vectors = CLIVectors.shared
+    static let vectors = ConformanceVectors.shared
 
     @Test("the vectors load, every section has cases, and the executable is found")
     func setup() {
@@ -278,23 +53,24 @@ struct CLIConformanceTests {
     }
 
     @Test("ancs decode ns", arguments: CLIConformanceTests.vectors.notificationSource)
-    func notificationSource(_ vector: CLICase) throws {
+    func notificationSource(_ vector: ConformanceCase) throws {
         try check(vector)
     }
 
     @Test("ancs decode cp", arguments: CLIConformanceTests.vectors.controlPoint)
-    func controlPoint(_ vector: CLICase) throws {
+    func controlPoint(_ vector: ConformanceCase) throws {
         try check(vector)
     }
 
     @Test("ancs decode ds", arguments: CLIConformanceTests.vectors.dataSource)
-    func dataSource(_ vector: CLICase) throws {
+    func dataSource(_ vector: ConformanceCase) throws {
         try check(vector)
     }
 
-    private func check(_ vector: CLICase) throws {
-        let output = try ANCSExecutable.run(vector.arguments)
-        let context = "\(vector.name) (ancs \(vector.arguments.joined(separator: " ")))"
+    private func check(_ vector: ConformanceCase) throws {
+        let arguments = decodeArguments(vector)
+        let output = try ANCSExecutable.run(arguments)
+        let context = "\(vector.name) (ancs \(arguments.joined(separator: " ")))"
         switch vector.outcome {
         case .expect(let expected): try expectSuccess(output, equals: expected, context)
         case .error(let substring): expectFailure(output, containing: substring, context)

@@ -2,6 +2,7 @@
 // consumer event (removals and the end of the session included) and one
 // `completed` object per action the person pressed.
 
+import ANCSTestSupport
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 func jsonLines(_ text: String, _ context: String) throws -> [[String: JSONValue]] {
     try text.split(separator: "\n").enumerated().map { index, line in
         guard case .object(let members) = try JSONValue(parsing: Data(line.utf8)) else {
-            throw CLITestError("\(context): line \(index + 1) is not an object: \(line)")
+            throw TestSupportError("\(context): line \(index + 1) is not an object: \(line)")
         }
         return members
     }
@@ -19,7 +20,7 @@ func jsonLines(_ text: String, _ context: String) throws -> [[String: JSONValue]
 struct CLIDemoJSONTests {
     @Test("removed, completed and sessionEnded objects, matching what the terminal view shows", arguments: ["eager", "lazy"])
     func everyEvent(policy: String) throws {
-        let json = try runANCS(["demo", "--fast", "--json", "--policy", policy])
+        let json = try ANCSExecutable.run(["demo", "--fast", "--json", "--policy", policy])
         #expect(json.status == 0, "stderr: \(json.stderr)")
         let objects = try jsonLines(json.stdout, "demo --json --policy \(policy)")
         let events = objects.map { $0["event"] ?? .null }
@@ -48,7 +49,7 @@ struct CLIDemoJSONTests {
         #expect(objects.last?["reason"] == .string("linkDown"))
 
         // The terminal view shows the same removals.
-        let terminal = try runANCS(["demo", "--fast", "--policy", policy])
+        let terminal = try ANCSExecutable.run(["demo", "--fast", "--policy", policy])
         #expect(terminal.status == 0)
         let terminalRemovals = terminal.stdout.split(separator: "\n").filter { $0.contains("✕") }
         #expect(terminalRemovals.count == removed.count, "\(terminal.stdout)")
@@ -60,7 +61,7 @@ struct CLIDemoJSONTests {
 struct CLIDemoSlowLinkTests {
     @Test("--interval 4000: each notification is shown or named as removed by the phone before it could be shown", arguments: ["4000", "1000"])
     func everyNotificationAccountedFor(interval: String) throws {
-        let run = try runANCS(["demo", "--fast", "--interval", interval])
+        let run = try ANCSExecutable.run(["demo", "--fast", "--interval", interval])
         #expect(run.status == 0, "stderr: \(run.stderr)")
         let summary = try #require(run.stdout.split(separator: "\n").last.map(String.init))
         let numbers = summary.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }

@@ -2,105 +2,13 @@
 // closed pipe on stdout, an unwritable stderr, control characters in what the
 // user typed, hex from standard input and files, --version and --log-level.
 
+import ANCSTestSupport
 import Foundation
 import Testing
 
-// MARK: - Running with chosen standard streams
-
-/// Where a child's stdout or stderr goes.
-enum Sink {
-    /// A file, read back after the run.
-    case capture
-    /// `/dev/full`: every write fails with ENOSPC.
-    case full
-    /// A pipe whose read end is closed before the child starts: every write fails with EPIPE.
-    case closedPipe
-}
-
-struct RunResult {
-    var status: Int32
-    /// True when the child exited (rather than being killed by a signal).
-    var exited: Bool
-    var stdout: String
-    var stderr: String
-}
-
-/// The most any of these runs may take before it counts as hung.
-let runTimeout: Duration = .seconds(120)
-
-/// Waits for `process` to end, at most `runTimeout`; a hung child is killed and reported.
-func waitForExit(_ process: Process, _ context: String) throws {
-    let deadline = ContinuousClock.now + runTimeout
-    while process.isRunning {
-        if ContinuousClock.now > deadline {
-            process.terminate()
-            throw CLITestError("\(context): still running after \(runTimeout)")
-        }
-        Thread.sleep(forTimeInterval: 0.005)
-    }
-}
-
-func runANCS(_ arguments: [String], stdin: String? = nil, stdout: Sink = .capture, stderr: Sink = .capture) throws -> RunResult {
-    guard let url = ANCSExecutable.url else {
-        throw CLITestError("no `ancs` executable found; build with `swift build --build-tests`")
-    }
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-cli-io-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-
-    var keepAlive: [FileHandle] = []
-    func handle(_ sink: Sink, _ name: String) throws -> (FileHandle, URL?) {
-        switch sink {
-        case .capture:
-            let url = directory.appendingPathComponent(name)
-            _ = FileManager.default.createFile(atPath: url.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: url)
-            keepAlive.append(handle)
-            return (handle, url)
-        case .full:
-            guard let handle = FileHandle(forWritingAtPath: "/dev/full") else { throw CLITestError("cannot open /dev/full") }
-            keepAlive.append(handle)
-            return (handle, nil)
-        case .closedPipe:
-            let pipe = Pipe()
-            try pipe.fileHandleForReading.close()
-            keepAlive.append(pipe.fileHandleForWriting)
-            return (pipe.fileHandleForWriting, nil)
-        }
-    }
-    let (out, outURL) = try handle(stdout, "stdout")
-    let (err, errURL) = try handle(stderr, "stderr")
-
-    let process = Process()
-    process.executableURL = url
-    process.arguments = arguments
-    if let stdin {
-        let inURL = directory.appendingPathComponent("stdin")
-        try Data(stdin.utf8).write(to: inURL)
-        let input = try FileHandle(forReadingFrom: inURL)
-        keepAlive.append(input)
-        process.standardInput = input
-    } else {
-        process.standardInput = FileHandle.nullDevice
-    }
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    try waitForExit(process, "ancs \(arguments.joined(separator: " "))")
-    for handle in keepAlive { try? handle.close() }
-    func text(_ url: URL?) throws -> String {
-        guard let url else { return "" }
-        return String(decoding: try Data(contentsOf: url), as: UTF8.self)
-    }
-    return RunResult(
-        status: process.terminationStatus, exited: process.terminationReason == .exit,
-        stdout: try text(outURL), stderr: try text(errURL)
-    )
-}
-
 /// Checks a run that failed: it exited (no crash, no signal) with `status`,
 /// and stderr is exactly one `error:` line containing `substring`.
-func expectOneErrorLine(_ result: RunResult, status: Int32, containing substring: String, _ context: String) {
+func expectOneErrorLine(_ result: ANCSExecutable.Output, status: Int32, containing substring: String, _ context: String) {
     #expect(result.exited, "\(context): killed by signal \(result.status); stderr: \(result.stderr)")
     #expect(result.status == status, "\(context): exit \(result.status), expected \(status); stderr: \(result.stderr)")
     let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false)
@@ -127,35 +35,35 @@ struct CLIOutputFailureTests {
 
     @Test("stdout on a full disk: one error line, status 74, no crash", .enabled(if: hasDevFull), arguments: writers)
     func fullStdout(_ arguments: [String]) throws {
-        let result = try runANCS(arguments, stdout: .full)
+        let result = try ANCSExecutable.run(arguments, stdout: .full)
         expectOneErrorLine(result, status: 74, containing: "cannot write to standard output: No space left on device", arguments.joined(separator: " "))
     }
 
     @Test("stdout and stderr both on a full disk: status 74, no crash", .enabled(if: hasDevFull))
     func fullStdoutAndStderr() throws {
-        let result = try runANCS(["decode", "ns", seed004Hex], stdout: .full, stderr: .full)
+        let result = try ANCSExecutable.run(["decode", "ns", seed004Hex], stdout: .full, stderr: .full)
         #expect(result.exited, "killed by signal \(result.status)")
         #expect(result.status == 74)
     }
 
     @Test("an error with stderr on a full disk: the status still tells, no crash", .enabled(if: hasDevFull))
     func fullStderr() throws {
-        let bad = try runANCS(["decode", "ns", "zz"], stderr: .full)
+        let bad = try ANCSExecutable.run(["decode", "ns", "zz"], stderr: .full)
         #expect(bad.exited, "killed by signal \(bad.status)")
         #expect(bad.status == 1)
         #expect(bad.stdout.isEmpty)
-        let usage = try runANCS(["decode", "--no-such-option"], stderr: .full)
+        let usage = try ANCSExecutable.run(["decode", "--no-such-option"], stderr: .full)
         #expect(usage.exited, "killed by signal \(usage.status)")
         #expect(usage.status == 64)
         // The demo's summary goes to stderr with --json.
-        let demo = try runANCS(["demo", "--fast", "--json"], stderr: .full)
+        let demo = try ANCSExecutable.run(["demo", "--fast", "--json"], stderr: .full)
         #expect(demo.exited, "killed by signal \(demo.status)")
         #expect(demo.status == 74)
     }
 
     @Test("stdout a pipe nobody reads: a quiet stop with status 0, not SIGPIPE", arguments: writers)
     func closedPipe(_ arguments: [String]) throws {
-        let result = try runANCS(arguments, stdout: .closedPipe)
+        let result = try ANCSExecutable.run(arguments, stdout: .closedPipe)
         #expect(result.exited, "\(arguments): killed by signal \(result.status)")
         #expect(result.status == 0, "\(arguments): exit \(result.status), stderr: \(result.stderr)")
         #expect(result.stderr.isEmpty, "\(arguments): stderr: \(result.stderr)")
@@ -163,7 +71,7 @@ struct CLIOutputFailureTests {
 
     @Test("`ancs demo --fast --json | head -1`: the first line arrives, then a quiet stop with status 0")
     func headOfDemo() throws {
-        guard let url = ANCSExecutable.url else { throw CLITestError("no `ancs` executable found") }
+        guard let url = ANCSExecutable.url else { throw TestSupportError("no `ancs` executable found") }
         let process = Process()
         process.executableURL = url
         // Far more output than a pipe buffers, so the demo is still writing when the reader goes.
@@ -188,7 +96,7 @@ struct CLIOutputFailureTests {
             received.append(chunk)
         }
         try pipe.fileHandleForReading.close()
-        try waitForExit(process, "ancs demo --fast --json --repeat 200")
+        try ANCSExecutable.waitForExit(process, "ancs demo --fast --json --repeat 200")
 
         let firstLine = received.split(separator: UInt8(ascii: "\n")).first.map { String(decoding: $0, as: UTF8.self) } ?? ""
         #expect(firstLine.contains("\"sessionStarted\""), "first line: \(firstLine)")
@@ -213,12 +121,12 @@ struct CLIControlCharacterTests {
         ("0\u{8}0", "'\\u{8}'"),
     ])
     func escapedHexCharacter(_ hex: String, _ expected: String) throws {
-        expectOneErrorLine(try runANCS(["decode", "ns", hex]), status: 1, containing: expected, hex.debugDescription)
+        expectOneErrorLine(try ANCSExecutable.run(["decode", "ns", hex]), status: 1, containing: expected, hex.debugDescription)
     }
 
     @Test("a NUL from standard input shows as \\0")
     func nulFromStandardInput() throws {
-        expectOneErrorLine(try runANCS(["decode", "ns", "-"], stdin: "00\u{0}1"), status: 1, containing: "event, stdin line 1: hex character 3: '\\0'", "NUL")
+        expectOneErrorLine(try ANCSExecutable.run(["decode", "ns", "-"], stdin: "00\u{0}1"), status: 1, containing: "event, stdin line 1: hex character 3: '\\0'", "NUL")
     }
 
     @Test("user input in the command line's own errors is escaped", arguments: [
@@ -227,7 +135,7 @@ struct CLIControlCharacterTests {
         (["demo", "--mtu", "1\u{1B}[31m"], "'1\\u{1B}[31m'"),
     ])
     func escapedParserError(_ arguments: [String], _ expected: String) throws {
-        expectOneErrorLine(try runANCS(arguments), status: 64, containing: expected, arguments.debugDescription)
+        expectOneErrorLine(try ANCSExecutable.run(arguments), status: 64, containing: expected, arguments.debugDescription)
     }
 
     @Test("newlines, carriage returns and tabs separate hex bytes", arguments: [
@@ -241,7 +149,7 @@ struct CLIControlCharacterTests {
 
     @Test("a byte split by a line break is an error, not two nibbles joined")
     func splitByte() throws {
-        expectOneErrorLine(try runANCS(["decode", "ns", "0\n001000143000000"]), status: 1, containing: "a byte needs two digits", "split byte")
+        expectOneErrorLine(try ANCSExecutable.run(["decode", "ns", "0\n001000143000000"]), status: 1, containing: "a byte needs two digits", "split byte")
     }
 }
 
@@ -274,8 +182,8 @@ struct CLIHexInputTests {
 
     @Test("ns from standard input, over several lines with a comment")
     func notificationSourceFromStandardInput() throws {
-        let output = try runANCS(["decode", "ns", "-"], stdin: "# seed 004\n00 01 00 01\n43 00 00 00\n")
-        try expectSuccess(ANCSExecutable.Output(status: output.status, stdout: output.stdout, stderr: output.stderr), equals: CLIConformanceTests.seed004, "ns -")
+        let output = try ANCSExecutable.run(["decode", "ns", "-"], stdin: "# seed 004\n00 01 00 01\n43 00 00 00\n")
+        try expectSuccess(output, equals: CLIConformanceTests.seed004, "ns -")
     }
 
     @Test("cp from a file")
@@ -300,8 +208,8 @@ struct CLIHexInputTests {
 
     @Test("ds: fragments from standard input, one per line")
     func dataSourceFromStandardInput() throws {
-        let output = try runANCS(["decode", "ds", "--request", "0163 6f6d 2e61 0000", "-"], stdin: Self.fragments)
-        try expectSuccess(ANCSExecutable.Output(status: output.status, stdout: output.stdout, stderr: output.stderr), equals: Self.appAttributes, "ds -")
+        let output = try ANCSExecutable.run(["decode", "ds", "--request", "0163 6f6d 2e61 0000", "-"], stdin: Self.fragments)
+        try expectSuccess(output, equals: Self.appAttributes, "ds -")
     }
 
     @Test("ds: fragments as arguments and from a file, in order")
@@ -360,7 +268,7 @@ struct CLIHexInputTests {
 
     @Test("standard input is read once")
     func standardInputOnce() throws {
-        let output = try runANCS(["decode", "ds", "--request", "-", "-"], stdin: "01610000\n")
+        let output = try ANCSExecutable.run(["decode", "ds", "--request", "-", "-"], stdin: "01610000\n")
         expectOneErrorLine(output, status: 1, containing: "standard input ('-') can be read only once", "ds --request - -")
     }
 
@@ -404,7 +312,7 @@ struct CLIVersionAndLogLevelTests {
 
     @Test("an unknown level lists the valid ones on one line")
     func unknownLevel() throws {
-        let output = try runANCS(["demo", "--log-level", "loud"])
+        let output = try ANCSExecutable.run(["demo", "--log-level", "loud"])
         expectOneErrorLine(
             output, status: 64,
             containing: "The value 'loud' is invalid for '--log-level <log-level>'. Please provide one of: trace, debug, info, notice, warning, error, critical.",

@@ -1,3 +1,4 @@
+import ANCSTestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 struct CLISoakTests {
     @Test("100 000 notifications through the actors: resident memory grows less than 8 MiB after the first 10 000")
     func memoryIsFlat() throws {
-        let run = try runANCS(["bench", "--memory-only", "--notifications", "100000"])
+        let run = try ANCSExecutable.run(["bench", "--memory-only", "--notifications", "100000"])
         #expect(run.status == 0, "stderr: \(run.stderr)")
         // Rows: "| 10003 | 38.2 |"
         var resident: [(notifications: Int, mib: Double)] = []

@@ -1,12 +1,13 @@
 // Command lines that do not parse, or whose options contradict each other,
 // exit 64 with one `error:` line, as `ancs --help` and the README promise.
 
+import ANCSTestSupport
 import Foundation
 import Testing
 
 @Suite("Usage errors exit 64")
 struct CLIUsageTests {
-    static let capture = CLIVectors.packageRoot.appendingPathComponent("Tests/ANCSCaptureTests/Fixtures/listen-nc.btsnoop").path
+    static let capture = PackagePaths.path("Tests/ANCSCaptureTests/Fixtures/listen-nc.btsnoop")
 
     @Test("a subcommand or stack that is missing or unknown", arguments: [
         (["decode"], "name a subcommand (ns, cp, ds) or --btsnoop FILE"),
@@ -17,7 +18,7 @@ struct CLIUsageTests {
         (["provide", "--stack", "bluez"], "--stack bluez: unknown stack"),
     ])
     func unknownNames(_ arguments: [String], _ message: String) throws {
-        let result = try runANCS(arguments)
+        let result = try ANCSExecutable.run(arguments)
         expectOneErrorLine(result, status: 64, containing: message, arguments.joined(separator: " "))
         #expect(result.stdout.isEmpty)
     }
@@ -31,16 +32,16 @@ struct CLIUsageTests {
         (["decode", "--json", "ns", seed004Hex], "--json goes with --btsnoop"),
     ])
     func conflictingOptions(_ arguments: [String], _ message: String) throws {
-        let result = try runANCS(arguments)
+        let result = try ANCSExecutable.run(arguments)
         expectOneErrorLine(result, status: 64, containing: message, arguments.joined(separator: " "))
         #expect(result.stdout.isEmpty, "\(arguments): stdout: \(result.stdout)")
     }
 
     @Test("the same options used as documented still work")
     func documentedForms() throws {
-        let event = try runANCS(["decode", "ns", seed004Hex])
+        let event = try ANCSExecutable.run(["decode", "ns", seed004Hex])
         #expect(event.status == 0 && event.stdout.contains("\"uid\":67"), "\(event.stderr)")
-        let transcript = try runANCS(["decode", "--btsnoop", Self.capture, "--json"])
+        let transcript = try ANCSExecutable.run(["decode", "--btsnoop", Self.capture, "--json"])
         #expect(transcript.status == 0, "\(transcript.stderr)")
         #expect(transcript.stdout.split(separator: "\n").count > 10)
     }

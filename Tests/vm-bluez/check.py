@@ -7,6 +7,8 @@ usage: check.py <ancs binary> <output dir>
 import json, os, signal, socket, subprocess, sys, threading, time
 
 ANCS, OUT = sys.argv[1], sys.argv[2]
+# The bound on `ancs listen`'s resident memory (the release binary, static Swift libraries).
+RSS_BOUND_KB = int(os.environ.get('ANCS_LISTEN_RSS_BOUND_KB', '12288'))
 T0 = time.monotonic()
 checks = []
 events = []          # listen's JSON objects, in order
@@ -51,6 +53,31 @@ def wait(pred, timeout, what):
 
 def find(pred, start=0):
     return next((e for e in events[start:] if pred(e)), None)
+
+
+def memory(pid):
+    """Resident memory of a process: totals from /proc/PID/status and, from /proc/PID/smaps,
+    the resident kilobytes of each mapping (the binary, each library, the heap, anonymous)."""
+    status = {}
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            key, _, value = line.partition(':')
+            if key in ('VmRSS', 'RssAnon', 'RssFile', 'RssShmem', 'VmHWM'):
+                status[key] = int(value.split()[0])
+    parts, anonymous, name, size = {}, [], None, 0
+    with open(f'/proc/{pid}/smaps') as f:
+        for line in f:
+            fields = line.split()
+            if '-' in fields[0] and not fields[0].endswith(':'):
+                name = os.path.basename(fields[5]) if len(fields) > 5 else '[anonymous]'
+                start, end = (int(x, 16) for x in fields[0].split('-'))
+                size = (end - start) // 1024
+            elif fields[0] == 'Rss:':
+                parts[name] = parts.get(name, 0) + int(fields[1])
+                if name == '[anonymous]' and int(fields[1]):
+                    anonymous.append([size, int(fields[1])])   # [mapped kB, resident kB]: stacks, malloc arenas
+    return dict(status_kB=status, mappings_kB=dict(sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: -kv[1])),
+                anonymous_kB=sorted(anonymous, key=lambda a: -a[1]), threads=len(os.listdir(f'/proc/{pid}/task')))
 
 
 def attr(e, name):
@@ -172,6 +199,21 @@ def main():
     check('Service Changed (added) starts a new session (StartNotify again)', back, back)
     replay = wait(lambda: find(lambda e: e['event'] == 'added' and e['uid'] == 1, mark), 15, 'PreExisting after Service Changed')
     check('notifications flow on the re-added service', replay, replay)
+
+    # -------- memory with 50 more notifications shown (each with its attributes and app name)
+    mark = len(events)
+    phone('post_many', 100, 50)
+    shown = wait(lambda: len({e['uid'] for e in events[mark:] if e['event'] == 'attributes' and e['uid'] >= 100}) >= 50
+                 and len({e['appIdentifier'] for e in events[mark:] if e['event'] == 'appAttributes'}) >= 8, 60, '50 shown')
+    time.sleep(1)
+    mem = memory(listen.pid)
+    with open(os.path.join(OUT, 'listen-memory.json'), 'w') as f:
+        json.dump(mem, f, indent=1)
+    rss = mem['status_kB'].get('VmRSS', 0)
+    log(f'listen memory: {mem["status_kB"]}; largest mappings: {list(mem["mappings_kB"].items())[:8]}')
+    check('50 more notifications shown, with 8 app names', shown, len(events) - mark)
+    # A bound, not the goal: it catches a leak or a regression (BENCHMARKS.md has the figures).
+    check(f'listen resident memory with about 50 notifications shown: {rss} kB <= {RSS_BOUND_KB} kB', 0 < rss <= RSS_BOUND_KB, mem['status_kB'])
 
     # -------- SIGTERM: clean exit 0
     listen.send_signal(signal.SIGTERM)

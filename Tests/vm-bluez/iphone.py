@@ -67,6 +67,13 @@ class Phone:
         self.apps = {'com.apple.MobileSMS': 'Messages', 'com.apple.mobilemail': 'Mail', 'com.apple.mobilecal': 'Calendar'}
         self.install_service()
 
+    def add_generated(self, uid):
+        """A made-up notification from one of 8 apps, with a message of about 100 bytes."""
+        app = f'com.example.app{uid % 8}'
+        self.apps[app] = f'App {uid % 8}'
+        self.notifications[uid] = dict(app=app, title=f'Sender {uid}', subtitle='', message=f'Message {uid}: ' + 'x' * 90,
+                                       date='20240203T101500', pos='', neg='Clear', cat=CategoryId.SOCIAL)
+
     def ev(self, kind, **kw):
         e = dict(t=round(time.monotonic() - T0, 3), ev=kind, **kw)
         self.events.append(e)
@@ -252,6 +259,12 @@ async def main():
                              mtu=conn.att_mtu if conn else None, encrypted=conn.is_encrypted if conn else None)
                 elif cmd == 'post':
                     await phone.post(int(rest[0])); r = 'posted'
+                elif cmd == 'post_many':   # post_many FIRST COUNT: COUNT new notifications from 8 apps
+                    first, count = int(rest[0]), int(rest[1])
+                    for uid in range(first, first + count):
+                        phone.add_generated(uid)
+                        await phone.post(uid)
+                    r = count
                 elif cmd == 'disconnect':
                     await conn.disconnect(); r = 'disconnected'
                 elif cmd == 'connect':

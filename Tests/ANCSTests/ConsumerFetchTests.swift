@@ -1,0 +1,305 @@
+// The Consumer: eager fetching, the app-name cache, and notification actions.
+
+import Testing
+@testable import ANCS
+
+extension ConsumerTests {
+    // MARK: Fetching and caching
+
+    @Test("Fetch attributes lazily: by default no write on Added")
+    func lazyByDefault() throws {
+        var consumer = sessionConsumer()
+        #expect(ConsumerConfiguration.default.eagerAttributes.isEmpty)
+        for raw in UInt32(1)...20 {
+            let actions = consumer.received(notificationSource: sourceEvent(.added, raw, flags: [.preExisting]), at: .zero)
+            #expect(actions.count == 1)
+            #expect(try writes(actions).isEmpty)
+        }
+        #expect(consumer.pendingRequestCount == 0)
+        #expect(consumer.nextDeadline == nil)
+    }
+
+    @Test("App attributes are kept per session per AppIdentifier: never ask the NP twice for the same app's name")
+    func appAttributesCache() throws {
+        var consumer = sessionConsumer()
+        let (first, firstActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        let write = try onlyWrite(firstActions)
+        #expect(write.bytes == [0x01] + Array(mailApp.utf8) + [0x00, 0x00])
+        // Asked again while in flight: coalesced.
+        let (twin, twinActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        #expect(twinActions.isEmpty)
+        _ = consumer.writeCompleted(write.token, .success, at: .zero)
+        let answered = deliver(displayNameResponse(mailApp, "Mail"), to: &consumer)
+        let value = ConsumerResult.success(.appAttributes(displayNameResponse(mailApp, "Mail")))
+        #expect(answered == [
+            .emit(.appAttributes(displayNameResponse(mailApp, "Mail"))),
+            .emit(.completed(first, value)),
+            .emit(.completed(twin, value)),
+        ])
+        #expect(consumer.displayName(of: mailApp) == "Mail")
+
+        // Answered from the cache: no write at all.
+        let (cached, cachedActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        #expect(cachedActions == [.emit(.completed(cached, value))])
+        #expect(consumer.pendingRequestCount == 0)
+
+        // Another app is asked.
+        let other = try onlyWrite(consumer.fetchAppAttributes(phoneApp, at: .zero).1)
+        #expect(other.command == displayNameCommand(phoneApp))
+    }
+
+    @Test("Eager policy: configured attributes are fetched for every new notification, each app's name once per session")
+    func eagerAttributesAndAppNames() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes))
+        var written: [ControlPointCommand] = []
+        var all: [ConsumerAction] = []
+        func record(_ actions: [ConsumerAction]) throws -> [Write] {
+            all += actions
+            let found = try writes(actions)
+            written += found.map(\.command)
+            return found
+        }
+
+        let added1 = consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero)
+        #expect(added1.first == .emit(.added(ConsumerNotification(uid: uid(1), eventFlags: [], categoryID: .email, categoryCount: 1, isPreExisting: false))))
+        let gna1 = try #require(try record(added1).first)
+        #expect(gna1.command == standardCommand(1))
+        #expect(try record(consumer.received(notificationSource: sourceEvent(.added, 2), at: .zero)).isEmpty)
+
+        _ = try record(consumer.writeCompleted(gna1.token, .success, at: .zero))
+        let afterFirst = deliver(standardResponse(1), to: &consumer)
+        #expect(events(afterFirst).first == .attributes(standardResponse(1)))
+        // The app's name goes ahead of the queued attribute fetch.
+        let gaaMail = try onlyWrite(afterFirst)
+        _ = try record(afterFirst)
+        #expect(gaaMail.command == displayNameCommand(mailApp))
+
+        _ = try record(consumer.writeCompleted(gaaMail.token, .success, at: .zero))
+        let named = deliver(displayNameResponse(mailApp, "Mail"), to: &consumer)
+        #expect(events(named).first == .appAttributes(displayNameResponse(mailApp, "Mail")))
+        let gna2 = try onlyWrite(named)
+        _ = try record(named)
+        #expect(gna2.command == standardCommand(2))
+        #expect(consumer.displayName(of: mailApp) == "Mail")
+
+        _ = try record(consumer.writeCompleted(gna2.token, .success, at: .zero))
+        // Same app again: its name is cached, not asked.
+        #expect(try record(deliver(standardResponse(2, title: "Bob"), to: &consumer)).isEmpty)
+        #expect(consumer.notifications[uid(2)]?[.title] == "Bob")
+
+        // A new app is asked once.
+        let gna3 = try #require(try record(consumer.received(notificationSource: sourceEvent(.added, 3), at: .zero)).first)
+        _ = try record(consumer.writeCompleted(gna3.token, .success, at: .zero))
+        let gaaPhone = try onlyWrite(deliver(standardResponse(3, app: phoneApp), to: &consumer))
+        written.append(gaaPhone.command)
+        #expect(gaaPhone.command == displayNameCommand(phoneApp))
+
+        #expect(written.filter { $0 == displayNameCommand(mailApp) }.count == 1)
+        #expect(written.filter { $0 == displayNameCommand(phoneApp) }.count == 1)
+        // The engine's own fetches end no application request.
+        #expect(completionCount(all) == 0)
+    }
+
+    @Test("AppIdentifiers are compared as bytes: two that differ only in invalid UTF-8 get their own Get App Attributes, with their exact bytes, and their own cache entries")
+    func appIdentifiersAsBytes() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes))
+        let prefix = Array("com.example.".utf8)
+        // Both decode leniently to "com.example.\u{FFFD}".
+        let apps: [(bytes: [UInt8], name: AttributeValue)] = [(prefix + [0xFF], "Alpha"), (prefix + [0xFE], "Beta"), (prefix + [0xC0], "Gamma")]
+        for (index, app) in apps.enumerated() {
+            let raw = UInt32(index + 1)
+            let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, raw), at: .zero))
+            _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+            let attributes = NotificationAttributesResponse(notificationUID: uid(raw), attributes: [
+                NotificationAttribute(.appIdentifier, AttributeValue(bytes: app.bytes)),
+                NotificationAttribute(.title, "Hi"),
+                NotificationAttribute(.date, "20140322T154200"),
+            ])
+            let name = try onlyWrite(deliver(.notificationAttributes(attributes), to: &consumer))
+            #expect(name.bytes == [0x01] + app.bytes + [0x00, 0x00], "the command carries the AppIdentifier's bytes as received")
+            _ = consumer.writeCompleted(name.token, .success, at: .zero)
+            let answer = AppAttributesResponse(appIdentifierBytes: app.bytes, attributes: [AppAttribute(.displayName, app.name)])
+            #expect(events(deliver(.appAttributes(answer), to: &consumer)).contains(.appAttributes(answer)))
+        }
+        #expect(consumer.appCache.count == apps.count)
+        for app in apps {
+            #expect(consumer.appCache.first { $0.appIdentifierBytes == app.bytes }?[.displayName] == app.name)
+            #expect(consumer.displayName(ofAppBytes: app.bytes) == app.name)
+        }
+        // An application request by bytes is answered from the cache, per app.
+        let (request, actions) = consumer.fetchAppAttributes(appIdentifierBytes: apps[1].bytes, at: .zero)
+        #expect(results(actions, for: request) == [.success(.appAttributes(AppAttributesResponse(appIdentifierBytes: apps[1].bytes, attributes: [AppAttribute(.displayName, "Beta")])))])
+    }
+
+    @Test("Eager policy: the app name is asked once even when its notifications' attributes arrive before the name does")
+    func eagerAppNameAskedOnce() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2, eagerAttributes: standardAttributes))
+        var written: [Write] = []
+        written += try writes(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        written += try writes(consumer.received(notificationSource: sourceEvent(.added, 2), at: .zero))
+        try #require(written.count == 1)
+        written += try writes(consumer.writeCompleted(written[0].token, .success, at: .zero))
+        try #require(written.count == 2)
+        written += try writes(consumer.writeCompleted(written[1].token, .success, at: .zero))
+        written += try writes(deliver(standardResponse(1), to: &consumer))
+        try #require(written.count == 3)
+        #expect(written[2].command == displayNameCommand(mailApp))
+        written += try writes(deliver(standardResponse(2), to: &consumer))
+        written += try writes(consumer.writeCompleted(written[2].token, .success, at: .zero))
+        written += try writes(deliver(displayNameResponse(mailApp, "Mail"), to: &consumer))
+        written += try writes(consumer.received(notificationSource: sourceEvent(.added, 3), at: .zero))
+        #expect(written.map(\.command) == [standardCommand(1), standardCommand(2), displayNameCommand(mailApp), standardCommand(3)])
+    }
+
+    @Test("A Removed event drops the notification's requests not yet written; requests waiting on them end with notificationRemoved")
+    func removedDropsUnwrittenRequests() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
+        let write1 = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        // Notification 2's eager fetch waits behind the first; the application joins it and asks more.
+        #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 2, flags: [.negativeAction]), at: .zero)).isEmpty)
+        let (joined, joinedActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let (other, otherActions) = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 32)], for: uid(2), at: .zero)
+        let (action, actionActions) = consumer.performAction(.negative, on: uid(2), at: .zero)
+        #expect(joinedActions.isEmpty && otherActions.isEmpty && actionActions.isEmpty)
+        #expect(consumer.entries.count == 4)
+
+        let removed = consumer.received(notificationSource: sourceEvent(.removed, 2), at: .zero)
+        for id in [joined, other, action] {
+            #expect(results(removed, for: id) == [.failure(.notificationRemoved)])
+        }
+        #expect(consumer.pendingRequestCount == 0)
+        #expect(consumer.entries.count == 1)
+        // Nothing for notification 2 is ever written.
+        _ = consumer.writeCompleted(write1.token, .success, at: .zero)
+        #expect(try writes(deliver(standardResponse(1), to: &consumer)).isEmpty)
+        #expect(consumer.entries.isEmpty)
+        #expect(consumer.nextDeadline == nil)
+    }
+
+    @Test("Eager policy: a Modified notification is fetched again (a fetch already written may have read the old content); a burst of Modified costs one fetch")
+    func eagerRefetchOnModified() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
+        let first = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        for _ in 0..<3 {
+            #expect(try writes(consumer.received(notificationSource: sourceEvent(.modified, 1), at: .zero)).isEmpty)
+        }
+        _ = consumer.writeCompleted(first.token, .success, at: .zero)
+        let again = try onlyWrite(deliver(standardResponse(1, title: "old"), to: &consumer))
+        #expect(again.command == standardCommand(1))
+        _ = consumer.writeCompleted(again.token, .success, at: .zero)
+        #expect(try writes(deliver(standardResponse(1, title: "new"), to: &consumer)).isEmpty)
+        #expect(consumer.notifications[uid(1)]?[.title] == "new")
+        #expect(consumer.entries.isEmpty)
+    }
+
+    @Test("Eager policy: an app the NP answered 0xA2 for is not asked again in the session, however many notifications it posts")
+    func eagerUnknownAppAskedOnce() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes))
+        var appFetches = 0
+        for raw in UInt32(1)...3 {
+            let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, raw), at: .zero))
+            _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+            for write in try writes(deliver(standardResponse(raw), to: &consumer)) {
+                #expect(write.command == displayNameCommand(mailApp))
+                appFetches += 1
+                // Refused: the notification is shown without the app's name.
+                let refused = consumer.writeCompleted(write.token, .attError(.invalidParameter), at: .zero)
+                #expect(try writes(refused).isEmpty)
+                #expect(events(refused).map(\.readyUID) == [uid(raw)])
+            }
+        }
+        #expect(appFetches == 1)
+        #expect(consumer.entries.isEmpty)
+        // The application may still ask; a new session asks again.
+        let asked = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1)
+        #expect(asked.command == displayNameCommand(mailApp))
+        _ = consumer.writeCompleted(asked.token, .attError(.invalidParameter), at: .zero)
+        _ = consumer.serviceChanged(published: false, at: .zero)
+        _ = consumer.serviceChanged(published: true, at: .zero)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 4), at: .zero))
+        _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+        #expect(try onlyWrite(deliver(standardResponse(4), to: &consumer)).command == displayNameCommand(mailApp))
+    }
+
+    @Test("Eager policy without eagerAppNames fetches no app names")
+    func eagerWithoutAppNames() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
+        let gna = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        _ = consumer.writeCompleted(gna.token, .success, at: .zero)
+        let answered = deliver(standardResponse(1), to: &consumer)
+        #expect(try writes(answered).isEmpty)
+        let notification = try #require(consumer.notification(uid(1)))
+        #expect(events(answered) == [.attributes(standardResponse(1)), .ready(notification, appName: nil)])
+    }
+
+    @Test("Eager fetches need Data Source: without it nothing is written")
+    func eagerWithoutDataSource() throws {
+        var consumer = Consumer(configuration: ConsumerConfiguration(eagerAttributes: standardAttributes))
+        _ = consumer.linkUp(mtu: 23, at: .zero)
+        _ = consumer.subscriptionCompleted(.dataSource, .transportFailure, at: .zero)
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+        #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero)).isEmpty)
+        #expect(consumer.nextDeadline == nil)
+    }
+
+    // MARK: Notification actions
+
+    struct UnavailableAction: Sendable, CustomTestStringConvertible {
+        var flags: EventFlags
+        var action: ActionID
+        var testDescription: String { "\(action) with flags \(flags)" }
+    }
+
+    @Test("Perform Notification Action only for notifications whose flags announce it; otherwise the link is not touched",
+          arguments: [
+              UnavailableAction(flags: [], action: .positive),
+              UnavailableAction(flags: [], action: .negative),
+              UnavailableAction(flags: [.negativeAction], action: .positive),
+              UnavailableAction(flags: [.positiveAction], action: .negative),
+              UnavailableAction(flags: [.positiveAction, .negativeAction], action: ActionID(rawValue: 2)),
+              UnavailableAction(flags: [.positiveAction, .negativeAction], action: ActionID(rawValue: 255)),
+          ])
+    func actionNotAvailable(_ unavailable: UnavailableAction) {
+        var consumer = sessionConsumer(with: [(1, unavailable.flags)])
+        let (id, actions) = consumer.performAction(unavailable.action, on: uid(1), at: .zero)
+        #expect(actions == [.emit(.completed(id, .failure(.actionNotAvailable)))])
+        #expect(consumer.pendingRequestCount == 0)
+    }
+
+    @Test("Perform Notification Action on a NotificationUID the session does not know (never announced, or removed) fails as unknownNotification, without a write")
+    func actionOnUnknownNotification() {
+        var consumer = sessionConsumer(with: [(1, [.positiveAction])])
+        _ = consumer.received(notificationSource: sourceEvent(.removed, 1, flags: [.positiveAction]), at: .zero)
+        let (removed, removedActions) = consumer.performAction(.positive, on: uid(1), at: .zero)
+        #expect(removedActions == [.emit(.completed(removed, .failure(.unknownNotification)))])
+        let (unknown, unknownActions) = consumer.performAction(.positive, on: uid(77), at: .zero)
+        #expect(unknownActions == [.emit(.completed(unknown, .failure(.unknownNotification)))])
+        #expect(ConsumerError.unknownNotification.description == "no notification with this UID in this session")
+    }
+
+    @Test("Perform Notification Action writes 02 · NotificationUID · ActionID; success ends it with actionPerformed, no Data Source follows",
+          arguments: [ActionID.positive, .negative])
+    func performAction(_ action: ActionID) throws {
+        var consumer = sessionConsumer(with: [(0x0102_0343, [.positiveAction, .negativeAction]), (2, [])])
+        let (id, actions) = consumer.performAction(action, on: uid(0x0102_0343), at: .zero)
+        let write = try onlyWrite(actions)
+        #expect(write.bytes == [0x02, 0x43, 0x03, 0x02, 0x01, action.rawValue])
+        #expect(consumer.writeCompleted(write.token, .success, at: .zero) == [.emit(.completed(id, .success(.actionPerformed)))])
+        #expect(consumer.pendingRequestCount == 0)
+
+        // Nothing is awaited on Data Source for it: the next response belongs to the next request.
+        let (fetch, fetchActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        _ = consumer.writeCompleted(try onlyWrite(fetchActions).token, .success, at: .zero)
+        #expect(results(deliver(standardResponse(2), to: &consumer), for: fetch) == [.success(.notificationAttributes(standardResponse(2)))])
+    }
+
+    @Test("Action failed (0xA3): the NP did not perform the action")
+    func actionFailed() throws {
+        var consumer = sessionConsumer(with: [(1, [.positiveAction])])
+        let (id, actions) = consumer.performAction(.positive, on: uid(1), at: .zero)
+        let write = try onlyWrite(actions)
+        #expect(consumer.writeCompleted(write.token, .attError(.actionFailed), at: .zero) == [.emit(.completed(id, .failure(.actionFailed)))])
+    }
+}
