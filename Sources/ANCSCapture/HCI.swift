@@ -1,3 +1,5 @@
+import ANCS
+
 /// What the HCI traffic of a capture says about LE links: connections,
 /// encryption, and whole L2CAP frames (ACL fragments reassembled per
 /// connection and direction).
@@ -93,10 +95,7 @@ public struct HCIReassembler: Sendable {
             // LE Connection Complete (0x01), Enhanced (0x0A, v2 0x29): status, handle, role, peer type, peer address.
             guard [0x01, 0x0A, 0x29].contains(subevent), body.count >= 12, body[1] == 0 else { return [] }
             let handle = record.controller << 12 | le16(body, 2) & 0x0FFF
-            let address = body[6..<12].reversed().map { byte in
-                let text = String(byte, radix: 16, uppercase: true)
-                return byte < 16 ? "0" + text : text
-            }.joined(separator: ":")
+            let address = Hex.string(body[6..<12].reversed(), uppercase: true, separator: ":")
             return [.connected(handle: handle, peer: address, isCentral: body[4] == 0)]
         default:
             return []

@@ -325,14 +325,8 @@ public struct TranscriptBuilder: Sendable {
 
     /// A 128-bit UUID as ATT carries it (little-endian).
     static func uuidBytes(_ text: String) -> [UInt8] {
-        let digits = Array(text.filter { $0 != "-" })
-        var bytes: [UInt8] = []
-        var index = 0
-        while index + 1 < digits.count {
-            bytes.append(UInt8(String(digits[index...index + 1]), radix: 16) ?? 0)
-            index += 2
-        }
-        return bytes.reversed()
+        // The UUIDs are the project's own constants: well-formed hex.
+        ((try? Hex.bytes(text.filter { $0 != "-" })) ?? []).reversed()
     }
 
     private mutating func readByGroupType(_ pdu: [UInt8]) {
