@@ -336,7 +336,9 @@ enum LogLevel: String, CaseIterable, ExpressibleByArgument, Sendable {
 /// name one of a few things (a stack): checked once the command line is
 /// parsed and before anything runs, so a mistake there is a usage error
 /// (status 64) like any other command line that does not parse.
-protocol UsageChecked {
+/// `SendableMetatype`: a cast to it never makes a main-actor conformance, so
+/// the command it finds can still run off the main actor.
+protocol UsageChecked: SendableMetatype {
     func checkUsage() throws(CommandFailure)
 }
 
