@@ -19,6 +19,29 @@ extension ConsumerTests {
         #expect(consumer.nextDeadline == nil)
     }
 
+    @Test("An eager fetch the application already asked for (same bytes) is answered by its request, and the next notification's fetch goes out at once")
+    func eagerFetchJoinsTheApplicationsRequest() throws {
+        var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2, eagerAttributes: standardAttributes, eagerAppNames: false))
+        let first = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        // The application asks for notification 2 what the display asks: queued behind the write.
+        let (asked, queued) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        #expect(try writes(queued).isEmpty)
+        #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 2), at: .zero)).isEmpty)
+        #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 3), at: .zero)).isEmpty)
+        let second = try onlyWrite(consumer.writeCompleted(first.token, .success, at: .zero))
+        #expect(second.command == standardCommand(2))
+        #expect(try writes(consumer.writeCompleted(second.token, .success, at: .zero)).isEmpty)  // two outstanding
+        // Notification 1 answered: the display wants 2, already asked (no second write for it), then 3.
+        let afterFirst = deliver(standardResponse(1), to: &consumer)
+        let third = try onlyWrite(afterFirst)
+        #expect(third.command == standardCommand(3))
+        // The application's response shows notification 2 as well.
+        let afterSecond = deliver(standardResponse(2), to: &consumer)
+        #expect(results(afterSecond, for: asked).count == 1)
+        #expect(events(afterSecond).contains { $0.readyUID == uid(2) })
+        #expect(try writes(afterSecond).isEmpty)
+    }
+
     @Test("App attributes are kept per session per AppIdentifier: never ask the NP twice for the same app's name")
     func appAttributesCache() throws {
         var consumer = sessionConsumer()

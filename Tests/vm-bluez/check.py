@@ -214,6 +214,11 @@ def main():
     check('50 more notifications shown, with 8 app names', shown, len(events) - mark)
     # A bound, not the goal: it catches a leak or a regression (BENCHMARKS.md has the figures).
     check(f'listen resident memory with about 50 notifications shown: {rss} kB <= {RSS_BOUND_KB} kB', 0 < rss <= RSS_BOUND_KB, mem['status_kB'])
+    # Removed again on the phone: the checks after this one start from the three notifications.
+    mark = len(events)
+    phone('remove_many', 100, 50)
+    gone = wait(lambda: len({e['uid'] for e in events[mark:] if e['event'] == 'removed' and e['uid'] >= 100}) >= 50, 30, '50 removed')
+    check('the 50 removed on the phone are removed', gone, len(events) - mark)
 
     # -------- SIGTERM: clean exit 0
     listen.send_signal(signal.SIGTERM)

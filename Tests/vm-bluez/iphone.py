@@ -265,6 +265,12 @@ async def main():
                         phone.add_generated(uid)
                         await phone.post(uid)
                     r = count
+                elif cmd == 'remove_many':   # remove_many FIRST COUNT: those notifications removed on the phone
+                    first, count = int(rest[0]), int(rest[1])
+                    for uid in range(first, first + count):
+                        phone.present.discard(uid)
+                        await phone.post(uid, EventId.NOTIFICATION_REMOVED)
+                    r = count
                 elif cmd == 'disconnect':
                     await conn.disconnect(); r = 'disconnected'
                 elif cmd == 'connect':

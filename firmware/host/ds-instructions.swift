@@ -1,12 +1,14 @@
 // Host program for instruction counts (valgrind --tool=callgrind): the
 // standard Data Source workload at one MTU through the DataSourceReassembler
 // alone (as ds-throughput runs it) or through the Consumer engine (request,
-// write, fragments, completion), every value taken as a String. One pass is
-// checked against the workload's FNV-1a 64 checksum first; then `countedPasses`
-// runs the passes callgrind counts (--toggle-collect=<its exact symbol>: see
-// firmware/measure.sh).
+// write, fragments, completion) as the C API drives it (the `into:` forms,
+// one action buffer reused), every value taken as a String (`strings`) or
+// read as its bytes in place (`bytes`, what the C API hands to firmware).
+// One pass is checked against the workload's FNV-1a 64 checksum first; then
+// `countedPasses` runs the passes callgrind counts
+// (--toggle-collect=<its exact symbol>: see firmware/measure.sh).
 //
-//   ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM
+//   ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM [strings|bytes]
 import ANCS
 
 #if canImport(Glibc)
@@ -84,19 +86,26 @@ func reassemblerPass(_ workload: Workload, _ body: (NotificationAttributesRespon
 
 func consumerPass(_ workload: Workload, mtu: Int, _ body: (NotificationAttributesResponse) -> Void) {
     var consumer = Consumer(configuration: ConsumerConfiguration(eagerAttributes: [], eagerAppNames: false))
-    _ = consumer.linkUp(mtu: mtu, at: .zero)
-    _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
-    _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+    // One buffer for every input's actions, emptied before each, as the C API does.
+    var actions: [ConsumerAction] = []
+    actions.reserveCapacity(16)
+    consumer.linkUp(mtu: mtu, at: .zero, into: &actions)
+    consumer.subscriptionCompleted(.dataSource, .success, at: .zero, into: &actions)
+    consumer.subscriptionCompleted(.notificationSource, .success, at: .zero, into: &actions)
     workload.bytes.withUnsafeBytes { raw in
         var start = 0
         for (number, uid) in workload.uids.enumerated() {
-            let (request, actions) = consumer.fetchAttributes(attributes, for: NotificationUID(uid), at: .zero)
+            actions.removeAll(keepingCapacity: true)
+            let request = consumer.fetchAttributes(attributes, for: NotificationUID(uid), at: .zero, into: &actions)
             var token: WriteToken?
             for action in actions { if case .writeControlPoint(_, let written) = action { token = written } }
             guard let token else { fail("no Control Point write for response \(number)") }
-            _ = consumer.writeCompleted(token, .success, at: .zero)
+            actions.removeAll(keepingCapacity: true)
+            consumer.writeCompleted(token, .success, at: .zero, into: &actions)
             for end in workload.fragmentEnds[number] {
-                for action in consumer.received(dataSource: UnsafeRawBufferPointer(rebasing: raw[start..<end]), at: .zero) {
+                actions.removeAll(keepingCapacity: true)
+                consumer.received(dataSource: UnsafeRawBufferPointer(rebasing: raw[start..<end]), at: .zero, into: &actions)
+                for action in actions {
                     guard case .emit(.completed(let id, let result)) = action, id == request else { continue }
                     guard case .success(.notificationAttributes(let response)) = result else { fail("response \(number) failed") }
                     body(response)
@@ -111,15 +120,24 @@ func pass(_ mode: String, _ workload: Workload, mtu: Int, _ body: (NotificationA
     if mode == "consumer" { consumerPass(workload, mtu: mtu, body) } else { reassemblerPass(workload, body) }
 }
 
+/// A value's bytes: through a `String` (`strings`), or read in place.
+@inline(__always)
+func withValue<R>(_ value: AttributeValue, asString: Bool, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    if asString {
+        var text = value.string
+        return text.withUTF8 { body($0) }
+    }
+    return value.withBytes(body)
+}
+
 @inline(never)
-func countedPasses(_ mode: String, _ workload: Workload, mtu: Int, passes: Int) -> (values: Int, bytes: Int) {
+func countedPasses(_ mode: String, _ workload: Workload, mtu: Int, passes: Int, asString: Bool) -> (values: Int, bytes: Int) {
     var values = 0, bytes = 0
     for _ in 0..<passes {
         pass(mode, workload, mtu: mtu) { response in
             for attribute in response.attributes {
-                let text = attribute.value.string
                 values &+= 1
-                bytes &+= text.utf8.count
+                bytes &+= withValue(attribute.value, asString: asString) { $0.count }
             }
         }
     }
@@ -127,9 +145,11 @@ func countedPasses(_ mode: String, _ workload: Workload, mtu: Int, passes: Int) 
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, arguments[2] == "reassembler" || arguments[2] == "consumer",
+guard arguments.count == 5 || (arguments.count == 6 && ["strings", "bytes"].contains(arguments[5])),
+      arguments[2] == "reassembler" || arguments[2] == "consumer",
       let passes = Int(arguments[3]), passes > 0, let expected = UInt64(arguments[4].hasPrefix("0x") ? String(arguments[4].dropFirst(2)) : arguments[4], radix: 16)
-else { fail("usage: ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM") }
+else { fail("usage: ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM [strings|bytes]") }
+let asString = arguments.count == 5 || arguments[5] == "strings"
 let path = arguments[1]
 guard let mtuText = path.split(separator: "mtu").last?.split(separator: ".").first, let mtu = Int(mtuText) else {
     fail("\(path): the file name does not give the MTU (ds_workload_mtuN.bin)")
@@ -142,15 +162,15 @@ struct FNV1a64 {
 var hash = FNV1a64()
 pass(arguments[2], workload, mtu: mtu) { response in
     for attribute in response.attributes {
-        let text = attribute.value.string
-        let length = text.utf8.count
-        for shift in [0, 8, 16, 24] as [UInt32] { hash.add(UInt8(truncatingIfNeeded: response.notificationUID.rawValue >> shift)) }
-        hash.add(attribute.id.rawValue)
-        hash.add(UInt8(truncatingIfNeeded: length))
-        hash.add(UInt8(truncatingIfNeeded: length >> 8))
-        for byte in text.utf8 { hash.add(byte) }
+        withValue(attribute.value, asString: asString) { value in
+            for shift in [0, 8, 16, 24] as [UInt32] { hash.add(UInt8(truncatingIfNeeded: response.notificationUID.rawValue >> shift)) }
+            hash.add(attribute.id.rawValue)
+            hash.add(UInt8(truncatingIfNeeded: value.count))
+            hash.add(UInt8(truncatingIfNeeded: value.count >> 8))
+            for byte in value { hash.add(byte) }
+        }
     }
 }
 guard hash.value == expected else { fail("decoded checksum 0x\(String(hash.value, radix: 16)) is not the manifest's 0x\(String(expected, radix: 16))") }
-let counted = countedPasses(arguments[2], workload, mtu: mtu, passes: passes)
+let counted = countedPasses(arguments[2], workload, mtu: mtu, passes: passes, asString: asString)
 print("\(workload.uids.count) responses, \(passes) passes, \(counted.values) values, \(counted.bytes) value bytes")

@@ -400,10 +400,16 @@ public struct Consumer: Sendable {
         // The reassembler's events are collected first (the handler cannot
         // touch the engine while the reassembler, part of it, is fed), in a
         // buffer the engine keeps: no allocation per notification.
+        // (Left empty after every call: only its capacity is kept.)
         var events = eventBuffer
         eventBuffer = []
-        events.removeAll(keepingCapacity: true)
         reassembler.feed(bytes) { events.append($0) }
+        // Most fragments end no response (at MTU 23 a response takes tens of
+        // them): nothing changed that the queue depends on, so nothing to pump.
+        guard !events.isEmpty else {
+            eventBuffer = events
+            return
+        }
         defer {
             // Kept for its capacity only: the responses are not held on to.
             events.removeAll(keepingCapacity: true)
@@ -627,6 +633,10 @@ public struct Consumer: Sendable {
 
     /// Issues the next write if the link allows one (one in flight, pipelining
     /// depth): a queued request first, else the display's next fetch.
+    /// Starts the next write, if one may go. Afterwards nothing more could
+    /// start until some input changes the state (a write in flight, the
+    /// pipeline full, or nothing left to ask), so an input that changed
+    /// none of that need not pump.
     private mutating func pump(at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard phase == .active, writeInFlight == nil else { return }
         var outstanding = 0
@@ -636,23 +646,26 @@ public struct Consumer: Sendable {
             write(at: index, now, into: &actions)
             return
         }
-        guard wantedCount > 0, dataSourceAvailable, outstanding < configuration.pipeliningDepth,
-              let next = nextWanted() else { return }
-        model[next].display = .fetching
-        wantedCount -= 1
-        let uid = model[next].notification.uid
-        let command = ControlPointCommand.getNotificationAttributes(
-            GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
-        guard let bytes = try? command.encode() else {
-            model[next].display = .none
+        guard outstanding < configuration.pipeliningDepth else { return }
+        // Each turn either writes, or settles one wanted notification without a write.
+        while wantedCount > 0, dataSourceAvailable, let next = nextWanted() {
+            model[next].display = .fetching
+            wantedCount -= 1
+            let uid = model[next].notification.uid
+            let command = ControlPointCommand.getNotificationAttributes(
+                GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
+            guard let bytes = try? command.encode() else {
+                model[next].display = .none
+                continue
+            }
+            if let index = entries.firstIndex(where: { $0.bytes == bytes }) {
+                // The application asked for the same, already written: it answers both.
+                entries[index].display = uid
+                continue
+            }
+            write(at: enqueue(command, bytes: bytes, waiter: nil, display: uid), now, into: &actions)
             return
         }
-        if let index = entries.firstIndex(where: { $0.bytes == bytes }) {
-            // The application asked for the same, already written: it answers both.
-            entries[index].display = uid
-            return
-        }
-        write(at: enqueue(command, bytes: bytes, waiter: nil, display: uid), now, into: &actions)
     }
 
     private mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {

@@ -33,9 +33,10 @@ public struct DataSourceRequest: Hashable, Sendable {
     public init(_ command: GetNotificationAttributes) {
         notificationUID = command.notificationUID
         commandID = .getNotificationAttributes
-        var header: [UInt8] = [CommandID.getNotificationAttributes.rawValue]
-        appendUInt32LE(command.notificationUID.rawValue, to: &header)
-        self.header = header
+        let uid = command.notificationUID.rawValue
+        // One allocation of the exact size (appending would grow it twice).
+        header = [CommandID.getNotificationAttributes.rawValue, UInt8(truncatingIfNeeded: uid), UInt8(truncatingIfNeeded: uid >> 8),
+                  UInt8(truncatingIfNeeded: uid >> 16), UInt8(truncatingIfNeeded: uid >> 24)]
         tuples = command.attributes.map { ExpectedTuple(id: $0.id.rawValue, maxLength: $0.maxLength.map { Int($0) }) }
     }
 
