@@ -57,13 +57,17 @@ if $host; then
       case "$(swift demangle --compact "$mangled")" in *closure*|*thunk*) ;; *) echo "$mangled" ;; esac
     done | head -n 1)
   [ -n "$symbol" ] || { echo "error: no countedPasses symbol in ds-instructions" >&2; exit 1; }
-  for mode in reassembler consumer; do
-    for mtu in 23 185 517; do
-      collected=$(valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.$mode.$mtu.out" \
-        --toggle-collect="$symbol" "$dir/ds-instructions" "$workload/ds_workload_mtu$mtu.bin" "$mode" "$passes" "$checksum" 2>&1 |
-        awk '/Collected :/ { print $NF }')
-      [ -n "$collected" ] || { echo "error: callgrind gave no count for $mode at MTU $mtu" >&2; exit 1; }
-      echo "figure host $mode mtu$mtu $((collected / (passes * responses)))" >> "$out/host-figures.txt"
+  # Values taken as Strings (the key is the path) and read as bytes (path-bytes).
+  for values in strings bytes; do
+    for mode in reassembler consumer; do
+      key=$mode; [ $values = bytes ] && key=$mode-bytes
+      for mtu in 23 185 517; do
+        collected=$(valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.$key.$mtu.out" \
+          --toggle-collect="$symbol" "$dir/ds-instructions" "$workload/ds_workload_mtu$mtu.bin" "$mode" "$passes" "$checksum" "$values" 2>&1 |
+          awk '/Collected :/ { print $NF }')
+        [ -n "$collected" ] || { echo "error: callgrind gave no count for $key at MTU $mtu" >&2; exit 1; }
+        echo "figure host $key mtu$mtu $((collected / (passes * responses)))" >> "$out/host-figures.txt"
+      done
     done
   done
 fi
@@ -130,7 +134,7 @@ for image, what in (("entry", "consumer-entry.swift driven from C"), ("test", "s
 print()
 nordic = {"mtu23": 25385, "mtu185": 24206, "mtu517": 24114}
 n = g("arm", "test", "workload_responses")
-print(f"Instructions per Data Source response, every value taken as a String (device: first {n} responses of the standard workload; host: all 1000, callgrind); in brackets the ratio to Nordic's x86-64 figure (lower is fewer instructions; device rows compare another instruction set):")
+print(f"Instructions per Data Source response (device: first {n} responses of the standard workload; host: all 1000, callgrind; the Consumer engine driven as the C API drives it), every value taken as a String unless the row says bytes (read in place, as the C API hands them to firmware); in brackets the ratio to Nordic's x86-64 figure (lower is fewer instructions; device rows compare another instruction set):")
 print()
 print("| path | where | MTU 23 | MTU 185 | MTU 517 |")
 print("|---|---|---:|---:|---:|")
@@ -144,6 +148,12 @@ for path in ("reassembler", "consumer"):
             v = fig[("host", path, m)]
             cells.append(f"{v:,}".replace(",", " ") + f" ({v / nordic[m]:.2f}×)")
         print(f"| {label} | x86-64, callgrind | " + " | ".join(cells) + " |")
+    if ("host", path + "-bytes", "mtu23") in fig:
+        cells = []
+        for m in ("mtu23", "mtu185", "mtu517"):
+            v = fig[("host", path + "-bytes", m)]
+            cells.append(f"{v:,}".replace(",", " ") + f" ({v / nordic[m]:.2f}×)")
+        print(f"| {label}, values as bytes | x86-64, callgrind | " + " | ".join(cells) + " |")
     for arch, where in (("arm", "Cortex-M4, QEMU"), ("riscv", "RV32IMAC, QEMU")):
         cells = []
         for m in ("mtu23", "mtu185", "mtu517"):
