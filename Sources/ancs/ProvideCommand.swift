@@ -31,7 +31,8 @@ struct ProvideCommand: AsyncParsableCommand {
         Service Changed: --republish AT,AFTER removes ANCS AT seconds after the timeline starts, indicating Service \
         Changed (0x2A05) with its handle range to the consumers subscribed to it, and adds it back AFTER seconds later, \
         indicating the new range; the notifications stay and are announced PreExisting to the consumer that subscribes \
-        again. Each session ended by it counts for --sessions.
+        again. Each session ended by it counts for --sessions. \
+        Ctrl-C or SIGTERM ends the run as --duration does: the stack is closed and the exit status is 0.
         """
     )
 
@@ -182,8 +183,11 @@ struct ProvideCommand: AsyncParsableCommand {
             try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
             if !Task.isCancelled { server.close() }
         } : nil
+        // Ctrl-C or SIGTERM ends the run as --duration does: the stack closed, exit 0.
+        let signals = SignalWatch([SIGINT, SIGTERM]) { server.close() }
 
         defer {
+            signals.cancel()
             timeline.cancel()
             republishing?.cancel()
             limit?.cancel()

@@ -236,6 +236,21 @@ struct BumbleBenchTests {
         #expect(decoded.status == 0, "\(decoded.stderr)")
     }
 
+    /// SIGTERM (as systemd or a test bench stops it) and SIGINT end the
+    /// provider as --duration does: the stack closed, status 0.
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalEndsProvideCleanly(_ signal: Int32) async throws {
+        let bench = try await Bench()
+        defer { bench.stop() }
+        let provide = try bench.run(["provide", "--stack", "bumble:\(bench.link.transports.0)", "--central"])
+        #expect(await provide.waitFor("provide: ready", timeout: .seconds(40)), "\(provide.errorText)")
+        kill(provide.process.processIdentifier, signal)
+        let status = await provide.waitForExit(timeout: .seconds(20))
+        #expect(status == 0, "\(provide.errorText)")
+        #expect(provide.process.terminationReason == .exit, "killed by signal \(provide.process.terminationStatus)")
+        #expect(!provide.errorText.contains("Traceback"), "\(provide.errorText)")
+    }
+
     /// As central the provider asks for the ATT MTU after connecting, as an
     /// iPhone does, even when the accessory asks for none; `--mtu 23` keeps 23.
     @Test(arguments: [(nil as Int?, 517), (185, 185), (23, 23)])

@@ -633,10 +633,9 @@ public struct Consumer: Sendable {
 
     /// Issues the next write if the link allows one (one in flight, pipelining
     /// depth): a queued request first, else the display's next fetch.
-    /// Starts the next write, if one may go. Afterwards nothing more could
-    /// start until some input changes the state (a write in flight, the
-    /// pipeline full, or nothing left to ask), so an input that changed
-    /// none of that need not pump.
+    /// Afterwards nothing more could start until some input changes the state
+    /// (a write in flight, the pipeline full, or nothing left to ask), so an
+    /// input that changed none of that need not pump.
     private mutating func pump(at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard phase == .active, writeInFlight == nil else { return }
         var outstanding = 0
