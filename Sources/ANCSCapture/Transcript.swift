@@ -139,7 +139,7 @@ public struct TranscriptBuilder: Sendable {
         let direction = frame.direction
         if links[connection] == nil { links[connection] = LinkState() }
         switch opcode {
-        case 0x02, 0x03 where pdu.count >= 3:  // Exchange MTU Request / Response
+        case 0x02 where pdu.count >= 3, 0x03 where pdu.count >= 3:  // Exchange MTU Request / Response
             let mtu = le16(pdu, 1)
             add(record, connection, direction, opcode == 0x02 ? "mtuRequest" : "mtuResponse",
                 "ATT MTU \(mtu) (\(opcode == 0x02 ? "client" : "server"))", [("mtu", .integer(mtu))])
@@ -149,7 +149,7 @@ public struct TranscriptBuilder: Sendable {
         case 0x07: findByTypeValue(connection, direction, pdu)
         case 0x09: readByType(pdu)
         case 0x11: readByGroupType(pdu)
-        case 0x12, 0x52 where pdu.count >= 3:  // Write Request / Command
+        case 0x12 where pdu.count >= 3, 0x52 where pdu.count >= 3:  // Write Request / Command
             let handle = le16(pdu, 1)
             let value = Array(pdu[3...])
             if opcode == 0x12 { remember(connection, direction, opcode, pdu) }

@@ -83,6 +83,31 @@ struct CaptureTests {
         if case .malformed(_, 3, let reason)? = orphan.first { #expect(reason.contains("continuation")) } else { Issue.record("\(orphan)") }
     }
 
+    /// ATT PDUs of every opcode, cut short or filled with random bytes (a
+    /// damaged or hostile capture): each is read within its bytes.
+    @Test func shortAndRandomATTPDUsOfEveryOpcode() throws {
+        var generator = SystemRandomNumberGenerator()
+        func record(_ pdu: [UInt8], _ number: Int, _ direction: BTSnoopRecord.Direction) -> BTSnoopRecord {
+            let l2cap = [UInt8(pdu.count & 0xFF), UInt8(pdu.count >> 8), 4, 0] + pdu
+            return BTSnoopRecord(number: number, type: .acl, direction: direction, timestamp: UInt64(number),
+                                 payload: [0x01, 0x20, UInt8(l2cap.count), 0] + l2cap)
+        }
+        // The discovery of a real capture first, so that handles are known.
+        var records = try BTSnoop.parse(try fixture("listen-nc.btsnoop"))
+        var number = records.count
+        for opcode in 0...255 {
+            for length in 1...24 {
+                for direction in [BTSnoopRecord.Direction.sent, .received] {
+                    number += 1
+                    let pdu = [UInt8(opcode)] + (1..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                    records.append(record(pdu, number, direction))
+                }
+            }
+        }
+        let builder = TranscriptBuilder.transcript(of: records)
+        #expect(builder.entries.count >= events(try transcript("listen-nc.btsnoop"), "dataSource").count)
+    }
+
     @Test func findsTheANCSHandlesFromDiscovery() throws {
         for name in ["listen-nc.btsnoop", "provide-ancsclient-mtu23.btsnoop"] {
             let builder = try transcript(name)
