@@ -37,9 +37,10 @@ enum BumbleTestEnvironment {
 
     static let interopClient = PackagePaths.path("Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py")
 
-    /// Two loopback TCP ports, different per call.
+    /// Two loopback TCP ports, different per call, below the ephemeral
+    /// range (32768 and up) where outgoing connections take theirs.
     static func ports() -> (Int, Int) {
-        let base = 20_000 + Int.random(in: 0..<20_000) * 2
+        let base = 12_000 + Int.random(in: 0..<10_000) * 2
         return (base, base + 1)
     }
 }
@@ -80,11 +81,16 @@ final class ChildProcess: @unchecked Sendable {
     /// stderr, when captured.
     var errorText: String { errors.text }
 
-    /// Waits until stdout contains `needle`, at most `timeout`.
+    /// Waits until stdout contains `needle`, at most `timeout` (or until
+    /// the process has exited and its output is read).
     func waitFor(_ needle: String, timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if text.contains(needle) { return true }
+            if !process.isRunning {
+                try? await Task.sleep(for: .milliseconds(200))
+                break
+            }
             try? await Task.sleep(for: .milliseconds(50))
         }
         return text.contains(needle)
@@ -125,13 +131,23 @@ final class VirtualLink: Sendable {
 
     init() async throws {
         let environment = try BumbleTestEnvironment.environment()
-        let (a, b) = BumbleTestEnvironment.ports()
-        child = try ChildProcess(environment.python, ["-u", "-B", environment.script, "link",
-                                                      "--hci", "tcp-server:127.0.0.1:\(a)", "--hci", "tcp-server:127.0.0.1:\(b)"])
-        transports = ("tcp-client:127.0.0.1:\(a)", "tcp-client:127.0.0.1:\(b)")
-        guard await child.waitFor("ready 2", timeout: .seconds(20)) else {
+        // Ports taken at random may be in use: another pair then.
+        var attempt = 1
+        while true {
+            let (a, b) = BumbleTestEnvironment.ports()
+            let child = try ChildProcess(environment.python, ["-u", "-B", environment.script, "link",
+                                                              "--hci", "tcp-server:127.0.0.1:\(a)", "--hci", "tcp-server:127.0.0.1:\(b)"],
+                                         captureErrors: true)
+            if await child.waitFor("ready 2", timeout: .seconds(20)) {
+                self.child = child
+                transports = ("tcp-client:127.0.0.1:\(a)", "tcp-client:127.0.0.1:\(b)")
+                return
+            }
             child.stop()
-            throw TransportError(.unavailable, "the virtual link did not start: \(child.text)")
+            guard attempt < 5, child.errorText.contains("address already in use") else {
+                throw TransportError(.unavailable, "the virtual link did not start: \(child.text)\(child.errorText)")
+            }
+            attempt += 1
         }
     }
 

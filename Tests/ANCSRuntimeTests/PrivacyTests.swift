@@ -20,8 +20,8 @@ import ANCSDemo
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-            capture.lines.withLock { $0.append("\(message)") }
+        func log(event: LogEvent) {
+            capture.lines.withLock { $0.append("\(event.message)") }
         }
     }
 
