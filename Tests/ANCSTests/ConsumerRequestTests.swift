@@ -561,6 +561,25 @@ extension ConsumerTests {
         #expect(results(answered2, for: queued).isEmpty)
     }
 
+    @Test("Three identical requests, the middle one cancelled: the other two complete, in the order asked")
+    func coalescedWaitersKeepTheirOrder() throws {
+        var consumer = sessionConsumer(with: [(1, [])])
+        let (first, actions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        let write = try onlyWrite(actions)
+        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        let (third, _) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        #expect(consumer.pendingRequestCount == 3)
+        #expect(consumer.cancel(second, at: .zero) == [.emit(.completed(second, .failure(.cancelled)))])
+        #expect(consumer.cancel(second, at: .zero).isEmpty, "a request ends once")
+        #expect(consumer.pendingRequestCount == 2)
+        _ = consumer.writeCompleted(write.token, .success, at: .zero)
+        let completed = deliver(standardResponse(1), to: &consumer).compactMap { action -> ConsumerRequestID? in
+            if case .emit(.completed(let id, .success)) = action { id } else { nil }
+        }
+        #expect(completed == [first, third])
+        #expect(consumer.pendingRequestCount == 0)
+    }
+
     @Test("More requests than maximumRequests fail with tooManyRequests, without a write")
     func tooManyRequests() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(maximumRequests: 2), with: [(1, []), (2, []), (3, [])])

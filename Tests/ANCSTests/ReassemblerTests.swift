@@ -542,6 +542,41 @@ struct ReassemblerTests {
         #expect(harness.reassembler.outstandingCount == 0)
     }
 
+    // MARK: One buffer per response
+
+    /// A response's values share one buffer; each value is still only its
+    /// own bytes: equality, hashing, `bytes` and `string` (a sequence cut at
+    /// the end of one value is not completed by the next value's bytes).
+    @Test("the values of a response share one buffer, each is its own bytes", arguments: [1, 7, 20, 200])
+    func valuesShareOneBuffer(size: Int) throws {
+        var harness = Harness()
+        let request = DataSourceRequest(GetNotificationAttributes(notificationUID: NotificationUID(9), attributes: [
+            NotificationAttributeRequest(.appIdentifier), NotificationAttributeRequest(.title, maxLength: 5),
+            NotificationAttributeRequest(.subtitle, maxLength: 10), NotificationAttributeRequest(.message, maxLength: 100),
+        ]))
+        // Title: "abc" and the first 2 bytes of "€" (E2 82 AC); Message continues with AC.
+        let title: [UInt8] = [0x61, 0x62, 0x63, 0xE2, 0x82]
+        let message: [UInt8] = [0xAC] + Array("ok €".utf8)
+        let bytes: [UInt8] = [0x00, 0x09, 0x00, 0x00, 0x00,
+                              0x00, 0x03, 0x00, 0x61, 0x2E, 0x62,
+                              0x01, 0x05, 0x00] + title + [0x02, 0x00, 0x00, 0x03, UInt8(message.count), 0x00] + message
+        harness.expect(request, id: 1)
+        let events = harness.feed(pieces(bytes, size: size))
+        #expect(events.count == 1)
+        let event = try #require(events.first)
+        let response = try #require({ if case .response(1, .notificationAttributes(let response)) = event { response } else { nil } }())
+        let values = response.attributes.map(\.value)
+        #expect(values == [AttributeValue("a.b"), AttributeValue(bytes: title), .empty, AttributeValue(bytes: message)])
+        #expect(values.map(\.bytes) == [Array("a.b".utf8), title, [], message])
+        #expect(values.map(\.count) == [3, 5, 0, message.count])
+        #expect(values[1].string == "abc")
+        #expect(!values[1].isValidUTF8)
+        #expect(values[3].string == "\u{FFFD}ok €")
+        #expect(Set(values).count == 4)
+        #expect(values[1].hashValue == AttributeValue(bytes: title).hashValue)
+        #expect(values[2].hashValue == AttributeValue.empty.hashValue)
+    }
+
     // MARK: Memory bound against a hostile NP
 
     /// At most this much capacity may back `bound` value bytes (growth doubles, plus allocator rounding).
@@ -570,14 +605,14 @@ struct ReassemblerTests {
         #expect(harness.reassembler.scratch.capacity <= Self.allowedCapacity(bound))
     }
 
-    @Test("values within the bound, spanning fragments, hold no more than the bound")
+    @Test("values within the bound, spanning fragments, hold no more than the bound (the sum of the max lengths asked)")
     func boundedWithinLimits() {
         var harness = Harness()
         let request = DataSourceRequest(GetNotificationAttributes(notificationUID: NotificationUID(1), attributes: [
             NotificationAttributeRequest(.title, maxLength: 100), NotificationAttributeRequest(.message, maxLength: 300),
         ]))
         let bound = request.valueBound(unlimited: 1024)
-        #expect(bound == 300)
+        #expect(bound == 400)
         let response = DataSourceResponse.notificationAttributes(NotificationAttributesResponse(notificationUID: NotificationUID(1), attributes: [
             NotificationAttribute(.title, AttributeValue(String(repeating: "t", count: 100))),
             NotificationAttribute(.message, AttributeValue(String(repeating: "m", count: 300))),

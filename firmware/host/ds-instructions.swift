@@ -86,30 +86,32 @@ func reassemblerPass(_ workload: Workload, _ body: (NotificationAttributesRespon
 
 func consumerPass(_ workload: Workload, mtu: Int, _ body: (NotificationAttributesResponse) -> Void) {
     var consumer = Consumer(configuration: ConsumerConfiguration(eagerAttributes: [], eagerAppNames: false))
-    // One buffer for every input's actions, emptied before each, as the C API does.
+    // One buffer for every input's actions, emptied after each when it holds
+    // any, as the C API does.
     var actions: [ConsumerAction] = []
     actions.reserveCapacity(16)
     consumer.linkUp(mtu: mtu, at: .zero, into: &actions)
     consumer.subscriptionCompleted(.dataSource, .success, at: .zero, into: &actions)
     consumer.subscriptionCompleted(.notificationSource, .success, at: .zero, into: &actions)
+    actions.removeAll(keepingCapacity: true)
     workload.bytes.withUnsafeBytes { raw in
         var start = 0
         for (number, uid) in workload.uids.enumerated() {
-            actions.removeAll(keepingCapacity: true)
             let request = consumer.fetchAttributes(attributes, for: NotificationUID(uid), at: .zero, into: &actions)
             var token: WriteToken?
             for action in actions { if case .writeControlPoint(_, let written) = action { token = written } }
             guard let token else { fail("no Control Point write for response \(number)") }
             actions.removeAll(keepingCapacity: true)
             consumer.writeCompleted(token, .success, at: .zero, into: &actions)
+            if !actions.isEmpty { actions.removeAll(keepingCapacity: true) }
             for end in workload.fragmentEnds[number] {
-                actions.removeAll(keepingCapacity: true)
                 consumer.received(dataSource: UnsafeRawBufferPointer(rebasing: raw[start..<end]), at: .zero, into: &actions)
                 for action in actions {
                     guard case .emit(.completed(let id, let result)) = action, id == request else { continue }
                     guard case .success(.notificationAttributes(let response)) = result else { fail("response \(number) failed") }
                     body(response)
                 }
+                if !actions.isEmpty { actions.removeAll(keepingCapacity: true) }
                 start = end
             }
         }

@@ -6,46 +6,73 @@
 /// responses are reassembled, and a `String` is made only when `string` (or
 /// `description`) is read, at the API edge. Equality is byte equality.
 public struct AttributeValue: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    // The bytes are `count` bytes of `storage` from `start`: the reassembler
+    // keeps all the values of a response in one buffer, and each value is
+    // its part of it (one allocation per response, not one per value).
     // Inlinable accessors below (count, withBytes, …): a consumer reads every
     // value, and a call per access costs more than the access.
     @usableFromInline var storage: [UInt8]
+    @usableFromInline var start: Int
+    /// Byte length on the wire.
+    public let count: Int
 
-    public init(_ string: String) { storage = Array(string.utf8) }
-    public init(stringLiteral value: String) { storage = Array(value.utf8) }
-    public init(bytes: [UInt8]) { storage = bytes }
-    public init(bytes: UnsafeBufferPointer<UInt8>) { storage = Array(bytes) }
+    public init(_ string: String) { self.init(bytes: Array(string.utf8)) }
+    public init(stringLiteral value: String) { self.init(bytes: Array(value.utf8)) }
+    public init(bytes: [UInt8]) {
+        storage = bytes
+        start = 0
+        count = bytes.count
+    }
+    public init(bytes: UnsafeBufferPointer<UInt8>) { self.init(bytes: Array(bytes)) }
+
+    /// `count` bytes of `buffer` from `start` (the caller checked the range).
+    init(in buffer: [UInt8], start: Int, count: Int) {
+        storage = buffer
+        self.start = start
+        self.count = count
+    }
 
     public static let empty = AttributeValue(bytes: [])
 
-    /// Byte length on the wire.
     @inlinable
-    public var count: Int { storage.count }
-
-    @inlinable
-    public var isEmpty: Bool { storage.isEmpty }
+    public var isEmpty: Bool { count == 0 }
 
     /// The raw bytes, exactly as received.
-    @inlinable
-    public var bytes: [UInt8] { storage }
+    public var bytes: [UInt8] {
+        start == 0 && count == storage.count ? storage : withBytes { Array($0) }
+    }
 
     /// Calls `body` with the raw bytes, without copying them.
     @inlinable
     public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        storage.withUnsafeBufferPointer { body($0) }
+        storage.withUnsafeBufferPointer { buffer in
+            body(UnsafeBufferPointer(start: buffer.baseAddress.map { $0 + start }, count: count))
+        }
+    }
+
+    public static func == (left: AttributeValue, right: AttributeValue) -> Bool {
+        left.count == right.count && left.withBytes { a in right.withBytes { b in a.elementsEqual(b) } }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(count)
+        withBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// Whether the bytes are valid UTF-8 as received (checked on each read).
     public var isValidUTF8: Bool {
-        storage.withUnsafeBufferPointer { UTF8Validation.isValidUTF8($0) }
+        withBytes { UTF8Validation.isValidUTF8($0) }
     }
 
     /// The text, decoded leniently: a multi-byte sequence cut at the end (the
     /// NP truncated to the max length) is dropped; any other invalid byte
     /// becomes U+FFFD.
     public var string: String {
-        if let text = storage.withUnsafeBufferPointer({ UTF8Validation.string($0) }) { return text }
-        let end = storage.count - AttributeValue.truncatedSuffixLength(storage)
-        return String(decoding: storage[..<end], as: UTF8.self)
+        withBytes { bytes in
+            if let text = UTF8Validation.string(bytes) { return text }
+            let end = bytes.count - AttributeValue.truncatedSuffixLength(bytes)
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
+        }
     }
 
     /// The Date attribute (`yyyyMMdd'T'HHmmSS`), or nil if the value is not one.
@@ -72,7 +99,7 @@ public struct AttributeValue: Hashable, Sendable, CustomStringConvertible, Expre
     /// after E0, ED, F0 or F4, a second byte in its allowed range (Unicode
     /// Table 3-7). C0, C1, F5–FF or an impossible second byte are invalid,
     /// not cut, and become U+FFFD.
-    static func truncatedSuffixLength(_ bytes: [UInt8]) -> Int {
+    static func truncatedSuffixLength(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         var index = bytes.count - 1
         var continuation = 0
         while index >= 0 && continuation < 3 && bytes[index] & 0xC0 == 0x80 {

@@ -73,7 +73,7 @@ public struct Consumer: Sendable {
         var command: ControlPointCommand
         var bytes: [UInt8]
         /// The application's requests waiting on it.
-        var waiters: [ConsumerRequestID]
+        var waiters: Waiters
         /// The display's fetch of this notification's attributes.
         var display: NotificationUID?
         /// The display's fetch of an app's name.
@@ -84,6 +84,45 @@ public struct Consumer: Sendable {
         var expectsResponse: Bool { command.commandID != .performNotificationAction }
         /// Nobody waits for it any more.
         var isUnwanted: Bool { waiters.isEmpty && display == nil && !appName }
+    }
+
+    /// The application's requests waiting on an entry, oldest first: the
+    /// first kept inline (one is the common case, and needs no allocation).
+    struct Waiters: Sendable {
+        private var first: ConsumerRequestID?
+        /// The others, after `first`; empty whenever `first` is nil.
+        private var others: [ConsumerRequestID] = []
+
+        init(_ first: ConsumerRequestID?) { self.first = first }
+
+        var isEmpty: Bool { first == nil }
+        var count: Int { first == nil ? 0 : 1 + others.count }
+
+        mutating func append(_ id: ConsumerRequestID) {
+            if first == nil { first = id } else { others.append(id) }
+        }
+
+        /// Removes `id`; false if it does not wait here.
+        mutating func remove(_ id: ConsumerRequestID) -> Bool {
+            if first == id {
+                first = others.isEmpty ? nil : others.removeFirst()
+                return true
+            }
+            guard let index = others.firstIndex(of: id) else { return false }
+            others.remove(at: index)
+            return true
+        }
+
+        mutating func removeAll() {
+            first = nil
+            others = []
+        }
+
+        func forEach(_ body: (ConsumerRequestID) -> Void) {
+            guard let first else { return }
+            body(first)
+            for id in others { body(id) }
+        }
     }
 
     /// Where a notification stands on its way to being shown (with eager attributes).
@@ -397,6 +436,16 @@ public struct Consumer: Sendable {
 
     public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard isInSession else { return }
+        // Most notifications lie inside a value (at MTU 23 a response takes
+        // tens of them): collected at once, they cause no event and change
+        // nothing the queue depends on, so nothing to pump.
+        if reassembler.absorbInsideValue(bytes) { return }
+        receivedAny(dataSource: bytes, at: now, into: &actions)
+    }
+
+    /// `received(dataSource:)` for a notification that may end a response.
+    @inline(never)
+    private mutating func receivedAny(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
         // The reassembler's events are collected first (the handler cannot
         // touch the engine while the reassembler, part of it, is fed), in a
         // buffer the engine keeps: no allocation per notification.
@@ -404,8 +453,6 @@ public struct Consumer: Sendable {
         var events = eventBuffer
         eventBuffer = []
         reassembler.feed(bytes) { events.append($0) }
-        // Most fragments end no response (at MTU 23 a response takes tens of
-        // them): nothing changed that the queue depends on, so nothing to pump.
         guard !events.isEmpty else {
             eventBuffer = events
             return
@@ -525,8 +572,7 @@ public struct Consumer: Sendable {
     /// Ends a request with `cancelled`; its response, if it comes, is still consumed.
     public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp, into actions: inout [ConsumerAction]) {
         for index in entries.indices {
-            if let waiter = entries[index].waiters.firstIndex(of: id) {
-                entries[index].waiters.remove(at: waiter)
+            if entries[index].waiters.remove(id) {
                 actions.append(.emit(.completed(id, .failure(.cancelled))))
                 if entries[index].isUnwanted { abandon(at: index) }
                 break
@@ -626,7 +672,7 @@ public struct Consumer: Sendable {
     private mutating func enqueue(_ command: ControlPointCommand, bytes: [UInt8], waiter: ConsumerRequestID?, display: NotificationUID? = nil, appName: Bool = false) -> Int {
         nextEntryKey &+= 1
         entries.append(Entry(
-            key: nextEntryKey, command: command, bytes: bytes, waiters: waiter.map { [$0] } ?? [],
+            key: nextEntryKey, command: command, bytes: bytes, waiters: Waiters(waiter),
             display: display, appName: appName, state: .queued, deadline: nil))
         return entries.count - 1
     }
@@ -670,7 +716,7 @@ public struct Consumer: Sendable {
     private mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
-        if let request = DataSourceRequest(entries[index].command) {
+        if let request = DataSourceRequest(entries[index].command, encoded: entries[index].bytes) {
             reassembler.expect(request, id: entries[index].key)
         }
         entries[index].state = .writing(token)
@@ -751,7 +797,7 @@ public struct Consumer: Sendable {
     /// Ends an entry: its waiters hear the result, and the display goes on
     /// with the notification or app it was fetching.
     private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
-        for id in entry.waiters { actions.append(.emit(.completed(id, result))) }
+        entry.waiters.forEach { actions.append(.emit(.completed($0, result))) }
         if let uid = entry.display { displayFetchEnded(uid, result, into: &actions) }
         if entry.appName, case .getAppAttributes(let request) = entry.command {
             appNameEnded(request.appIdentifierBytes, into: &actions)
@@ -793,7 +839,7 @@ public struct Consumer: Sendable {
             entries[existing].appName = true
         } else {
             // Ahead of the application's queued requests: a notification is waiting on it.
-            let entry = Entry(key: nextEntryKey &+ 1, command: command, bytes: bytes, waiters: [], display: nil, appName: true, state: .queued, deadline: nil)
+            let entry = Entry(key: nextEntryKey &+ 1, command: command, bytes: bytes, waiters: Waiters(nil), display: nil, appName: true, state: .queued, deadline: nil)
             nextEntryKey &+= 1
             entries.insert(entry, at: entries.firstIndex { $0.state == .queued } ?? entries.count)
         }
@@ -885,7 +931,7 @@ public struct Consumer: Sendable {
         model.removeAll()
         wantedCount = 0
         for entry in ended {
-            for id in entry.waiters { actions.append(.emit(.completed(id, .failure(.sessionEnded)))) }
+            entry.waiters.forEach { actions.append(.emit(.completed($0, .failure(.sessionEnded)))) }
         }
         reassembler = DataSourceReassembler(configuration: reassembler.configuration)
         // A write still in flight on a link that stays up (Service Changed,

@@ -28,11 +28,12 @@
 // they made the byte loop 2.5 KB larger in a firmware image, for ~4 % fewer
 // instructions per response.
 //
-// Cost: each byte is looked at once; values are copied in bulk; a value that
-// lies wholly inside one fragment is materialized straight from it; the only
-// heap allocations are the values themselves and one attribute array per
-// response. Memory is bounded by the largest max length asked (attributes
-// without one are bounded by `Configuration.unlimitedValueLength`).
+// Cost: each byte is looked at once; values are copied in bulk into one
+// buffer the reassembler keeps, where a response's values lie one after the
+// other; a complete response takes them in one allocation (each value is its
+// part of it) plus its attribute array. Memory is bounded by the largest
+// response: the sum of the max lengths asked (attributes without one are
+// bounded by `Configuration.unlimitedValueLength`).
 
 /// What the reassembler reports while it is fed.
 public enum ReassemblyEvent: Hashable, Sendable {
@@ -66,6 +67,11 @@ public struct DataSourceReassembler: Sendable {
         var abandoned: Bool
     }
 
+    struct StoredValue: Sendable {
+        var id: UInt8
+        var end: Int
+    }
+
     enum Phase: Sendable, Equatable {
         case header(matched: Int)
         case collectingUID(received: Int)
@@ -92,16 +98,18 @@ public struct DataSourceReassembler: Sendable {
     var offset = 0
     /// NotificationUID bytes as received, for the error message of a wrong one.
     var receivedUID: UInt32 = 0
-    /// A value that spans fragments, collected here at its offsets: it keeps
-    /// the size of the longest such value so far, and only the first
-    /// `length` bytes of the value being received mean anything.
+    /// The values of the current response, one after the other, each
+    /// collected at its offset: it keeps the size of the largest response's
+    /// values so far, and only the first `valuesLength` bytes mean anything.
     var scratch: [UInt8] = []
-    var notificationAttributes: [NotificationAttribute] = []
-    var appAttributes: [AppAttribute] = []
+    var valuesLength = 0
+    /// The values stored so far for the current response: AttributeID and
+    /// where the value ends in `scratch` (it starts where the previous ends).
+    var stored: [StoredValue] = []
     /// The current request's tuples and kind, copied out of `current` when
     /// its tuples start, so the per-byte path reads them without copying
     /// the whole request.
-    var currentTuples: [DataSourceRequest.ExpectedTuple] = []
+    var currentTuples = DataSourceRequest.Attributes.app([])
     var currentIsApp = false
 
     public init(configuration: Configuration = .default) {
@@ -170,18 +178,23 @@ public struct DataSourceReassembler: Sendable {
     /// Feeds one Data Source notification. Complete responses and failures
     /// are passed to `handler` as they are found, each request exactly once.
     public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
-        // The common case at small MTUs, a notification wholly inside a value
-        // that goes on after it: collect it and return. (Nothing else below
-        // applies to it: the phase is not discarding, and a response being
-        // stored never resynchronizes.)
-        if case .value(let id, let length, let received) = phase, length - received > fragment.count,
-           !failed, current?.abandoned == false {
-            collect(fragment, at: received, length: length)
-            phase = .value(id: id, length: length, received: received + fragment.count)
-            offset += fragment.count
-            return
-        }
+        if absorbInsideValue(fragment) { return }
         feedAnyFragment(fragment, handler)
+    }
+
+    /// The common case at small MTUs, a notification wholly inside a value
+    /// that goes on after it: collects it and returns true (it causes no
+    /// event). Otherwise does nothing and returns false: feed it then.
+    /// (Nothing else `feed` does applies to such a notification: the phase
+    /// is not discarding, and a response being stored never resynchronizes.)
+    @inline(__always)
+    mutating func absorbInsideValue(_ fragment: UnsafeRawBufferPointer) -> Bool {
+        guard case .value(let id, let length, let received) = phase, length - received > fragment.count,
+              !failed, current?.abandoned == false else { return false }
+        collect(fragment, at: valuesLength + received)
+        phase = .value(id: id, length: length, received: received + fragment.count)
+        offset += fragment.count
+        return true
     }
 
     /// `feed` for every notification but the plain middle of a value (kept
@@ -266,12 +279,7 @@ public struct DataSourceReassembler: Sendable {
                     if length > limit {
                         fail(.valueTooLong(attribute: id, length: length, maxLength: limit), at: offset - 2, handler)
                     }
-                    if length == 0 {
-                        store(id: id, AttributeValue.empty)
-                        finishTuple(handler)
-                    } else {
-                        phase = .value(id: id, length: length, received: 0)
-                    }
+                    beginValue(id: id, length: length, handler)
                     continue
                 }
                 let byte = fragment[index]
@@ -295,31 +303,17 @@ public struct DataSourceReassembler: Sendable {
                 if length > limit {
                     fail(.valueTooLong(attribute: id, length: length, maxLength: limit), at: offset - 2, handler)
                 }
-                if length == 0 {
-                    store(id: id, AttributeValue.empty)
-                    finishTuple(handler)
-                } else {
-                    phase = .value(id: id, length: length, received: 0)
-                }
+                beginValue(id: id, length: length, handler)
 
             case .value(let id, let length, let received):
                 let take = min(count - index, length - received)
                 if !failed && current?.abandoned == false {
-                    if received == 0 && take == length {
-                        // The whole value is in this fragment: no copy.
-                        let slice = UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)])
-                        store(id: id, AttributeValue(bytes: slice.assumingMemoryBound(to: UInt8.self)))
-                    } else {
-                        collect(UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]), at: received, length: length)
-                        if received + take == length {
-                            let value = scratch.withUnsafeBufferPointer { AttributeValue(bytes: UnsafeBufferPointer(rebasing: $0[0..<length])) }
-                            store(id: id, value)
-                        }
-                    }
+                    collect(UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]), at: valuesLength + received)
                 }
                 index += take
                 offset += take
                 if received + take == length {
+                    store(id: id, length: length)
                     finishTuple(handler)
                 } else {
                     phase = .value(id: id, length: length, received: received + take)
@@ -328,13 +322,12 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
-    /// Copies part of a value that spans notifications to its offset in `scratch`.
-    private mutating func collect(_ bytes: UnsafeRawBufferPointer, at received: Int, length: Int) {
-        // Grows only past the longest value so far: a byte at a time is fine.
-        while scratch.count < length { scratch.append(0) }
+    /// Copies bytes of the value being received to their offset in `scratch`
+    /// (`beginValue` made room for the whole value).
+    private mutating func collect(_ bytes: UnsafeRawBufferPointer, at position: Int) {
         guard let source = bytes.baseAddress else { return }
         scratch.withUnsafeMutableBytes { buffer in
-            buffer.baseAddress!.advanced(by: received).copyMemory(from: source, byteCount: bytes.count)
+            buffer.baseAddress!.advanced(by: position).copyMemory(from: source, byteCount: bytes.count)
         }
     }
 
@@ -345,9 +338,9 @@ public struct DataSourceReassembler: Sendable {
     private func shouldResynchronize(at fragment: UnsafeRawBufferPointer) -> Bool {
         // Checked without copying `current`: this runs for every notification.
         guard failed || current?.abandoned == true, current != nil, let next = queue.first else { return false }
-        let header = next.request.header
-        guard fragment.count >= header.count else { return false }
-        for index in 0..<header.count where fragment[index] != header[index] { return false }
+        let header = next.request.header, headerCount = next.request.headerCount
+        guard fragment.count >= headerCount else { return false }
+        for index in 0..<headerCount where fragment[index] != header[index] { return false }
         return true
     }
 
@@ -358,9 +351,9 @@ public struct DataSourceReassembler: Sendable {
     /// either the whole response or a full one.)
     private func beginsResponse(_ fragment: UnsafeRawBufferPointer) -> Bool {
         for pending in queue {
-            let header = pending.request.header
-            var matches = fragment.count >= min(header.count, DataSourceResponse.mtuRange.lowerBound - 3)
-            for index in 0..<min(header.count, fragment.count) where fragment[index] != header[index] {
+            let header = pending.request.header, headerCount = pending.request.headerCount
+            var matches = fragment.count >= min(headerCount, DataSourceResponse.mtuRange.lowerBound - 3)
+            for index in 0..<min(headerCount, fragment.count) where fragment[index] != header[index] {
                 matches = false
                 break
             }
@@ -378,14 +371,14 @@ public struct DataSourceReassembler: Sendable {
     /// that request at once instead of being dropped as unsolicited while
     /// the request waits for its timeout.
     private func answersWrongly(_ request: DataSourceRequest, _ fragment: UnsafeRawBufferPointer) -> Bool {
-        guard let first = request.tuples.first, fragment.count > 0, fragment[0] == request.commandID.rawValue else { return false }
+        guard request.tupleCount > 0, fragment.count > 0, fragment[0] == request.commandID.rawValue else { return false }
         var tuplesStart = 5
         if request.commandID == .getAppAttributes {
             var index = 1
             while index < fragment.count && fragment[index] != 0 { index += 1 }
             tuplesStart = index + 1
         }
-        return fragment.count > tuplesStart && fragment[tuplesStart] == first.id
+        return fragment.count > tuplesStart && fragment[tuplesStart] == request.tuples[0].id
     }
 
     // MARK: - Header
@@ -395,10 +388,10 @@ public struct DataSourceReassembler: Sendable {
     private func wholeHeaderLength(in fragment: UnsafeRawBufferPointer, at index: Int) -> Int? {
         queue.withUnsafeBufferPointer { pending -> Int? in
             guard !pending.isEmpty, let first = pending.baseAddress else { return nil }
-            let header = first.pointee.request.header
-            guard fragment.count - index >= header.count else { return nil }
-            for position in 0..<header.count where fragment[index + position] != header[position] { return nil }
-            return header.count
+            let header = first.pointee.request.header, headerCount = first.pointee.request.headerCount
+            guard fragment.count - index >= headerCount else { return nil }
+            for position in 0..<headerCount where fragment[index + position] != header[position] { return nil }
+            return headerCount
         }
     }
 
@@ -406,8 +399,7 @@ public struct DataSourceReassembler: Sendable {
         // The common case, the head of the queue matching, read in place.
         let head = queue.withUnsafeBufferPointer { pending -> (matches: Bool, complete: Bool) in
             guard !pending.isEmpty, let first = pending.baseAddress else { return (false, false) }
-            let header = first.pointee.request.header
-            return (header[matched] == byte, matched + 1 == header.count)
+            return (first.pointee.request.header[matched] == byte, matched + 1 == first.pointee.request.headerCount)
         }
         if head.matches {
             if head.complete {
@@ -427,7 +419,7 @@ public struct DataSourceReassembler: Sendable {
         if head.request.header[matched] != byte {
             // An abandoned request may never be answered: let the next
             // request claim these bytes if its header starts the same way.
-            let previousHeader = head.request.header
+            let previousHeader = head.request.header[..<matched]
             while head.abandoned {
                 queue.removeFirst()
                 guard let next = queue.first else {
@@ -438,17 +430,17 @@ public struct DataSourceReassembler: Sendable {
                 }
                 head = next
                 let header = head.request.header
-                if header.count > matched && header[..<matched].elementsEqual(previousHeader[..<matched]) && header[matched] == byte {
+                if head.request.headerCount > matched && header[..<matched].elementsEqual(previousHeader) && header[matched] == byte {
                     break
                 }
             }
             let header = head.request.header
-            if header.count <= matched || !header[..<matched].elementsEqual(previousHeader[..<matched]) || header[matched] != byte {
+            if head.request.headerCount <= matched || !header[..<matched].elementsEqual(previousHeader) || header[matched] != byte {
                 mismatch(head, byte: byte, prefix: previousHeader, matched: matched, handler)
                 return
             }
         }
-        if matched + 1 == head.request.header.count {
+        if matched + 1 == head.request.headerCount {
             current = queue.removeFirst()
             startTuples(handler)
         } else {
@@ -457,10 +449,10 @@ public struct DataSourceReassembler: Sendable {
     }
 
     /// The live request at the head of the queue does not match the header bytes received.
-    private mutating func mismatch(_ head: Pending, byte: UInt8, prefix: [UInt8], matched: Int, _ handler: (ReassemblyEvent) -> Void) {
+    private mutating func mismatch(_ head: Pending, byte: UInt8, prefix: ArraySlice<UInt8>, matched: Int, _ handler: (ReassemblyEvent) -> Void) {
         let header = head.request.header
         var position = 0
-        while position < matched && position < header.count && header[position] == prefix[position] { position += 1 }
+        while position < matched && position < head.request.headerCount && header[position] == prefix[position] { position += 1 }
         current = queue.removeFirst()
         failed = false
         if position == 0 {
@@ -478,7 +470,7 @@ public struct DataSourceReassembler: Sendable {
                 phase = .collectingUID(received: matched)
             }
         } else {
-            fail(DecodingError(wrongAppIdentifier: Array(header[1..<(header.count - 1)]), at: position), handler)
+            fail(DecodingError(wrongAppIdentifier: Array(header[1..<(head.request.headerCount - 1)]), at: position), handler)
             if byte == 0 { startTuples(handler) } else { phase = .skippingAppIdentifier }
         }
     }
@@ -495,27 +487,35 @@ public struct DataSourceReassembler: Sendable {
     private mutating func startTuples(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex = 0
         // Read through optional chaining: `current!` would copy the request.
-        currentTuples = current?.request.tuples ?? []
+        currentTuples = current?.request.tuples ?? .app([])
         currentIsApp = current?.request.commandID == .getAppAttributes
-        let tupleCount = currentTuples.count
-        if currentIsApp {
-            appAttributes.removeAll(keepingCapacity: true)
-            appAttributes.reserveCapacity(tupleCount)
-        } else {
-            notificationAttributes.removeAll(keepingCapacity: true)
-            notificationAttributes.reserveCapacity(tupleCount)
-        }
-        if tupleCount == 0 { completeResponse(handler) } else { phase = .tupleID }
+        if !stored.isEmpty { stored.removeAll(keepingCapacity: true) }
+        valuesLength = 0
+        if currentTuples.count == 0 { completeResponse(handler) } else { phase = .tupleID }
     }
 
+    /// After a tuple's AttributeID and Length: makes room for the value in
+    /// `scratch` (when it is to be stored) and waits for its bytes.
     @inline(never)
-    private mutating func store(id: UInt8, _ value: AttributeValue) {
-        guard !failed, current?.abandoned == false else { return }
-        if currentIsApp {
-            appAttributes.append(AppAttribute(AppAttributeID(rawValue: id), value))
-        } else {
-            notificationAttributes.append(NotificationAttribute(NotificationAttributeID(rawValue: id), value))
+    private mutating func beginValue(id: UInt8, length: Int, _ handler: (ReassemblyEvent) -> Void) {
+        guard length > 0 else {
+            store(id: id, length: 0)
+            finishTuple(handler)
+            return
         }
+        let end = valuesLength + length
+        if end > scratch.count, !failed, current?.abandoned == false {
+            scratch.append(contentsOf: repeatElement(0, count: end - scratch.count))
+        }
+        phase = .value(id: id, length: length, received: 0)
+    }
+
+    /// The value of `length` bytes just collected after the previous one.
+    @inline(never)
+    private mutating func store(id: UInt8, length: Int) {
+        guard !failed, current?.abandoned == false else { return }
+        valuesLength += length
+        stored.append(StoredValue(id: id, end: valuesLength))
     }
 
     @inline(never)
@@ -532,14 +532,26 @@ public struct DataSourceReassembler: Sendable {
     private mutating func completeResponse(_ handler: (ReassemblyEvent) -> Void) {
         let finished = current!
         if !failed && !finished.abandoned {
+            // The response's values in one allocation; each value is its part.
+            let values = valuesLength == 0 ? [] : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
+            var start = 0
             if finished.request.commandID == .getNotificationAttributes {
-                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: notificationAttributes)
-                notificationAttributes = []
+                var attributes: [NotificationAttribute] = []
+                attributes.reserveCapacity(stored.count)
+                for value in stored {
+                    attributes.append(NotificationAttribute(NotificationAttributeID(rawValue: value.id), AttributeValue(in: values, start: start, count: value.end - start)))
+                    start = value.end
+                }
+                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: attributes)
                 handler(.response(finished.id, .notificationAttributes(response)))
             } else {
-                let header = finished.request.header
-                let response = AppAttributesResponse(appIdentifierBytes: Array(header[1..<(header.count - 1)]), attributes: appAttributes)
-                appAttributes = []
+                var attributes: [AppAttribute] = []
+                attributes.reserveCapacity(stored.count)
+                for value in stored {
+                    attributes.append(AppAttribute(AppAttributeID(rawValue: value.id), AttributeValue(in: values, start: start, count: value.end - start)))
+                    start = value.end
+                }
+                let response = AppAttributesResponse(appIdentifierBytes: Array(finished.request.header[1..<(finished.request.headerCount - 1)]), attributes: attributes)
                 handler(.response(finished.id, .appAttributes(response)))
             }
         }
@@ -562,12 +574,12 @@ public struct DataSourceReassembler: Sendable {
 
     private mutating func resetResponse() {
         current = nil
-        currentTuples = []
+        currentTuples = .app([])
         failed = false
         tupleIndex = 0
         offset = 0
         phase = .header(matched: 0)
-        notificationAttributes.removeAll(keepingCapacity: true)
-        appAttributes.removeAll(keepingCapacity: true)
+        if !stored.isEmpty { stored.removeAll(keepingCapacity: true) }
+        valuesLength = 0
     }
 }

@@ -264,9 +264,9 @@ private func emit(_ consumerEvent: ConsumerEvent, _ instance: Callbacks) {
 /// would copy into every export.
 private func begin(_ storage: UnsafeMutablePointer<ancs_consumer>?) -> (UnsafeMutablePointer<Instance>, [ConsumerAction])? {
     guard let pointer = instance(storage) else { return nil }
+    // Empty: `finish` empties the buffer before putting it back.
     var actions: [ConsumerAction] = []
     swap(&actions, &pointer.pointee.actions)
-    actions.removeAll(keepingCapacity: true)
     return (pointer, actions)
 }
 
@@ -284,7 +284,8 @@ private func finish(_ pointer: UnsafeMutablePointer<Instance>, _ actions: inout 
         }
     }
     pointer.pointee.depth -= 1
-    actions.removeAll(keepingCapacity: true)
+    // Most inputs (a Data Source notification inside a value) cause no action.
+    if !actions.isEmpty { actions.removeAll(keepingCapacity: true) }
     if pointer.pointee.actions.capacity < actions.capacity { swap(&actions, &pointer.pointee.actions) }
     return result
 }
