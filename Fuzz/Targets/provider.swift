@@ -95,7 +95,7 @@ func runProvider(_ input: FuzzInput) {
                 uncut += min(notification.value(of: attribute.id)?.utf8.count ?? 0, 0xFFFF)
             }
         }
-        check(total <= provider.configuration.maximumResponseLength + request.header.count + 3 * request.tupleCount + uncut,
+        check(total <= provider.configuration.maximumResponseLength + request.headerCount + 3 * request.tupleCount + uncut,
               "response of \(total) bytes")
 
         var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: 0xFFFF))

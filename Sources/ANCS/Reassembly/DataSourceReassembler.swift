@@ -505,7 +505,12 @@ public struct DataSourceReassembler: Sendable {
         }
         let end = valuesLength + length
         if end > scratch.count, !failed, current?.abandoned == false {
-            scratch.append(contentsOf: repeatElement(0, count: end - scratch.count))
+            // At least doubles (a response's values are met one by one), keeping the values so far.
+            var grown = [UInt8](repeating: 0, count: max(end, 2 * scratch.count))
+            grown.withUnsafeMutableBytes { target in
+                scratch.withUnsafeBytes { source in target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[..<valuesLength])) }
+            }
+            scratch = grown
         }
         phase = .value(id: id, length: length, received: 0)
     }

@@ -16,9 +16,12 @@ public struct DataSourceRequest: Hashable, Sendable {
     }
 
     /// The attributes asked, in order: the command's own list, not a copy.
-    enum Attributes: Hashable, Sendable {
+    enum Attributes: Hashable, Sendable, RandomAccessCollection {
         case notification([NotificationAttributeRequest])
         case app([AppAttributeID])
+
+        var startIndex: Int { 0 }
+        var endIndex: Int { count }
 
         var count: Int {
             switch self {
