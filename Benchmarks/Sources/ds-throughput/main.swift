@@ -93,38 +93,32 @@ func measure(_ workload: DataSourceWorkload, samples: Int, passesPerSample: Int)
 
 struct Allocations {
     var total = 0
-    /// Notifications that completed no value and no response header.
+    /// Notifications that completed no response.
     var plainFragments = 0
     /// The most allocations seen while feeding one such notification.
     var plainFragmentMax = 0
-    /// Notifications whose allocations differ from one per heap value completed
-    /// in them plus one per response header completed in them.
+    /// Notifications whose allocations differ from two per response completed
+    /// in them (one when its values are all empty).
     var unexplained = 0
 }
 
-/// Where each heap value and each response header end: the allocations a
-/// notification may cause are one per value that needs the heap and one
-/// attribute array per response.
+/// Where each response ends: the allocations a notification may cause are,
+/// per response it completes, its attribute array and the one buffer of all
+/// its values (none when every value is empty).
 func expectedAllocations(_ workload: DataSourceWorkload) -> [Int] {
     var expected = [Int](repeating: 0, count: workload.fragmentCount)
-    var fragment = 0
-    func charge(endingAt offset: Int) {  // offset of the last byte
-        while workload.fragmentEnds[fragment] <= offset { fragment += 1 }
-        expected[fragment] += 1
-    }
     var position = 0
     for number in 0..<workload.responseCount {
         let last = workload.responseEnds[number]
         let end = last == 0 ? 0 : workload.fragmentEnds[last - 1]
-        charge(endingAt: position + 4)  // header complete: the attribute array
         position += 5
+        var valueBytes = 0
         while position < end {
             let length = Int(workload.bytes[position + 1]) | Int(workload.bytes[position + 2]) << 8
-            if length > DataSourceWorkload.inlineValueCapacity {
-                charge(endingAt: position + 2 + length)
-            }
+            valueBytes += length
             position += 3 + length
         }
+        if last > 0 { expected[last - 1] += valueBytes > 0 ? 2 : 1 }
     }
     return expected
 }
@@ -207,17 +201,17 @@ print("")
 if malloc_counter_available() != 0 {
     print("Heap allocations, steady state (second pass of one reassembler):")
     print("")
-    print("| MTU | per pass | per notification | per value | per heap value | per response | other notifications: max | unexplained |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| MTU | per pass | per notification | per value | per response | other notifications: max | unexplained |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for workload in workloads {
         guard let allocations = countAllocations(workload) else { break }
         let perValue = Double(allocations.total) / Double(workload.valueCount)
-        print("| \(workload.mtu) | \(allocations.total) | \(format(Double(allocations.total) / Double(workload.fragmentCount), 3)) | \(format(perValue, 3)) | \(format(Double(allocations.total - workload.responseCount) / Double(workload.heapValueCount), 3)) | \(format(Double(allocations.total) / Double(workload.responseCount), 2)) | \(allocations.plainFragmentMax) (\(allocations.plainFragments) notifications) | \(allocations.unexplained) |")
+        print("| \(workload.mtu) | \(allocations.total) | \(format(Double(allocations.total) / Double(workload.fragmentCount), 3)) | \(format(perValue, 3)) | \(format(Double(allocations.total) / Double(workload.responseCount), 2)) | \(allocations.plainFragmentMax) (\(allocations.plainFragments) notifications) | \(allocations.unexplained) |")
     }
     print("")
-    print("per heap value: allocations less one attribute array per response, per value longer than \(DataSourceWorkload.inlineValueCapacity) bytes (values are byte arrays: an empty one needs no heap block).")
-    print("other notifications: those completing no value that needs the heap and no response header.")
-    print("unexplained: notifications whose allocations differ from one per heap value plus one per response header completed in them.")
+    print("per response: its attribute array and one buffer holding all its values (values are parts of it).")
+    print("other notifications: those completing no response.")
+    print("unexplained: notifications whose allocations differ from two per response completed in them (one when all its values are empty).")
 } else {
     print("(allocation counts: Linux with glibc only; see the package-benchmark tables)")
 }

@@ -53,7 +53,7 @@
  * fetch per live notification); and the one response being reassembled
  * (bounded by the same lengths). Nothing a phone sends grows it past these
  * bounds. integrations/c/test measures it: on a 64-bit host, 100 notifications
- * shown with the defaults and 5 apps hold about 40 KB; 16 kept of 2 000
+ * shown with the defaults and 5 apps hold about 34 KB; 16 kept of 2 000
  * announced, about 1.5 KB.
  */
 #ifndef ANCS_H
