@@ -84,19 +84,27 @@ func consumerPass(_ records: UnsafeRawBufferPointer, mtu: Int, _ log: inout Log,
     var consumer = connectedConsumer(mtu: mtu, log: &log)
     var failures = 0
     var request = ConsumerRequestID(rawValue: 0)
+    // As the C API drives it: one action buffer for every input, emptied
+    // after an input only when it holds actions.
+    var actions: [ConsumerAction] = []
+    actions.reserveCapacity(16)
     walk(records, start: { uid in
-        let (id, actions) = consumer.fetchAttributes(workloadAttributes, for: NotificationUID(uid), at: .zero)
-        request = id
-        if let token = writes(actions).first?.token {
-            _ = consumer.writeCompleted(token, .success, at: .zero)
+        request = consumer.fetchAttributes(workloadAttributes, for: NotificationUID(uid), at: .zero, into: &actions)
+        let token = writes(actions).first?.token
+        actions.removeAll(keepingCapacity: true)
+        if let token {
+            consumer.writeCompleted(token, .success, at: .zero, into: &actions)
+            if !actions.isEmpty { actions.removeAll(keepingCapacity: true) }
         } else {
             failures += 1
         }
     }, fragment: { bytes in
-        for action in consumer.received(dataSource: bytes, at: .zero) {
+        consumer.received(dataSource: bytes, at: .zero, into: &actions)
+        for action in actions {
             guard case .emit(.completed(let id, let result)) = action, id == request else { continue }
             if case .success(.notificationAttributes(let response)) = result { body(response) } else { failures += 1 }
         }
+        if !actions.isEmpty { actions.removeAll(keepingCapacity: true) }
     })
     return failures
 }
