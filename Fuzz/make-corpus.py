@@ -58,6 +58,13 @@ write("data-source", b"\0" + register(gna) + notifications(gna_fragments[:2]) + 
 # A tight unlimitedValueLength: the 19-byte AppIdentifier is too long.
 write("data-source", b"\x08" + register(gna) + notifications(gna_fragments))
 
+# data-source-parser: <len> <command>, then <n-1> <n bytes> notifications (n <= 224).
+for request, fragments in data_source:
+    write("data-source-parser", bytes([len(request)]) + request + notifications(fragments))
+# The link dropping half way through, and trailing bytes after the response.
+write("data-source-parser", bytes([len(gna)]) + gna + notifications(gna_fragments[:2]))
+write("data-source-parser", bytes([len(gaa)]) + gaa + notifications([b"".join(gaa_fragments) + b"\0\1"]))
+
 # provider: [budget, uid start] then ops (op, connection, operands):
 # 0 connect, 2 subscribe (0: DS on, 1: NS on), 6 add, 3 write <len> <bytes>, 5 GNA.
 setup = b"\0\0" + bytes([0, 0, 0]) + bytes([2, 0, 0]) + bytes([2, 0, 1]) + bytes([6, 0, 0x01, 1, 0x18]) + bytes([6, 0, 0x06, 6, 0x10])

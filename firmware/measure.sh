@@ -59,7 +59,8 @@ if $host; then
   [ -n "$symbol" ] || { echo "error: no countedPasses symbol in ds-instructions" >&2; exit 1; }
   # Values taken as Strings (the key is the path) and read as bytes (path-bytes).
   for values in strings bytes; do
-    for mode in reassembler consumer; do
+    modes="reassembler consumer"; [ $values = bytes ] && modes="$modes parser"
+    for mode in $modes; do
       key=$mode; [ $values = bytes ] && key=$mode-bytes
       for mtu in 23 185 517; do
         collected=$(valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.$key.$mtu.out" \
@@ -140,8 +141,8 @@ print("| path | where | MTU 23 | MTU 185 | MTU 517 |")
 print("|---|---|---:|---:|---:|")
 print("| Nordic `ancs_attr_parser.c` (reference) | x86-64, callgrind | 25 385 | 24 206 | 24 114 |")
 rows = []
-for path in ("reassembler", "consumer"):
-    label = "DataSourceReassembler" if path == "reassembler" else "Consumer engine"
+for path in ("reassembler", "consumer", "parser"):
+    label = {"reassembler": "DataSourceReassembler", "consumer": "Consumer engine", "parser": "DataSourceParser (one response at a time)"}[path]
     if ("host", path, "mtu23") in fig:
         cells = []
         for m in ("mtu23", "mtu185", "mtu517"):
@@ -155,6 +156,8 @@ for path in ("reassembler", "consumer"):
             cells.append(f"{v:,}".replace(",", " ") + f" ({v / nordic[m]:.2f}×)")
         print(f"| {label}, values as bytes | x86-64, callgrind | " + " | ".join(cells) + " |")
     for arch, where in (("arm", "Cortex-M4, QEMU"), ("riscv", "RV32IMAC, QEMU")):
+        if path == "parser":
+            continue  # host only
         cells = []
         for m in ("mtu23", "mtu185", "mtu517"):
             v = fig.get((arch, "test", f"workload_{path}_{m}"))

@@ -9,8 +9,11 @@
 #             scripts/embedded/consumer-entry.swift, dead code stripped
 #   provider  the same for the Provider engine (provider-entry.swift)
 #   parser    the subset Nordic's ANCS client offers: Notification Source
-#             decoding, command encoding, Data Source reassembly, no engine
-#             (parser-entry.swift)
+#             decoding, command encoding, one Data Source response at a time
+#             (DataSourceParser), no engine (parser-entry.swift)
+#   reassembler  the same with the Data Source reassembler instead (several
+#             requests outstanding, abandonment, resynchronization;
+#             reassembler-entry.swift)
 # The linked builds leave libc (malloc, free, memcpy, memmove, memset)
 # unresolved: their size depends on the firmware's C library.
 set -euo pipefail
@@ -38,10 +41,10 @@ compile() { # output target sources...
 }
 
 row() { # name target file
-  "$size_bin" "$3" | awk -v n="$1" -v t="$2" 'NR==2 { printf "%-10s %-26s %8s %8s %8s\n", n, t, $1, $2, $3 }'
+  "$size_bin" "$3" | awk -v n="$1" -v t="$2" 'NR==2 { printf "%-12s %-26s %8s %8s %8s\n", n, t, $1, $2, $3 }'
 }
 
-printf '%-10s %-26s %8s %8s %8s\n' build target text data bss
+printf '%-12s %-26s %8s %8s %8s\n' build target text data bss
 for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
   compile "$out/core-$target.o" "$target" "${core[@]}"
   row core "$target" "$out/core-$target.o"
@@ -55,5 +58,8 @@ for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
     compile "$out/parser-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/parser-entry.swift
     "$lld_bin" --gc-sections --entry=ancs_parser_input --unresolved-symbols=ignore-all -o "$out/parser-$target.elf" "$out/parser-$target.o"
     row parser "$target" "$out/parser-$target.elf"
+    compile "$out/reassembler-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/reassembler-entry.swift
+    "$lld_bin" --gc-sections --entry=ancs_reassembler_input --unresolved-symbols=ignore-all -o "$out/reassembler-$target.elf" "$out/reassembler-$target.o"
+    row reassembler "$target" "$out/reassembler-$target.elf"
   fi
 done

@@ -19,7 +19,8 @@
 #
 # Each target uses the dictionary of the format its input carries
 # (Fuzz/dict: Control Point commands for control-point and provider, Data
-# Source responses for data-source and consumer, Notification Source events).
+# Source responses for data-source, data-source-parser and consumer,
+# Notification Source events).
 #
 # Reproduce a finding:   .build/fuzz/<target> fuzz-artifacts/<target>-crash-…
 # Minimize it:           .build/fuzz/<target> -minimize_crash=1 -runs=100000 <file>
@@ -56,7 +57,7 @@ case "$seconds" in ''|*[!0-9]*) echo "usage: scripts/fuzz.sh [--merge] [--runs N
 dictionary() {  # target
   case "$1" in
     control-point|provider) echo Fuzz/dict/control-point.dict ;;
-    data-source|consumer) echo Fuzz/dict/data-source.dict ;;
+    data-source|data-source-parser|consumer) echo Fuzz/dict/data-source.dict ;;
     notification-source) echo Fuzz/dict/notification-source.dict ;;
   esac
 }

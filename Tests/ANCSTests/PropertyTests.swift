@@ -130,18 +130,24 @@ extension SplitMix64 {
 
     /// A Data Source request and a response that answers it within its max lengths.
     mutating func exchange(unlimited: Int) -> (DataSourceRequest, DataSourceResponse) {
+        let (command, response) = commandExchange(unlimited: unlimited)
+        return (DataSourceRequest(command)!, response)
+    }
+
+    /// The same as the command that asks (Get Notification or App Attributes).
+    mutating func commandExchange(unlimited: Int) -> (ControlPointCommand, DataSourceResponse) {
         if bool(65) {
             let uid = uid()
             let requests = notificationAttributeRequests()
             let command = GetNotificationAttributes(notificationUID: uid, attributes: requests)
             let attributes = requests.map { NotificationAttribute($0.id, value(limit: $0.maxLength.map(Int.init) ?? unlimited)) }
-            return (DataSourceRequest(command), .notificationAttributes(NotificationAttributesResponse(notificationUID: uid, attributes: attributes)))
+            return (.getNotificationAttributes(command), .notificationAttributes(NotificationAttributesResponse(notificationUID: uid, attributes: attributes)))
         } else {
             let identifier = appIdentifier()
             let ids = appAttributeIDs()
             let command = GetAppAttributes(appIdentifier: identifier, attributes: ids)
             let attributes = ids.map { AppAttribute($0, value(limit: unlimited)) }
-            return (DataSourceRequest(command), .appAttributes(AppAttributesResponse(appIdentifier: identifier, attributes: attributes)))
+            return (.getAppAttributes(command), .appAttributes(AppAttributesResponse(appIdentifier: identifier, attributes: attributes)))
         }
     }
 

@@ -1,14 +1,17 @@
 // Host program for instruction counts (valgrind --tool=callgrind): the
 // standard Data Source workload at one MTU through the DataSourceReassembler
-// alone (as ds-throughput runs it) or through the Consumer engine (request,
+// alone (as ds-throughput runs it), through the Consumer engine (request,
 // write, fragments, completion) as the C API drives it (the `into:` forms,
-// one action buffer reused), every value taken as a String (`strings`) or
-// read as its bytes in place (`bytes`, what the C API hands to firmware).
+// one action buffer reused), or through the one-response DataSourceParser
+// (a command encoded per response, as Nordic's client does; values handed
+// over in pieces), every value taken as a String (`strings`) or read as its
+// bytes in place (`bytes`, what the C API hands to firmware; the only form
+// of `parser`, which keeps no value).
 // One pass is checked against the workload's FNV-1a 64 checksum first; then
 // `countedPasses` runs the passes callgrind counts
 // (--toggle-collect=<its exact symbol>: see firmware/measure.sh).
 //
-//   ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM [strings|bytes]
+//   ds-instructions FILE.bin reassembler|consumer|parser PASSES CHECKSUM [strings|bytes]
 import ANCS
 
 #if canImport(Glibc)
@@ -118,6 +121,43 @@ func consumerPass(_ workload: Workload, mtu: Int, _ body: (NotificationAttribute
     }
 }
 
+/// One response at a time through DataSourceParser; `body` gets each
+/// response's NotificationUID, then each tuple (id, length) and its value's
+/// pieces as the parser hands them over.
+func parserPass(_ workload: Workload, _ body: (ParserItem) -> Void) {
+    var parser = DataSourceParser()
+    workload.bytes.withUnsafeBytes { raw in
+        var start = 0
+        for (number, uid) in workload.uids.enumerated() {
+            let command: [UInt8]
+            do { command = try ControlPointCommand.getNotificationAttributes(GetNotificationAttributes(notificationUID: NotificationUID(uid), attributes: attributes)).encode() } catch { fail("\(error)") }
+            var complete = false
+            command.withUnsafeBytes { commandBytes in
+                do { try parser.begin(commandBytes) } catch { fail("\(error)") }
+                body(.response(uid))
+                for end in workload.fragmentEnds[number] {
+                    parser.feed(UnsafeRawBufferPointer(rebasing: raw[start..<end]), answering: commandBytes) { event in
+                        switch event {
+                        case .attribute(let id, let length): body(.attribute(id, length))
+                        case .value(let piece): body(.value(piece))
+                        case .complete: complete = true
+                        case .failed(let error): fail("response \(number): \(error)")
+                        }
+                    }
+                    start = end
+                }
+            }
+            guard complete else { fail("response \(number) did not complete") }
+        }
+    }
+}
+
+enum ParserItem {
+    case response(UInt32)
+    case attribute(UInt8, Int)
+    case value(UnsafeRawBufferPointer)
+}
+
 func pass(_ mode: String, _ workload: Workload, mtu: Int, _ body: (NotificationAttributesResponse) -> Void) {
     if mode == "consumer" { consumerPass(workload, mtu: mtu, body) } else { reassemblerPass(workload, body) }
 }
@@ -135,6 +175,18 @@ func withValue<R>(_ value: AttributeValue, asString: Bool, _ body: (UnsafeBuffer
 @inline(never)
 func countedPasses(_ mode: String, _ workload: Workload, mtu: Int, passes: Int, asString: Bool) -> (values: Int, bytes: Int) {
     var values = 0, bytes = 0
+    if mode == "parser" {
+        for _ in 0..<passes {
+            parserPass(workload) { item in
+                switch item {
+                case .response: break
+                case .attribute: values &+= 1
+                case .value(let piece): bytes &+= piece.count
+                }
+            }
+        }
+        return (values, bytes)
+    }
     for _ in 0..<passes {
         pass(mode, workload, mtu: mtu) { response in
             for attribute in response.attributes {
@@ -148,9 +200,10 @@ func countedPasses(_ mode: String, _ workload: Workload, mtu: Int, passes: Int, 
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5 || (arguments.count == 6 && ["strings", "bytes"].contains(arguments[5])),
-      arguments[2] == "reassembler" || arguments[2] == "consumer",
+      ["reassembler", "consumer", "parser"].contains(arguments[2]),
+      arguments[2] != "parser" || (arguments.count == 6 && arguments[5] == "bytes"),
       let passes = Int(arguments[3]), passes > 0, let expected = UInt64(arguments[4].hasPrefix("0x") ? String(arguments[4].dropFirst(2)) : arguments[4], radix: 16)
-else { fail("usage: ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM [strings|bytes]") }
+else { fail("usage: ds-instructions FILE.bin reassembler|consumer PASSES CHECKSUM [strings|bytes], or FILE.bin parser PASSES CHECKSUM bytes") }
 let asString = arguments.count == 5 || arguments[5] == "strings"
 let path = arguments[1]
 guard let mtuText = path.split(separator: "mtu").last?.split(separator: ".").first, let mtu = Int(mtuText) else {
@@ -162,6 +215,22 @@ struct FNV1a64 {
     mutating func add(_ byte: UInt8) { value = (value ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
 }
 var hash = FNV1a64()
+if arguments[2] == "parser" {
+    var uid: UInt32 = 0
+    parserPass(workload) { item in
+        switch item {
+        case .response(let next):
+            uid = next
+        case .attribute(let id, let length):
+            for shift in [0, 8, 16, 24] as [UInt32] { hash.add(UInt8(truncatingIfNeeded: uid >> shift)) }
+            hash.add(id)
+            hash.add(UInt8(truncatingIfNeeded: length))
+            hash.add(UInt8(truncatingIfNeeded: length >> 8))
+        case .value(let piece):
+            for byte in piece { hash.add(byte) }
+        }
+    }
+} else {
 pass(arguments[2], workload, mtu: mtu) { response in
     for attribute in response.attributes {
         withValue(attribute.value, asString: asString) { value in
@@ -172,6 +241,7 @@ pass(arguments[2], workload, mtu: mtu) { response in
             for byte in value { hash.add(byte) }
         }
     }
+}
 }
 guard hash.value == expected else { fail("decoded checksum 0x\(String(hash.value, radix: 16)) is not the manifest's 0x\(String(expected, radix: 16))") }
 let counted = countedPasses(arguments[2], workload, mtu: mtu, passes: passes, asString: asString)

@@ -1,10 +1,11 @@
 // Entry point of the parser-only footprint build (scripts/check-embedded.sh):
 // what Nordic's ANCS client offers, without an engine — the Notification
-// Source decoder, Get Notification / App Attributes encoding, and the Data
-// Source reassembler, values handed over as bytes.
+// Source decoder, Get Notification / App Attributes encoding, and one Data
+// Source response at a time streamed through DataSourceParser, values
+// handed over as bytes.
 
-var reassembler = DataSourceReassembler()
-var nextRequest: UInt32 = 0
+var parser = DataSourceParser()
+var command: [UInt8] = []
 var checksum: UInt32 = 0
 
 @_cdecl("ancs_parser_input")
@@ -15,38 +16,35 @@ public func ancsParserInput(_ kind: Int32, _ bytes: UnsafePointer<UInt8>, _ coun
         guard let event = try? NotificationSourceEvent.decode(input) else { return -1 }
         return Int32(bitPattern: event.notificationUID.rawValue)
     case 1, 2:
-        let command: ControlPointCommand = kind == 1
+        let request: ControlPointCommand = kind == 1
             ? .getNotificationAttributes(GetNotificationAttributes(notificationUID: NotificationUID(UInt32(count)), attributes: [
                 NotificationAttributeRequest(.appIdentifier), NotificationAttributeRequest(.title, maxLength: 64),
                 NotificationAttributeRequest(.message, maxLength: 256), NotificationAttributeRequest(.date),
             ]))
             : .getAppAttributes(GetAppAttributes(appIdentifierBytes: Array(UnsafeBufferPointer(start: bytes, count: count))))
-        guard let encoded = try? command.encode(), let request = DataSourceRequest(command) else { return -1 }
-        nextRequest &+= 1
-        reassembler.expect(request, id: nextRequest)
+        guard let encoded = try? request.encode() else { return -1 }
+        command = encoded
+        guard command.withUnsafeBytes({ raw in (try? parser.begin(raw)) != nil }) else { return -1 }
         for (index, byte) in encoded.enumerated() { output[index] = byte }
         return Int32(encoded.count)
     case 3:
-        reassembler.feed(input) { event in
-            switch event {
-            case .response(let id, .notificationAttributes(let response)):
-                for attribute in response.attributes {
-                    attribute.value.withBytes { value in for byte in value { checksum = checksum &* 31 &+ UInt32(byte) } }
+        let consumed = command.withUnsafeBytes { raw in
+            parser.feed(input, answering: raw) { event in
+                switch event {
+                case .attribute(let id, let length):
+                    checksum = checksum &+ UInt32(id) &+ UInt32(truncatingIfNeeded: length)
+                case .value(let value):
+                    for byte in value { checksum = checksum &* 31 &+ UInt32(byte) }
+                case .complete:
+                    checksum &+= 1
+                case .failed(let error):
+                    checksum &+= UInt32(truncatingIfNeeded: error.offset)
                 }
-                checksum &+= id
-            case .response(let id, .appAttributes(let response)):
-                checksum &+= id &+ UInt32(response.attributes.count)
-            case .failed(let id, let error):
-                checksum &+= id &+ UInt32(truncatingIfNeeded: error.offset)
-            case .unsolicited:
-                checksum &+= 1
             }
         }
-        return Int32(bitPattern: checksum)
-    case 4:
-        return reassembler.cancel(UInt32(count), responseMayFollow: true) ? 1 : 0
+        return Int32(bitPattern: checksum &+ UInt32(truncatingIfNeeded: consumed))
     default:
-        reassembler.finish { _ in checksum &+= 1 }
+        parser.reset()
         return 0
     }
 }

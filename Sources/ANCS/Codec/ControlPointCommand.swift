@@ -91,36 +91,61 @@ public enum ControlPointCommand: Hashable, Sendable {
     }
 
     public func encode() throws(EncodingError) -> [UInt8] {
-        var bytes: [UInt8] = []
+        // The length first, then every byte written in place: one allocation,
+        // and no growth code in a firmware image (`length` bounds every write).
+        let length: Int
         switch self {
         case .getNotificationAttributes(let command):
             guard !command.attributes.isEmpty else { throw EncodingError(.noAttributesRequested) }
-            bytes.reserveCapacity(5 + 3 * command.attributes.count)
-            bytes.append(CommandID.getNotificationAttributes.rawValue)
-            appendUInt32LE(command.notificationUID.rawValue, to: &bytes)
-            for attribute in command.attributes {
-                bytes.append(attribute.id.rawValue)
-                if let maxLength = attribute.maxLength { appendUInt16LE(maxLength, to: &bytes) }
-            }
+            var tuples = 0
+            for attribute in command.attributes { tuples += attribute.maxLength == nil ? 1 : 3 }
+            length = 5 + tuples
         case .getAppAttributes(let command):
             guard !command.attributes.isEmpty else { throw EncodingError(.noAttributesRequested) }
-            let identifier = command.appIdentifierBytes
-            guard !identifier.contains(0) else { throw EncodingError(.appIdentifierContainsNUL) }
-            bytes.reserveCapacity(2 + identifier.count + command.attributes.count)
-            bytes.append(CommandID.getAppAttributes.rawValue)
-            bytes.append(contentsOf: identifier)
-            bytes.append(0)
-            for attribute in command.attributes { bytes.append(attribute.rawValue) }
-        case .performNotificationAction(let command):
-            bytes.reserveCapacity(6)
-            bytes.append(CommandID.performNotificationAction.rawValue)
-            appendUInt32LE(command.notificationUID.rawValue, to: &bytes)
-            bytes.append(command.actionID.rawValue)
+            guard !command.appIdentifierBytes.contains(0) else { throw EncodingError(.appIdentifierContainsNUL) }
+            length = 2 + command.appIdentifierBytes.count + command.attributes.count
+        case .performNotificationAction:
+            length = 6
         }
-        guard bytes.count <= ControlPointCommand.maximumLength else {
-            throw EncodingError(.commandTooLong(length: bytes.count))
+        guard length <= ControlPointCommand.maximumLength else {
+            throw EncodingError(.commandTooLong(length: length))
         }
-        return bytes
+        return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+            let bytes = buffer.baseAddress!
+            bytes[0] = commandID.rawValue
+            var index = 1
+            switch self {
+            case .getNotificationAttributes(let command):
+                storeUInt32LE(command.notificationUID.rawValue, at: bytes + 1)
+                index = 5
+                for attribute in command.attributes {
+                    bytes[index] = attribute.id.rawValue
+                    index += 1
+                    if let maxLength = attribute.maxLength {
+                        bytes[index] = UInt8(truncatingIfNeeded: maxLength)
+                        bytes[index + 1] = UInt8(truncatingIfNeeded: maxLength >> 8)
+                        index += 2
+                    }
+                }
+            case .getAppAttributes(let command):
+                for byte in command.appIdentifierBytes {
+                    bytes[index] = byte
+                    index += 1
+                }
+                bytes[index] = 0
+                index += 1
+                for attribute in command.attributes {
+                    bytes[index] = attribute.rawValue
+                    index += 1
+                }
+            case .performNotificationAction(let command):
+                storeUInt32LE(command.notificationUID.rawValue, at: bytes + 1)
+                bytes[5] = command.actionID.rawValue
+                index = 6
+            }
+            assert(index == length, "encode: the bytes written differ from the length computed")
+            initialized = index
+        }
     }
 
     public static func decode(_ bytes: [UInt8]) throws(DecodingError) -> ControlPointCommand {

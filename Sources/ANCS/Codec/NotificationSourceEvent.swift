@@ -53,6 +53,14 @@ func readUInt32LE(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
 }
 
 @inline(__always)
+func storeUInt32LE(_ value: UInt32, at bytes: UnsafeMutablePointer<UInt8>) {
+    bytes[0] = UInt8(truncatingIfNeeded: value)
+    bytes[1] = UInt8(truncatingIfNeeded: value >> 8)
+    bytes[2] = UInt8(truncatingIfNeeded: value >> 16)
+    bytes[3] = UInt8(truncatingIfNeeded: value >> 24)
+}
+
+@inline(__always)
 func appendUInt32LE(_ value: UInt32, to bytes: inout [UInt8]) {
     bytes.append(UInt8(truncatingIfNeeded: value))
     bytes.append(UInt8(truncatingIfNeeded: value >> 8))
