@@ -55,10 +55,10 @@ for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
     compile "$out/provider-$target.o" "$target" "${provider_sources[@]}" scripts/embedded/provider-entry.swift
     "$lld_bin" --gc-sections --entry=ancs_provider_input --unresolved-symbols=ignore-all -o "$out/provider-$target.elf" "$out/provider-$target.o"
     row provider "$target" "$out/provider-$target.elf"
-    compile "$out/parser-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/parser-entry.swift
+    compile "$out/parser-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/parser-entry.swift scripts/embedded/example-command.swift
     "$lld_bin" --gc-sections --entry=ancs_parser_input --unresolved-symbols=ignore-all -o "$out/parser-$target.elf" "$out/parser-$target.o"
     row parser "$target" "$out/parser-$target.elf"
-    compile "$out/reassembler-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/reassembler-entry.swift
+    compile "$out/reassembler-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/reassembler-entry.swift scripts/embedded/example-command.swift
     "$lld_bin" --gc-sections --entry=ancs_reassembler_input --unresolved-symbols=ignore-all -o "$out/reassembler-$target.elf" "$out/reassembler-$target.o"
     row reassembler "$target" "$out/reassembler-$target.elf"
   fi

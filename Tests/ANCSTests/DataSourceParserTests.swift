@@ -21,6 +21,7 @@ struct ParserRun: Equatable {
 func parse(_ command: [UInt8], _ fragments: [[UInt8]], finish: Bool = true) throws -> ParserRun {
     var parser = DataSourceParser()
     try command.withUnsafeBytes { raw in try parser.begin(raw) }
+    let asked = try ControlPointCommand.decode(command)
     var run = ParserRun()
     var attributes: [(id: UInt8, value: [UInt8], length: Int)] = []
     for fragment in fragments {
@@ -36,16 +37,17 @@ func parse(_ command: [UInt8], _ fragments: [[UInt8]], finish: Bool = true) thro
                     case .complete:
                         run.completions += 1
                         #expect(attributes.allSatisfy { $0.value.count == $0.length }, "a value shorter or longer than its length")
-                        if command[0] == 0 {
-                            let uid = NotificationUID(UInt32(command[1]) | UInt32(command[2]) << 8 | UInt32(command[3]) << 16 | UInt32(command[4]) << 24)
-                            run.outcome = .success(.notificationAttributes(NotificationAttributesResponse(notificationUID: uid, attributes: attributes.map {
+                        switch asked {
+                        case .getNotificationAttributes(let asked):
+                            run.outcome = .success(.notificationAttributes(NotificationAttributesResponse(notificationUID: asked.notificationUID, attributes: attributes.map {
                                 NotificationAttribute(NotificationAttributeID(rawValue: $0.id), AttributeValue(bytes: $0.value))
                             })))
-                        } else {
-                            let nul = command[1...].firstIndex(of: 0)!
-                            run.outcome = .success(.appAttributes(AppAttributesResponse(appIdentifierBytes: Array(command[1..<nul]), attributes: attributes.map {
+                        case .getAppAttributes(let asked):
+                            run.outcome = .success(.appAttributes(AppAttributesResponse(appIdentifierBytes: asked.appIdentifierBytes, attributes: attributes.map {
                                 AppAttribute(AppAttributeID(rawValue: $0.id), AttributeValue(bytes: $0.value))
                             })))
+                        case .performNotificationAction:
+                            Issue.record("a response completed for a Perform Notification Action")
                         }
                     case .failed(let error):
                         run.failures += 1

@@ -213,35 +213,33 @@ let workload = Workload(records: readFile(path))
 struct FNV1a64 {
     var value: UInt64 = 0xCBF2_9CE4_8422_2325
     mutating func add(_ byte: UInt8) { value = (value ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+    /// What the manifest hashes before each value: NotificationUID, AttributeID and length, little-endian.
+    mutating func addTuple(uid: UInt32, id: UInt8, length: Int) {
+        for shift in [0, 8, 16, 24] as [UInt32] { add(UInt8(truncatingIfNeeded: uid >> shift)) }
+        add(id)
+        add(UInt8(truncatingIfNeeded: length))
+        add(UInt8(truncatingIfNeeded: length >> 8))
+    }
 }
 var hash = FNV1a64()
 if arguments[2] == "parser" {
     var uid: UInt32 = 0
     parserPass(workload) { item in
         switch item {
-        case .response(let next):
-            uid = next
-        case .attribute(let id, let length):
-            for shift in [0, 8, 16, 24] as [UInt32] { hash.add(UInt8(truncatingIfNeeded: uid >> shift)) }
-            hash.add(id)
-            hash.add(UInt8(truncatingIfNeeded: length))
-            hash.add(UInt8(truncatingIfNeeded: length >> 8))
-        case .value(let piece):
-            for byte in piece { hash.add(byte) }
+        case .response(let next): uid = next
+        case .attribute(let id, let length): hash.addTuple(uid: uid, id: id, length: length)
+        case .value(let piece): for byte in piece { hash.add(byte) }
         }
     }
 } else {
-pass(arguments[2], workload, mtu: mtu) { response in
-    for attribute in response.attributes {
-        withValue(attribute.value, asString: asString) { value in
-            for shift in [0, 8, 16, 24] as [UInt32] { hash.add(UInt8(truncatingIfNeeded: response.notificationUID.rawValue >> shift)) }
-            hash.add(attribute.id.rawValue)
-            hash.add(UInt8(truncatingIfNeeded: value.count))
-            hash.add(UInt8(truncatingIfNeeded: value.count >> 8))
-            for byte in value { hash.add(byte) }
+    pass(arguments[2], workload, mtu: mtu) { response in
+        for attribute in response.attributes {
+            withValue(attribute.value, asString: asString) { value in
+                hash.addTuple(uid: response.notificationUID.rawValue, id: attribute.id.rawValue, length: value.count)
+                for byte in value { hash.add(byte) }
+            }
         }
     }
-}
 }
 guard hash.value == expected else { fail("decoded checksum 0x\(String(hash.value, radix: 16)) is not the manifest's 0x\(String(expected, radix: 16))") }
 let counted = countedPasses(arguments[2], workload, mtu: mtu, passes: passes, asString: asString)

@@ -16,12 +16,7 @@ public func ancsParserInput(_ kind: Int32, _ bytes: UnsafePointer<UInt8>, _ coun
         guard let event = try? NotificationSourceEvent.decode(input) else { return -1 }
         return Int32(bitPattern: event.notificationUID.rawValue)
     case 1, 2:
-        let request: ControlPointCommand = kind == 1
-            ? .getNotificationAttributes(GetNotificationAttributes(notificationUID: NotificationUID(UInt32(count)), attributes: [
-                NotificationAttributeRequest(.appIdentifier), NotificationAttributeRequest(.title, maxLength: 64),
-                NotificationAttributeRequest(.message, maxLength: 256), NotificationAttributeRequest(.date),
-            ]))
-            : .getAppAttributes(GetAppAttributes(appIdentifierBytes: Array(UnsafeBufferPointer(start: bytes, count: count))))
+        let request = exampleCommand(kind, bytes, count)
         guard let encoded = try? request.encode() else { return -1 }
         command = encoded
         guard command.withUnsafeBytes({ raw in (try? parser.begin(raw)) != nil }) else { return -1 }

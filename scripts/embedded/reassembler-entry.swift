@@ -15,12 +15,7 @@ public func ancsReassemblerInput(_ kind: Int32, _ bytes: UnsafePointer<UInt8>, _
         guard let event = try? NotificationSourceEvent.decode(input) else { return -1 }
         return Int32(bitPattern: event.notificationUID.rawValue)
     case 1, 2:
-        let command: ControlPointCommand = kind == 1
-            ? .getNotificationAttributes(GetNotificationAttributes(notificationUID: NotificationUID(UInt32(count)), attributes: [
-                NotificationAttributeRequest(.appIdentifier), NotificationAttributeRequest(.title, maxLength: 64),
-                NotificationAttributeRequest(.message, maxLength: 256), NotificationAttributeRequest(.date),
-            ]))
-            : .getAppAttributes(GetAppAttributes(appIdentifierBytes: Array(UnsafeBufferPointer(start: bytes, count: count))))
+        let command = exampleCommand(kind, bytes, count)
         guard let encoded = try? command.encode(), let request = DataSourceRequest(command) else { return -1 }
         nextRequest &+= 1
         reassembler.expect(request, id: nextRequest)
