@@ -14,7 +14,9 @@
 #   reassembler  the same with the Data Source reassembler instead (several
 #             requests outstanding, abandonment, resynchronization;
 #             reassembler-entry.swift)
-# The linked builds leave libc (malloc, free, memcpy, memmove, memset)
+# The linked builds are whole-program, as integrations/c/build.sh makes the C
+# API's object (scripts/embedded/whole-program.sh: only the entry point stays
+# visible), then linked with --gc-sections. They leave libc (malloc, free, memcpy, memmove, memset)
 # unresolved: their size depends on the firmware's C library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +42,14 @@ compile() { # output target sources...
     -module-name ANCS -c "$@" -o "$output"
 }
 
+linked() { # name target entry sources...
+  local name=$1 target=$2 entry=$3; shift 3
+  local base="$out/$name-$target"
+  scripts/embedded/whole-program.sh "$target" "$entry" "$base.o" -module-name ANCS "$@"
+  "$lld_bin" --gc-sections -z norelro --entry="$entry" --unresolved-symbols=ignore-all -o "$base.elf" "$base.o"
+  row "$name" "$target" "$base.elf"
+}
+
 row() { # name target file
   "$size_bin" "$3" | awk -v n="$1" -v t="$2" 'NR==2 { printf "%-12s %-26s %8s %8s %8s\n", n, t, $1, $2, $3 }'
 }
@@ -49,17 +59,9 @@ for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
   compile "$out/core-$target.o" "$target" "${core[@]}"
   row core "$target" "$out/core-$target.o"
   if [ -n "$lld_bin" ]; then
-    compile "$out/consumer-$target.o" "$target" "${consumer_sources[@]}" scripts/embedded/consumer-entry.swift
-    "$lld_bin" --gc-sections --entry=ancs_consumer_input --unresolved-symbols=ignore-all -o "$out/consumer-$target.elf" "$out/consumer-$target.o"
-    row consumer "$target" "$out/consumer-$target.elf"
-    compile "$out/provider-$target.o" "$target" "${provider_sources[@]}" scripts/embedded/provider-entry.swift
-    "$lld_bin" --gc-sections --entry=ancs_provider_input --unresolved-symbols=ignore-all -o "$out/provider-$target.elf" "$out/provider-$target.o"
-    row provider "$target" "$out/provider-$target.elf"
-    compile "$out/parser-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/parser-entry.swift scripts/embedded/example-command.swift
-    "$lld_bin" --gc-sections --entry=ancs_parser_input --unresolved-symbols=ignore-all -o "$out/parser-$target.elf" "$out/parser-$target.o"
-    row parser "$target" "$out/parser-$target.elf"
-    compile "$out/reassembler-$target.o" "$target" "${parser_sources[@]}" scripts/embedded/reassembler-entry.swift scripts/embedded/example-command.swift
-    "$lld_bin" --gc-sections --entry=ancs_reassembler_input --unresolved-symbols=ignore-all -o "$out/reassembler-$target.elf" "$out/reassembler-$target.o"
-    row reassembler "$target" "$out/reassembler-$target.elf"
+    linked consumer "$target" ancs_consumer_input "${consumer_sources[@]}" scripts/embedded/consumer-entry.swift
+    linked provider "$target" ancs_provider_input "${provider_sources[@]}" scripts/embedded/provider-entry.swift
+    linked parser "$target" ancs_parser_input "${parser_sources[@]}" scripts/embedded/parser-entry.swift scripts/embedded/example-command.swift
+    linked reassembler "$target" ancs_reassembler_input "${parser_sources[@]}" scripts/embedded/reassembler-entry.swift scripts/embedded/example-command.swift
   fi
 done

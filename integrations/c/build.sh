@@ -14,7 +14,8 @@
 # firmware's C library. A program links libancs.a and, on a hosted target,
 # the toolchain's libswiftUnicodeDataTables.a (printed as UNICODE_TABLES=…):
 #   cc app.c -Iintegrations/c/include libancs.a $UNICODE_TABLES -lm
-# Bare-metal targets compile with -function-sections so the linker's
+# The Swift code is one whole-program object exporting only the C API;
+# bare-metal targets get a section per function and datum, so the linker's
 # --gc-sections keeps only what the firmware reaches.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,15 +30,17 @@ cc=(cc)
 case "$target" in
   x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu) ;;
   *-none-*)
-    extra=(-Xfrontend -function-sections -Xcc -fdata-sections)
     cc=(clang -target "$target" -ffunction-sections -fdata-sections -Os -ffreestanding)
     ;;
   *) extra=(-disable-stack-protector) ;;
 esac
 
-swiftc -target "$target" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
-  "${extra[@]}" -I "$here/include" -module-name ANCS \
-  -c "${core[@]}" "$here/src/ANCSConsumerC.swift" -o "$out/ancs-swift.o"
+# Whole program (scripts/embedded/whole-program.sh): only the C API's
+# functions (ancs_*) stay visible, what they cannot reach is dropped. On
+# Cortex-M4 the C API and core are a tenth smaller than the module's own
+# object (BENCHMARKS.md section 8).
+"$root/scripts/embedded/whole-program.sh" "$target" 'ancs_*' "$out/ancs-swift.o" \
+  "${extra[@]}" -I "$here/include" -module-name ANCS "${core[@]}" "$here/src/ANCSConsumerC.swift"
 "${cc[@]}" -c -I "$here/include" -o "$out/ancs_tables.o" "$here/src/ancs_tables.c"
 rm -f "$out/libancs.a"
 ar rcs "$out/libancs.a" "$out/ancs-swift.o" "$out/ancs_tables.o"
