@@ -108,9 +108,17 @@ struct BlueZTransportTests {
         #expect(await transport.subscribe(.notificationSource) == .success)
         bluez.connection.emit(path: FakeBlueZ.ns, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                               [.string("org.bluez.GattCharacteristic1"), .properties(["Notifying": .boolean(false)]), .strings([])])
+        // The stand-in never reports Notifying true, so each watchdog pass makes
+        // every subscription again, Data Source's first: wait for Notification
+        // Source's (its status comes after the stand-in counted the call).
+        func resubscribedNotificationSource() -> Bool {
+            log.lines.withLock { lines in
+                lines.contains { $0.kind == .resubscribed && $0.message.contains("\(ANCSCharacteristic.notificationSource)") }
+            }
+        }
         let deadline = ContinuousClock.now + .seconds(10)
-        while !log.kinds.contains(.resubscribed), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(log.kinds.contains(.resubscribed))
+        while !resubscribedNotificationSource(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(resubscribedNotificationSource())
         #expect(bluez.state.withLock { $0.startNotifyCalls.filter { $0 == FakeBlueZ.ns }.count } >= 2)
         await transport.close()
         bluez.connection.close()
