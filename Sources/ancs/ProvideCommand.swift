@@ -93,6 +93,11 @@ struct ProvideCommand: AsyncParsableCommand {
         })
         answers.server.withLock { $0 = server }
         let provider = ProviderServer(transport: server)
+        // Ctrl-C or SIGTERM ends the run as --duration does: the stack closed,
+        // exit 0. Watched before "ready" is printed: a bench may stop the
+        // provider the moment it reads it.
+        let signals = SignalWatch([SIGINT, SIGTERM]) { server.close() }
+        defer { signals.cancel() }
         view.ready(address: server.ready.address, transport: transport, scenario: play)
 
         var keys: [String: NotificationUID] = [:]
@@ -183,11 +188,7 @@ struct ProvideCommand: AsyncParsableCommand {
             try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
             if !Task.isCancelled { server.close() }
         } : nil
-        // Ctrl-C or SIGTERM ends the run as --duration does: the stack closed, exit 0.
-        let signals = SignalWatch([SIGINT, SIGTERM]) { server.close() }
-
         defer {
-            signals.cancel()
             timeline.cancel()
             republishing?.cancel()
             limit?.cancel()

@@ -108,9 +108,9 @@ struct BlueZTransportTests {
         #expect(await transport.subscribe(.notificationSource) == .success)
         bluez.connection.emit(path: FakeBlueZ.ns, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                               [.string("org.bluez.GattCharacteristic1"), .properties(["Notifying": .boolean(false)]), .strings([])])
-        // The stand-in never reports Notifying true, so each watchdog pass makes
-        // every subscription again, Data Source's first: wait for Notification
-        // Source's (its status comes after the stand-in counted the call).
+        // Wait for Notification Source's new subscription (its status comes
+        // after the stand-in counted the call), not any: Data Source's could be
+        // made again too if a watchdog pass ran before its Notifying true came.
         func resubscribedNotificationSource() -> Bool {
             log.lines.withLock { lines in
                 lines.contains { $0.kind == .resubscribed && $0.message.contains("\(ANCSCharacteristic.notificationSource)") }

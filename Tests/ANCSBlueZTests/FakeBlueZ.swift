@@ -7,7 +7,8 @@ import Foundation
 /// A stand-in for bluetoothd on a private bus: the objects and replies the
 /// transport depends on, with the behaviours observed on bluetoothd 5.66
 /// (InProgress for a second write, "Operation failed with ATT error: 0xa2",
-/// NotPermitted before the user allows notifications).
+/// NotPermitted before the user allows notifications, Notifying true once a
+/// StartNotify succeeded).
 final class FakeBlueZ: Sendable {
     static let adapter = "/org/bluez/hci0"
     static let device = "/org/bluez/hci0/dev_F0_F0_F0_F0_F0_F0"
@@ -66,7 +67,7 @@ final class FakeBlueZ: Sendable {
             call.reply()
         }
         for path in [Self.ns, Self.ds] {
-            connection.export(path) { [state] call in
+            connection.export(path) { [state, connection] call in
                 guard call.member == "StartNotify" else { call.reply(); return }
                 let refuse = state.withLock { state -> Bool in
                     state.startNotifyCalls.append(path)
@@ -74,7 +75,14 @@ final class FakeBlueZ: Sendable {
                     state.startNotifyRefusals -= 1
                     return true
                 }
-                if refuse { call.fail("org.bluez.Error.NotPermitted", "Not permitted") } else { call.reply() }
+                if refuse {
+                    call.fail("org.bluez.Error.NotPermitted", "Not permitted")
+                } else {
+                    // As bluetoothd: the characteristic now notifies.
+                    connection.emit(path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                    [.string("org.bluez.GattCharacteristic1"), .properties(["Notifying": .boolean(true)]), .strings([])])
+                    call.reply()
+                }
             }
         }
         connection.export(Self.cp) { [state] call in
