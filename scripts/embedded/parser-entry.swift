@@ -13,15 +13,13 @@ public func ancsParserInput(_ kind: Int32, _ bytes: UnsafePointer<UInt8>, _ coun
     let input = UnsafeRawBufferPointer(start: bytes, count: count)
     switch kind {
     case 0:
-        guard let event = try? NotificationSourceEvent.decode(input) else { return -1 }
-        return Int32(bitPattern: event.notificationUID.rawValue)
+        return exampleNotificationSource(input)
     case 1, 2:
         let request = exampleCommand(kind, bytes, count)
         guard let encoded = try? request.encode() else { return -1 }
         command = encoded
         guard command.withUnsafeBytes({ raw in (try? parser.begin(raw)) != nil }) else { return -1 }
-        for (index, byte) in encoded.enumerated() { output[index] = byte }
-        return Int32(encoded.count)
+        return exampleOutput(encoded, output)
     case 3:
         let consumed = command.withUnsafeBytes { raw in
             parser.feed(input, answering: raw) { event in

@@ -12,15 +12,13 @@ public func ancsReassemblerInput(_ kind: Int32, _ bytes: UnsafePointer<UInt8>, _
     let input = UnsafeRawBufferPointer(start: bytes, count: count)
     switch kind {
     case 0:
-        guard let event = try? NotificationSourceEvent.decode(input) else { return -1 }
-        return Int32(bitPattern: event.notificationUID.rawValue)
+        return exampleNotificationSource(input)
     case 1, 2:
         let command = exampleCommand(kind, bytes, count)
         guard let encoded = try? command.encode(), let request = DataSourceRequest(command) else { return -1 }
         nextRequest &+= 1
         reassembler.expect(request, id: nextRequest)
-        for (index, byte) in encoded.enumerated() { output[index] = byte }
-        return Int32(encoded.count)
+        return exampleOutput(encoded, output)
     case 3:
         reassembler.feed(input) { event in
             switch event {
