@@ -6,13 +6,16 @@
 // So every request is registered with `expect` before (or as) its Control
 // Point write goes out, and responses are matched to requests in order.
 //
-// Phases, per response:
+// Phases, per response (`matched` counts the header bytes received):
 //
-//   header(matched: 0)  ── first byte ──►  header(matched: k)  ── last header byte ──►  tupleID
-//   tupleID  ──►  tupleLength  ──►  tupleLength(low)  ──►  value  ──►  tupleID | (complete) header(0)
+//   header (matched 0)  ── first byte ──►  header (matched k)  ── last header byte ──►  tupleID
+//   tupleID  ──►  lengthLow  ──►  lengthHigh  ──►  value  ──►  tupleID | (complete) header
 //   header mismatch on the CommandID byte, or bytes with nothing outstanding  ──►  discardingFragment
 //   wrong NotificationUID  ──►  collectingUID  ──►  tupleID (failed: framing kept, nothing stored)
 //   wrong AppIdentifier    ──►  skippingAppIdentifier  ──►  tupleID (failed)
+//
+// The request being answered stays at the head of the queue while its
+// tuples arrive (`streaming`): nothing is moved or copied per response.
 //
 // A response that fails validation ends its request at once with an error,
 // but its framing (the tuples the request asked for) is still followed so
@@ -26,7 +29,9 @@
 // Per-tuple and per-response steps (store, finishTuple, completeResponse,
 // fail) are kept out of line: inlined into every phase that reaches them
 // they made the byte loop 2.5 KB larger in a firmware image, for ~4 % fewer
-// instructions per response.
+// instructions per response. Bytes are framed one at a time outside values
+// (a header or a tuple's AttributeID and Length), and values are copied in
+// bulk: at MTU 23 nearly every notification lies inside a value.
 //
 // Cost: each byte is looked at once; values are copied in bulk into one
 // buffer the reassembler keeps, where a response's values lie one after the
@@ -72,21 +77,30 @@ public struct DataSourceReassembler: Sendable {
         var end: Int
     }
 
-    enum Phase: Sendable, Equatable {
-        case header(matched: Int)
-        case collectingUID(received: Int)
+    enum Phase: UInt8, Sendable {
+        case header
+        case collectingUID
         case skippingAppIdentifier
         case tupleID
-        case tupleLength(id: UInt8, low: UInt8?)
-        case value(id: UInt8, length: Int, received: Int)
+        case lengthLow
+        case lengthHigh
+        case value
         case discardingFragment
     }
 
     public let configuration: Configuration
+    /// Requests registered and not yet answered, in the order their
+    /// responses come; while `streaming`, the first is being answered.
     var queue: [Pending] = []
-    /// The request whose tuples are being received (header complete).
-    var current: Pending?
-    var phase: Phase = .header(matched: 0)
+    /// The header of the first request's response is complete (or failed
+    /// to match): its tuples are being received.
+    var streaming = false
+    /// The first request was abandoned before its response began (kept
+    /// here: read for every notification, as the queue's element is not).
+    var currentAbandoned = false
+    var phase = Phase.header
+    /// Header bytes received (the header phases), matched against the first request's.
+    var matched = 0
     /// Set once the current response has failed: keep framing, store nothing.
     var failed = false
     /// Set after bytes that could not be framed (a wrong CommandID, bytes no
@@ -98,6 +112,10 @@ public struct DataSourceReassembler: Sendable {
     var offset = 0
     /// NotificationUID bytes as received, for the error message of a wrong one.
     var receivedUID: UInt32 = 0
+    /// The current tuple: its AttributeID, its Length and the value bytes received.
+    var attributeID: UInt8 = 0
+    var length = 0
+    var received = 0
     /// The values of the current response, one after the other, each
     /// collected at its offset: it keeps the size of the largest response's
     /// values so far, and only the first `valuesLength` bytes mean anything.
@@ -106,27 +124,24 @@ public struct DataSourceReassembler: Sendable {
     /// The values stored so far for the current response: AttributeID and
     /// where the value ends in `scratch` (it starts where the previous ends).
     var stored: [StoredValue] = []
-    /// The current request's tuples and kind, copied out of `current` when
-    /// its tuples start, so the per-byte path reads them without copying
-    /// the whole request.
+    /// The current request's tuples, copied out of the queue when they
+    /// start, so the per-byte path reads them without copying the request.
     var currentTuples = DataSourceRequest.Attributes.app([])
-    var currentIsApp = false
 
     public init(configuration: Configuration = .default) {
         self.configuration = configuration
     }
 
     /// Requests registered and not yet answered (the one streaming included).
-    public var outstandingCount: Int { queue.count + (current == nil ? 0 : 1) }
+    public var outstandingCount: Int { queue.count }
 
     /// True between the first and the last byte of a response.
     public var isInsideResponse: Bool {
-        switch phase {
-        case .header(let matched): return matched > 0
-        case .discardingFragment: return false
-        default: return true
-        }
+        phase == .header ? matched > 0 : phase != .discardingFragment
     }
+
+    /// The response being received is still wanted: its values are kept.
+    var collecting: Bool { streaming && !failed && !currentAbandoned }
 
     /// Registers the request the next unclaimed response answers.
     public mutating func expect(_ request: DataSourceRequest, id: RequestID) {
@@ -139,15 +154,13 @@ public struct DataSourceReassembler: Sendable {
     /// follows, spec "Errors") it is forgotten. Returns false for an unknown ID.
     @discardableResult
     public mutating func cancel(_ id: RequestID, responseMayFollow: Bool) -> Bool {
-        if current?.id == id {
-            current!.abandoned = true
-            return true
-        }
         guard let index = queue.firstIndex(where: { $0.id == id }) else { return false }
-        if responseMayFollow {
+        if responseMayFollow || (index == 0 && streaming) {
+            // A response already arriving is consumed whatever the caller says.
             queue[index].abandoned = true
+            if index == 0 && streaming { currentAbandoned = true }
         } else {
-            if index == 0, case .header(let matched) = phase, matched > 0 {
+            if index == 0 && isInsideResponse {
                 // Bytes already matched against it belong to nothing now.
                 phase = .discardingFragment
             }
@@ -159,14 +172,19 @@ public struct DataSourceReassembler: Sendable {
     /// Ends everything (link loss, session end, or the caller giving up):
     /// each live request fails with `incomplete`, and the state is reset.
     public mutating func finish(_ handler: (ReassemblyEvent) -> Void) {
-        if let current, !current.abandoned, !failed {
-            handler(.failed(current.id, DecodingError(.incomplete(expectedTuples: current.request.tupleCount, receivedTuples: tupleIndex), at: offset)))
+        for index in queue.indices where !queue[index].abandoned {
+            let pending = queue[index]
+            if index == 0 && streaming {
+                if !failed {
+                    handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: tupleIndex), at: offset)))
+                }
+            } else {
+                let received = index == 0 && isInsideResponse ? offset : 0
+                handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: 0), at: received)))
+            }
         }
-        for (index, pending) in queue.enumerated() where !pending.abandoned {
-            let received = index == 0 && current == nil && isInsideResponse ? offset : 0
-            handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: 0), at: received)))
-        }
-        queue.removeAll()
+        streaming = false
+        queue = []
         resetResponse()
         resynchronizing = false
     }
@@ -189,10 +207,9 @@ public struct DataSourceReassembler: Sendable {
     /// is not discarding, and a response being stored never resynchronizes.)
     @inline(__always)
     mutating func absorbInsideValue(_ fragment: UnsafeRawBufferPointer) -> Bool {
-        guard case .value(let id, let length, let received) = phase, length - received > fragment.count,
-              !failed, current?.abandoned == false else { return false }
+        guard phase == .value, length - received > fragment.count, collecting else { return false }
         collect(fragment, at: valuesLength + received)
-        phase = .value(id: id, length: length, received: received + fragment.count)
+        received += fragment.count
         offset += fragment.count
         return true
     }
@@ -201,15 +218,18 @@ public struct DataSourceReassembler: Sendable {
     /// out of line, so that the common case above stays small).
     @inline(never)
     private mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
-        if case .discardingFragment = phase { phase = .header(matched: 0) }
-        if resynchronizing, case .header(matched: 0) = phase {
+        if phase == .discardingFragment {
+            phase = .header
+            matched = 0
+        }
+        if resynchronizing && !isInsideResponse {
             guard beginsResponse(fragment) else {
                 if fragment.count > 0 { handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0))) }
                 return
             }
             resynchronizing = false
         }
-        if (failed || current?.abandoned == true) && shouldResynchronize(at: fragment) {
+        if streaming && (failed || currentAbandoned) && queue.count > 1 && fragment.begins(with: queue[1].request, atLeast: queue[1].request.headerCount) {
             // The response being skipped was given up on (timed out or
             // invalid) and this notification starts exactly like the next
             // request's response: an NP that sent fewer tuples than asked
@@ -219,106 +239,82 @@ public struct DataSourceReassembler: Sendable {
         var index = 0
         let count = fragment.count
         while index < count {
+            let byte = fragment[index]
             switch phase {
             case .discardingFragment:
                 return
 
-            case .header(let matched):
-                if matched == 0, let length = wholeHeaderLength(in: fragment, at: index) {
-                    // The whole header of the request at the head of the
-                    // queue is here: what matching it byte by byte does.
-                    receivedUID = 0
-                    for position in 1..<min(length, 5) {
-                        receivedUID |= UInt32(fragment[index + position]) << (8 * UInt32(position - 1))
-                    }
-                    offset = length
-                    index += length
-                    current = queue.removeFirst()
-                    startTuples(handler)
+            case .header:
+                if matched == 0, let headerCount = wholeHeaderCount(in: fragment, at: index) {
+                    // The whole header of the first request is here: what
+                    // matching it byte by byte does, in one step.
+                    offset = headerCount
+                    index += headerCount
+                    matched = headerCount
+                    beginTuples(handler)
                     continue
                 }
-                let byte = fragment[index]
-                index += 1
                 if matched == 0 {
                     offset = 0
                     receivedUID = 0
                 }
                 if matched >= 1 && matched <= 4 { receivedUID |= UInt32(byte) << (8 * UInt32(matched - 1)) }
                 offset += 1
-                matchHeader(byte: byte, at: matched, handler)
+                matchHeader(byte, handler)
 
-            case .collectingUID(let received):
-                receivedUID |= UInt32(fragment[index]) << (8 * UInt32(received))
-                index += 1
+            case .collectingUID:
+                receivedUID |= UInt32(byte) << (8 * UInt32(matched))
                 offset += 1
-                if received + 1 == 4 {
-                    reportUIDMismatch(handler)
-                } else {
-                    phase = .collectingUID(received: received + 1)
-                }
+                matched += 1
+                if matched == 4 { reportUIDMismatch(handler) }
 
             case .skippingAppIdentifier:
-                let byte = fragment[index]
-                index += 1
                 offset += 1
                 if byte == 0 { startTuples(handler) }
 
             case .tupleID:
-                let expected = currentTuples[tupleIndex]
+                let expected = currentTuples[tupleIndex].id
+                if byte != expected {
+                    fail(.unexpectedAttribute(expected: expected, actual: byte), at: offset, handler)
+                }
+                attributeID = byte
                 if count - index >= 3 {
-                    // AttributeID and Length both here: what the two phases
-                    // below do byte by byte, in one step.
-                    let id = fragment[index]
-                    let length = Int(fragment[index + 1]) | Int(fragment[index + 2]) << 8
+                    // The Length is here too: what the two phases below
+                    // do byte by byte, in one step.
+                    length = Int(fragment[index + 1]) | Int(fragment[index + 2]) << 8
                     index += 3
-                    if id != expected.id {
-                        fail(.unexpectedAttribute(expected: expected.id, actual: id), at: offset, handler)
-                    }
                     offset += 3
-                    let limit = expected.maxLength ?? configuration.unlimitedValueLength
-                    if length > limit {
-                        fail(.valueTooLong(attribute: id, length: length, maxLength: limit), at: offset - 2, handler)
-                    }
-                    beginValue(id: id, length: length, handler)
+                    beginValue(handler)
                     continue
                 }
-                let byte = fragment[index]
-                index += 1
-                if byte != expected.id {
-                    fail(.unexpectedAttribute(expected: expected.id, actual: byte), at: offset, handler)
-                }
                 offset += 1
-                phase = .tupleLength(id: byte, low: nil)
+                phase = .lengthLow
 
-            case .tupleLength(let id, let low):
-                let byte = fragment[index]
-                index += 1
+            case .lengthLow:
                 offset += 1
-                guard let low else {
-                    phase = .tupleLength(id: id, low: byte)
-                    continue
-                }
-                let length = Int(low) | Int(byte) << 8
-                let limit = currentTuples[tupleIndex].maxLength ?? configuration.unlimitedValueLength
-                if length > limit {
-                    fail(.valueTooLong(attribute: id, length: length, maxLength: limit), at: offset - 2, handler)
-                }
-                beginValue(id: id, length: length, handler)
+                length = Int(byte)
+                phase = .lengthHigh
 
-            case .value(let id, let length, let received):
+            case .lengthHigh:
+                offset += 1
+                length |= Int(byte) << 8
+                beginValue(handler)
+
+            case .value:
                 let take = min(count - index, length - received)
-                if !failed && current?.abandoned == false {
+                if collecting {
                     collect(UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]), at: valuesLength + received)
                 }
                 index += take
                 offset += take
-                if received + take == length {
-                    store(id: id, length: length)
+                received += take
+                if received == length {
+                    store()
                     finishTuple(handler)
-                } else {
-                    phase = .value(id: id, length: length, received: received + take)
                 }
+                continue
             }
+            index += 1
         }
     }
 
@@ -331,19 +327,6 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
-    /// True when the current response is no longer wanted (abandoned or
-    /// failed) and `fragment` begins with the whole header of the next
-    /// registered request. A live response never resynchronizes: a fragment
-    /// that begins with 0x00 or 0x01 in its middle is data.
-    private func shouldResynchronize(at fragment: UnsafeRawBufferPointer) -> Bool {
-        // Checked without copying `current`: this runs for every notification.
-        guard failed || current?.abandoned == true, current != nil, let next = queue.first else { return false }
-        let header = next.request.header, headerCount = next.request.headerCount
-        guard fragment.count >= headerCount else { return false }
-        for index in 0..<headerCount where fragment[index] != header[index] { return false }
-        return true
-    }
-
     /// Whether `fragment` begins with the header of the first live request,
     /// or of an abandoned one ahead of it: the whole header, or as much as a
     /// notification holds at the smallest ATT MTU (20 bytes) when it is
@@ -351,14 +334,9 @@ public struct DataSourceReassembler: Sendable {
     /// either the whole response or a full one.)
     private func beginsResponse(_ fragment: UnsafeRawBufferPointer) -> Bool {
         for pending in queue {
-            let header = pending.request.header, headerCount = pending.request.headerCount
-            var matches = fragment.count >= min(headerCount, DataSourceResponse.mtuRange.lowerBound - 3)
-            for index in 0..<min(headerCount, fragment.count) where fragment[index] != header[index] {
-                matches = false
-                break
-            }
-            if matches { return true }
-            if !pending.abandoned { return answersWrongly(pending.request, fragment) }
+            let request = pending.request
+            if fragment.begins(with: request, atLeast: min(request.headerCount, DataSourceResponse.mtuRange.lowerBound - 3)) { return true }
+            if !pending.abandoned { return answersWrongly(request, fragment) }
         }
         return false
     }
@@ -384,100 +362,92 @@ public struct DataSourceReassembler: Sendable {
     // MARK: - Header
 
     /// The header's length when `fragment` holds, from `index`, the whole
-    /// header of the request at the head of the queue; else nil.
-    private func wholeHeaderLength(in fragment: UnsafeRawBufferPointer, at index: Int) -> Int? {
+    /// header of the first request; else nil.
+    private func wholeHeaderCount(in fragment: UnsafeRawBufferPointer, at index: Int) -> Int? {
         queue.withUnsafeBufferPointer { pending -> Int? in
-            guard !pending.isEmpty, let first = pending.baseAddress else { return nil }
-            let header = first.pointee.request.header, headerCount = first.pointee.request.headerCount
-            guard fragment.count - index >= headerCount else { return nil }
-            for position in 0..<headerCount where fragment[index + position] != header[position] { return nil }
-            return headerCount
+            guard let first = pending.first?.request, fragment.count - index >= first.headerCount else { return nil }
+            for position in 0..<first.headerCount where fragment[index + position] != first.header[position] { return nil }
+            return first.headerCount
         }
     }
 
-    private mutating func matchHeader(byte: UInt8, at matched: Int, _ handler: (ReassemblyEvent) -> Void) {
-        // The common case, the head of the queue matching, read in place.
-        let head = queue.withUnsafeBufferPointer { pending -> (matches: Bool, complete: Bool) in
-            guard !pending.isEmpty, let first = pending.baseAddress else { return (false, false) }
-            return (first.pointee.request.header[matched] == byte, matched + 1 == first.pointee.request.headerCount)
+    /// Whether the request at `index` of the queue has `byte` as its header
+    /// byte number `matched`, after the header bytes matched so far (those
+    /// of the first request).
+    private func extendsHeader(_ index: Int, _ byte: UInt8) -> Bool {
+        queue.withUnsafeBufferPointer { pending in
+            let request = pending[index].request, first = pending[0].request
+            guard request.headerCount > matched, request.header[matched] == byte else { return false }
+            for position in 0..<matched where request.header[position] != first.header[position] { return false }
+            return true
         }
-        if head.matches {
-            if head.complete {
-                current = queue.removeFirst()
-                startTuples(handler)
-            } else {
-                phase = .header(matched: matched + 1)
+    }
+
+    /// The header byte number `matched` has come. It must extend the header
+    /// of the first request; an abandoned request may never be answered, so
+    /// the next one may claim the bytes if its header starts the same way.
+    private mutating func matchHeader(_ byte: UInt8, _ handler: (ReassemblyEvent) -> Void) {
+        var head = 0
+        while head < queue.count && !extendsHeader(head, byte) {
+            if !queue[head].abandoned {
+                mismatch(head, byte: byte, handler)
+                return
             }
-            return
+            head += 1
         }
-        guard var head = queue.first else {
+        guard head < queue.count else {
+            queue = []
             handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
             phase = .discardingFragment
             resynchronizing = true
             return
         }
-        if head.request.header[matched] != byte {
-            // An abandoned request may never be answered: let the next
-            // request claim these bytes if its header starts the same way.
-            let previousHeader = head.request.header[..<matched]
-            while head.abandoned {
-                queue.removeFirst()
-                guard let next = queue.first else {
-                    handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
-                    phase = .discardingFragment
-                    resynchronizing = true
-                    return
-                }
-                head = next
-                let header = head.request.header
-                if head.request.headerCount > matched && header[..<matched].elementsEqual(previousHeader) && header[matched] == byte {
-                    break
-                }
-            }
-            let header = head.request.header
-            if head.request.headerCount <= matched || !header[..<matched].elementsEqual(previousHeader) || header[matched] != byte {
-                mismatch(head, byte: byte, prefix: previousHeader, matched: matched, handler)
-                return
-            }
-        }
-        if matched + 1 == head.request.headerCount {
-            current = queue.removeFirst()
-            startTuples(handler)
-        } else {
-            phase = .header(matched: matched + 1)
-        }
+        if head > 0 { queue.removeFirst(head) }
+        matched += 1
+        if matched == queue[0].request.headerCount { beginTuples(handler) }
     }
 
-    /// The live request at the head of the queue does not match the header bytes received.
-    private mutating func mismatch(_ head: Pending, byte: UInt8, prefix: ArraySlice<UInt8>, matched: Int, _ handler: (ReassemblyEvent) -> Void) {
-        let header = head.request.header
+    /// The first request's header is complete: its tuples come next.
+    private mutating func beginTuples(_ handler: (ReassemblyEvent) -> Void) {
+        streaming = true
+        currentAbandoned = queue[0].abandoned
+        startTuples(handler)
+    }
+
+    /// The live request at `head` of the queue (the abandoned ones before it
+    /// to be dropped) does not match the header bytes received.
+    private mutating func mismatch(_ head: Int, byte: UInt8, _ handler: (ReassemblyEvent) -> Void) {
+        let request = queue[head].request, first = queue[0].request
         var position = 0
-        while position < matched && position < head.request.headerCount && header[position] == prefix[position] { position += 1 }
-        current = queue.removeFirst()
+        while position < matched && position < request.headerCount && request.header[position] == first.header[position] { position += 1 }
+        let actual = matched == 0 ? byte : first.header[0]
+        queue.removeFirst(head)
+        streaming = true
+        currentAbandoned = false
         failed = false
         if position == 0 {
-            let actual = matched == 0 ? byte : prefix[0]
-            fail(.wrongCommandID(expected: head.request.commandID, actual: CommandID(rawValue: actual)), at: 0, handler)
+            fail(.wrongCommandID(expected: request.commandID, actual: CommandID(rawValue: actual)), at: 0, handler)
             resetResponse()
             phase = .discardingFragment
             resynchronizing = true
             return
         }
-        if head.request.commandID == .getNotificationAttributes {
+        if request.commandID == .getNotificationAttributes {
             if matched == 4 {
                 reportUIDMismatch(handler)
             } else {
-                phase = .collectingUID(received: matched)
+                phase = .collectingUID
             }
         } else {
-            fail(DecodingError(wrongAppIdentifier: Array(header[1..<(head.request.headerCount - 1)]), at: position), handler)
+            fail(DecodingError(wrongAppIdentifier: Array(request.header[1..<(request.headerCount - 1)]), at: position), handler)
             if byte == 0 { startTuples(handler) } else { phase = .skippingAppIdentifier }
         }
     }
 
     private mutating func reportUIDMismatch(_ handler: (ReassemblyEvent) -> Void) {
-        if current?.request.commandID == .getNotificationAttributes, let expected = current?.request.notificationUID {
-            fail(.wrongNotificationUID(expected: expected, actual: NotificationUID(receivedUID)), at: 1, handler)
+        let request = queue[0].request
+        if request.commandID == .getNotificationAttributes {
+            fail(.wrongNotificationUID(expected: request.notificationUID, actual: NotificationUID(receivedUID)), at: 1, handler)
         }
         startTuples(handler)
     }
@@ -486,25 +456,28 @@ public struct DataSourceReassembler: Sendable {
 
     private mutating func startTuples(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex = 0
-        // Read through optional chaining: `current!` would copy the request.
-        currentTuples = current?.request.tuples ?? .app([])
-        currentIsApp = current?.request.commandID == .getAppAttributes
+        currentTuples = queue[0].request.tuples
         if !stored.isEmpty { stored.removeAll(keepingCapacity: true) }
         valuesLength = 0
         if currentTuples.count == 0 { completeResponse(handler) } else { phase = .tupleID }
     }
 
-    /// After a tuple's AttributeID and Length: makes room for the value in
-    /// `scratch` (when it is to be stored) and waits for its bytes.
+    /// After a tuple's AttributeID and Length: checks the length, makes room
+    /// for the value in `scratch` (when it is to be stored) and waits for its bytes.
     @inline(never)
-    private mutating func beginValue(id: UInt8, length: Int, _ handler: (ReassemblyEvent) -> Void) {
+    private mutating func beginValue(_ handler: (ReassemblyEvent) -> Void) {
+        let limit = currentTuples[tupleIndex].maxLength ?? configuration.unlimitedValueLength
+        if length > limit {
+            fail(.valueTooLong(attribute: attributeID, length: length, maxLength: limit), at: offset - 2, handler)
+        }
+        received = 0
         guard length > 0 else {
-            store(id: id, length: 0)
+            store()
             finishTuple(handler)
             return
         }
         let end = valuesLength + length
-        if end > scratch.count, !failed, current?.abandoned == false {
+        if end > scratch.count, collecting {
             // At least doubles (a response's values are met one by one), keeping the values so far.
             var grown = [UInt8](repeating: 0, count: max(end, 2 * scratch.count))
             grown.withUnsafeMutableBytes { target in
@@ -512,15 +485,15 @@ public struct DataSourceReassembler: Sendable {
             }
             scratch = grown
         }
-        phase = .value(id: id, length: length, received: 0)
+        phase = .value
     }
 
     /// The value of `length` bytes just collected after the previous one.
     @inline(never)
-    private mutating func store(id: UInt8, length: Int) {
-        guard !failed, current?.abandoned == false else { return }
+    private mutating func store() {
+        guard collecting else { return }
         valuesLength += length
-        stored.append(StoredValue(id: id, end: valuesLength))
+        stored.append(StoredValue(id: attributeID, end: valuesLength))
     }
 
     @inline(never)
@@ -535,8 +508,8 @@ public struct DataSourceReassembler: Sendable {
 
     @inline(never)
     private mutating func completeResponse(_ handler: (ReassemblyEvent) -> Void) {
-        let finished = current!
-        if !failed && !finished.abandoned {
+        if collecting {
+            let finished = queue[0]
             // The response's values in one allocation; each value is its part.
             let values = valuesLength == 0 ? [] : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
             var start = 0
@@ -570,21 +543,36 @@ public struct DataSourceReassembler: Sendable {
 
     @inline(never)
     private mutating func fail(_ error: DecodingError, _ handler: (ReassemblyEvent) -> Void) {
-        guard !failed, let current else { return }
+        guard !failed, streaming else { return }
         failed = true
-        if !current.abandoned {
-            handler(.failed(current.id, error))
+        if !currentAbandoned {
+            handler(.failed(queue[0].id, error))
         }
     }
 
+    /// Ends the response being received (its request leaves the queue) and
+    /// waits for the next one's header.
     private mutating func resetResponse() {
-        current = nil
+        if streaming { queue.removeFirst() }
+        streaming = false
+        currentAbandoned = false
         currentTuples = .app([])
         failed = false
         tupleIndex = 0
         offset = 0
-        phase = .header(matched: 0)
+        phase = .header
+        matched = 0
         if !stored.isEmpty { stored.removeAll(keepingCapacity: true) }
         valuesLength = 0
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether these bytes begin with as much of `request`'s header as they
+    /// hold, and hold at least `minimum` bytes.
+    fileprivate func begins(with request: DataSourceRequest, atLeast minimum: Int) -> Bool {
+        guard count >= minimum else { return false }
+        for index in 0..<Swift.min(request.headerCount, count) where self[index] != request.header[index] { return false }
+        return true
     }
 }
