@@ -13,8 +13,9 @@
 # KEEP visible (everything else becomes internal, and what KEEP cannot reach
 # is dropped, code and data alike, which per-function sections cannot do for
 # Swift's data), optimized once more as a whole, and compiled by clang into
-# one ordinary object that any C toolchain links (GCC included). Bare-metal
-# targets get a section per function and per datum, hosted ones PIC.
+# one ordinary object that any C toolchain links (GCC included), at clang's
+# smallest (-Oz). Bare-metal targets get a section per function and per
+# datum, hosted ones PIC.
 #
 # Uses the Swift toolchain's own lld and clang: they read the bitcode of its
 # LLVM (a distribution's older ones do not).
@@ -35,4 +36,4 @@ swiftc -target "$target" -enable-experimental-feature Embedded -wmo -parse-as-li
   -lto=llvm-full "$@" -c -o "$bitcode"
 "$toolchain/ld.lld" --lto-emit-llvm --lto-O2 --unresolved-symbols=ignore-all --entry=0 \
   --undefined-glob="$keep" -o "${output%.o}.whole.bc" "$bitcode"
-"$toolchain/clang" -target "$target" -Os "${clang_flags[@]}" -c "${output%.o}.whole.bc" -o "$output"
+"$toolchain/clang" -target "$target" -Oz "${clang_flags[@]}" -c "${output%.o}.whole.bc" -o "$output"
