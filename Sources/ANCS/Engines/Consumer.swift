@@ -384,19 +384,18 @@ public struct Consumer: Sendable {
             return
         }
         let uid = event.notificationUID
+        // The notification as this event tells it (what the model does not know yet).
+        let announced = ConsumerNotification(
+            uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
+            categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
         switch event.eventID {
         case .added:
-            let notification = ConsumerNotification(
-                uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
-                categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            insert(notification, into: &actions)
-            actions.append(.emit(.added(notification)))
+            insert(announced, into: &actions)
+            actions.append(.emit(.added(announced)))
             if let index = modelIndex(uid) { want(index) }
         case .modified:
             let known = modelIndex(uid)
-            var notification = known.map { model[$0].notification } ?? ConsumerNotification(
-                uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
-                categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
+            var notification = known.map { model[$0].notification } ?? announced
             notification.eventFlags = event.eventFlags
             notification.categoryID = event.categoryID
             notification.categoryCount = event.categoryCount
@@ -405,14 +404,7 @@ public struct Consumer: Sendable {
             actions.append(.emit(.modified(notification)))
             if let index = modelIndex(uid), known == nil || configuration.refreshOnModified { want(index) }
         case .removed:
-            var removed: ConsumerNotification
-            if let index = modelIndex(uid) {
-                removed = forget(at: index).notification
-            } else {
-                removed = ConsumerNotification(
-                    uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
-                    categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
-            }
+            var removed = modelIndex(uid).map { forget(at: $0).notification } ?? announced
             removed.categoryCount = event.categoryCount
             actions.append(.emit(.removed(removed)))
             dropUnwrittenRequests(for: uid, into: &actions)
