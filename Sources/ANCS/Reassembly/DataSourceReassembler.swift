@@ -375,10 +375,13 @@ public struct DataSourceReassembler: Sendable {
     /// byte number `matched`, after the header bytes matched so far (those
     /// of the first request).
     private func extendsHeader(_ index: Int, _ byte: UInt8) -> Bool {
+        // Read in place: copying a request out of the queue costs a retain
+        // and a release of each of its arrays, for every header byte.
         queue.withUnsafeBufferPointer { pending in
-            let request = pending[index].request, first = pending[0].request
-            guard request.headerCount > matched, request.header[matched] == byte else { return false }
-            for position in 0..<matched where request.header[position] != first.header[position] { return false }
+            guard pending[index].request.headerCount > matched, pending[index].request.header[matched] == byte else { return false }
+            // The bytes so far matched the first request's header (no need to compare them again).
+            if index == 0 { return true }
+            for position in 0..<matched where pending[index].request.header[position] != pending[0].request.header[position] { return false }
             return true
         }
     }
@@ -404,7 +407,7 @@ public struct DataSourceReassembler: Sendable {
         }
         if head > 0 { queue.removeFirst(head) }
         matched += 1
-        if matched == queue[0].request.headerCount { beginTuples(handler) }
+        if matched == queue.withUnsafeBufferPointer({ $0[0].request.headerCount }) { beginTuples(handler) }
     }
 
     /// The first request's header is complete: its tuples come next.
