@@ -29,7 +29,11 @@
 // Per-tuple and per-response steps (store, finishTuple, completeResponse,
 // fail) are kept out of line: inlined into every phase that reaches them
 // they made the byte loop 2.5 KB larger in a firmware image, for ~4 % fewer
-// instructions per response. Bytes are framed one at a time outside values
+// instructions per response. So are the header's byte-by-byte step
+// (matchHeader: a header not whole in its notification, such as a long
+// AppIdentifier's at MTU 23), a wrong UID's report and the check of a
+// notification after unframeable bytes (beginsResponse): 220 bytes of
+// firmware code, for a call per such byte. Bytes are framed one at a time outside values
 // (a header or a tuple's AttributeID and Length), and values are copied in
 // bulk: at MTU 23 nearly every notification lies inside a value.
 //
@@ -332,6 +336,7 @@ public struct DataSourceReassembler: Sendable {
     /// notification holds at the smallest ATT MTU (20 bytes) when it is
     /// longer. (A response's first notification is never shorter: it is
     /// either the whole response or a full one.)
+    @inline(never)
     private func beginsResponse(_ fragment: UnsafeRawBufferPointer) -> Bool {
         for pending in queue {
             let request = pending.request
@@ -389,6 +394,7 @@ public struct DataSourceReassembler: Sendable {
     /// The header byte number `matched` has come. It must extend the header
     /// of the first request; an abandoned request may never be answered, so
     /// the next one may claim the bytes if its header starts the same way.
+    @inline(never)
     private mutating func matchHeader(_ byte: UInt8, _ handler: (ReassemblyEvent) -> Void) {
         var head = 0
         while head < queue.count && !extendsHeader(head, byte) {
@@ -447,6 +453,7 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
+    @inline(never)
     private mutating func reportUIDMismatch(_ handler: (ReassemblyEvent) -> Void) {
         let request = queue[0].request
         if request.commandID == .getNotificationAttributes {
