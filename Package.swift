@@ -40,6 +40,8 @@ let package = Package(
         // them depends on them only on Linux.
         // libdbus-1, loaded at run time (no headers or -dev package to build).
         .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // Linux process controls Swift cannot call directly (prctl).
+        .target(name: "CLinux"),
         // A general D-Bus client: calls, signals, exported objects, names.
         .target(name: "ANCSDBus", dependencies: ["CDBus"]),
         // The BlueZ transport (bluetoothd on the system bus), its pairing
@@ -59,6 +61,7 @@ let package = Package(
                 "ANCS", "ANCSFormat", "ANCSRuntime", "ANCSSimulation", "ANCSDemo", "ANCSTerminal", "ANCSBumble", "ANCSCapture",
                 .target(name: "ANCSBlueZ", condition: .when(platforms: [.linux])),
                 .target(name: "ANCSDesktop", condition: .when(platforms: [.linux])),
+                .target(name: "CLinux", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
