@@ -99,8 +99,10 @@ public struct DataSourceReassembler: Sendable {
     /// The header of the first request's response is complete (or failed
     /// to match): its tuples are being received.
     var streaming = false
-    /// The first request was abandoned before its response began (kept
-    /// here: read for every notification, as the queue's element is not).
+    /// While streaming: the request being answered was abandoned, before
+    /// its response began or during it. Its queue entry's flag, kept here
+    /// too because every notification reads it (the queue's element is not
+    /// read that cheaply).
     var currentAbandoned = false
     var phase = Phase.header
     /// Header bytes received (the header phases), matched against the first request's.
