@@ -170,11 +170,6 @@ public final class DBusConnection: @unchecked Sendable {
         _ = fcntl(wakeWrite, F_SETFL, O_NONBLOCK)
         let thread = Thread { [self] in loop() }
         thread.name = "dbus"
-        // An event loop with shallow frames. A default 8 MB stack mapping can
-        // be backed by a 2 MB transparent huge page on kernels that have
-        // them "always", resident though almost all of it is never touched;
-        // a mapping under 2 MB cannot.
-        thread.stackSize = 512 * 1024
         thread.start()
     }
 

@@ -302,8 +302,6 @@ final class StandardInput: Sendable {
                 handler(line)
             }
         }
-        // Small, as the D-Bus thread's: no 2 MB transparent huge page fits it.
-        thread.stackSize = 512 * 1024
         thread.start()
         return input
     }

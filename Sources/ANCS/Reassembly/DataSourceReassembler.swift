@@ -372,9 +372,9 @@ public struct DataSourceReassembler: Sendable {
     /// header of the first request; else nil.
     private func wholeHeaderCount(in fragment: UnsafeRawBufferPointer, at index: Int) -> Int? {
         queue.withUnsafeBufferPointer { pending -> Int? in
-            guard let first = pending.first?.request, fragment.count - index >= first.headerCount else { return nil }
-            for position in 0..<first.headerCount where fragment[index + position] != first.header[position] { return nil }
-            return first.headerCount
+            guard !pending.isEmpty else { return nil }
+            let headerCount = pending[0].request.headerCount
+            return UnsafeRawBufferPointer(rebasing: fragment[index...]).begins(with: pending[0].request, atLeast: headerCount) ? headerCount : nil
         }
     }
 
