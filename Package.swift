@@ -40,7 +40,8 @@ let package = Package(
         // them depends on them only on Linux.
         // libdbus-1, loaded at run time (no headers or -dev package to build).
         .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
-        // Linux process controls Swift cannot call directly (prctl).
+        // Linux process settings `ancs` applies at start-up, before any
+        // thread exists (no transparent huge pages), from a C constructor.
         .target(name: "CLinux"),
         // A general D-Bus client: calls, signals, exported objects, names.
         .target(name: "ANCSDBus", dependencies: ["CDBus"]),

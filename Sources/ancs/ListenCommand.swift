@@ -8,7 +8,6 @@ import Synchronization
 #if os(Linux)
 import ANCSBlueZ
 import ANCSDesktop
-import CLinux
 #endif
 
 struct ListenCommand: AsyncParsableCommand {
@@ -61,14 +60,6 @@ struct ListenCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        #if os(Linux)
-        // A long-running process that holds little: a 2 MB transparent huge
-        // page in one of its thread stacks (kernels with them "always", where
-        // khugepaged collapses even a stack's few used pages) would double
-        // its resident memory for nothing. Best effort: a kernel without the
-        // option leaves it as it was.
-        _ = clinux_disable_transparent_huge_pages()
-        #endif
         let view = ConsumerView(json: json)
         let pairing = PairingGate(acceptAll: acceptPairing, view: view)
         let link: ListenTransport

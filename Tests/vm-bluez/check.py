@@ -216,8 +216,9 @@ def main():
     check('50 more notifications shown, with 8 app names', shown, len(events) - mark)
     # A bound, not the goal: it catches a leak or a regression (BENCHMARKS.md has the figures).
     check(f'listen resident memory with about 50 notifications shown: {rss} kB <= {RSS_BOUND_KB} kB', 0 < rss <= RSS_BOUND_KB, mem['status_kB'])
-    # listen opts out of transparent huge pages (a 2 MB page in a thread stack doubled its
-    # memory in some runs): the kernel reports the opt-out, and no huge page backs it.
+    # ancs opts out of transparent huge pages at start-up, before any thread exists (a 2 MB
+    # page in a thread stack doubled its memory in some runs): the kernel reports the
+    # opt-out, and no huge page backs any of its memory.
     check('listen runs without transparent huge pages', mem['status_kB'].get('THP_enabled', 0) == 0 and mem['huge_pages_kB'] == 0,
           dict(THP_enabled=mem['status_kB'].get('THP_enabled'), AnonHugePages_kB=mem['huge_pages_kB']))
     # Removed again on the phone: the checks after this one start from the three notifications.

@@ -1,13 +1,12 @@
-// Linux process controls that Swift cannot call directly (prctl is variadic
-// in C, so Glibc's overlay does not import it). Elsewhere the module is empty.
+// Process settings the `ancs` executable applies at start-up, before any
+// thread exists (Linux only; elsewhere the module is empty). Nothing to call:
+// the module's constructor does it, and linking the module is enough.
+//
+// - No transparent huge pages (prctl PR_SET_THP_DISABLE, variadic in C, so
+//   Swift cannot call it): on a kernel that has them "always", a 2 MB page
+//   can back one of the 8 MB thread stacks the process barely touches and
+//   double its resident memory. Set before the Swift runtime starts its
+//   threads: a page faulted before the opt-out stays huge.
 #ifndef CLINUX_H
 #define CLINUX_H
-#if defined(__linux__)
-
-/// Opts the process out of transparent huge pages (prctl PR_SET_THP_DISABLE):
-/// no 2 MB page backs its memory from now on, on a kernel that has them
-/// "always". Inherited by child processes. Returns 0, or -1 with errno set.
-int clinux_disable_transparent_huge_pages(void);
-
-#endif
 #endif
