@@ -22,8 +22,8 @@ swift build --build-tests --scratch-path ../build
 (cd Examples && swift build --scratch-path ../../examples-build)
 out=$(../build/debug/ancs doctor 2>&1 || true)
 echo "$out"
-echo "$out" | grep -q "Linux only" || { echo "non-linux: doctor does not say it needs Linux"; exit 1; }
+grep -q "Linux only" <<< "$out" || { echo "non-linux: doctor does not say it needs Linux"; exit 1; }
 out=$(../build/debug/ancs listen --stack bluez </dev/null 2>&1 || true)
 echo "$out"
-echo "$out" | grep -q "Linux only" || { echo "non-linux: listen --stack bluez does not say it needs Linux"; exit 1; }
+grep -q "Linux only" <<< "$out" || { echo "non-linux: listen --stack bluez does not say it needs Linux"; exit 1; }
 echo "non-linux: the package and the examples build without the Linux-only modules"

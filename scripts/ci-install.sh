@@ -4,6 +4,9 @@
 # runs with the toolchain off PATH and an empty environment, finding the
 # Bumble host program it ships (with the build's copy out of reach).
 set -euo pipefail
+# The checks match on whole outputs (grep -q PATTERN <<< "$(...)"): piped,
+# grep -q stops at its first match, and a writer with more to write then
+# dies on the closed pipe, which pipefail reports as a failed check.
 cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
@@ -21,7 +24,7 @@ fi
 # Packed relative relocations where the build can make them (scripts/release-flags.sh).
 source scripts/release-flags.sh
 if [ "$release_relr" = yes ]; then
-  readelf -SW "$binary" | grep -q '\.relr\.dyn' || { echo "install: no packed relocations (.relr.dyn) in the binary"; exit 1; }
+  grep -q '\.relr\.dyn' <<< "$(readelf -SW "$binary")" || { echo "install: no packed relocations (.relr.dyn) in the binary"; exit 1; }
   echo "install: relative relocations packed (.relr.dyn)"
 fi
 
@@ -30,7 +33,7 @@ echo "== ancs demo --fast (empty environment, PATH=/usr/bin:/bin)"
 run "$prefix/bin/ancs" demo --fast | tail -1
 run "$prefix/bin/ancs" --version
 for shell in bash zsh fish; do
-  run "$prefix/bin/ancs" --generate-completion-script "$shell" | grep -q listen || { echo "install: no $shell completions"; exit 1; }
+  grep -q listen <<< "$(run "$prefix/bin/ancs" --generate-completion-script "$shell")" || { echo "install: no $shell completions"; exit 1; }
 done
 
 # The Bumble host program ships beside the binary: with the build's copy
@@ -42,5 +45,5 @@ mv "$built" "$built.aside"
 trap 'mv "$built.aside" "$built"; rm -rf "$prefix"' EXIT
 out=$(run ANCS_BUMBLE_PYTHON=/bin/false "$prefix/bin/ancs" provide --stack bumble:usb:0 2>&1 || true)
 echo "$out" | tail -1
-echo "$out" | grep -q "Bumble host (pid [0-9]*) exited" || { echo "install: the installed binary did not find its Bumble host"; exit 1; }
+grep -q "Bumble host (pid [0-9]*) exited" <<< "$out" || { echo "install: the installed binary did not find its Bumble host"; exit 1; }
 echo "install: self-contained binary ok"
