@@ -130,7 +130,8 @@ build_arch() { # arch
     "$dir/startup-$arch.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/runtime.o" "$tables" "$libgcc"
   # The entry image: the consumer footprint build, exactly as check-embedded.sh
   # compiles it (whole program); the host reference is the module's own object.
-  fresh "$dir/entry.o" "${consumer_core[@]}" scripts/embedded/consumer-entry.swift scripts/embedded/whole-program.sh ||
+  fresh "$dir/entry.o" "${consumer_core[@]}" scripts/embedded/consumer-entry.swift scripts/embedded/whole-program.sh \
+    scripts/embedded/nonatomic-refcounting.c ||
   scripts/embedded/whole-program.sh "$target" ancs_consumer_input "$dir/entry.o" -module-name ANCS \
     "${consumer_core[@]}" scripts/embedded/consumer-entry.swift
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/entry.map" -o "$dir/entry.elf" \

@@ -45,6 +45,15 @@ esac
 rm -f "$out/libancs.a"
 ar rcs "$out/libancs.a" "$out/ancs-swift.o" "$out/ancs_tables.o"
 
+# Reference counting is non-atomic (whole-program.sh), which is safe while
+# instances share no counted object: no global may be made at run time (a
+# lazily initialized global has a once-token, *_Wz).
+if lazy=$(grep '_Wz$' <<< "$(nm "$out/ancs-swift.o")"); then
+  echo "error: $out/ancs-swift.o initializes globals at run time, which instances would share while their counts are not atomic:" >&2
+  echo "$lazy" >&2
+  exit 1
+fi
+
 tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$target/libswiftUnicodeDataTables.a
 echo "built $out/libancs.a"
 echo "needs from the C library: $(nm -u "$out/ancs-swift.o" | awk '{print $2}' | grep -v '^_swift_stdlib_' | sort -u | tr '\n' ' ')"

@@ -17,6 +17,16 @@
 # smallest (-Oz). Bare-metal targets get a section per function and per
 # datum, hosted ones PIC.
 #
+# Reference counting is non-atomic (-assume-single-threaded; the entry
+# points, which the Embedded Swift library lacks, are
+# nonatomic-refcounting.c, linked into the whole). An engine is driven from
+# one thread at a time (ancs.h, "Threading"), and instances share no counted
+# object: no global is made at run time (integrations/c/build.sh fails if
+# the C API's object has a once-token), the only ones are constants laid
+# out statically, immortal, whose counts are never written. Atomic, each
+# retain was an exclusive-load/store loop inlined where it is made: 1.9 KB
+# of the consumer's Cortex-M4 text.
+#
 # Uses the Swift toolchain's own lld and clang: they read the bitcode of its
 # LLVM (a distribution's older ones do not).
 set -euo pipefail
@@ -33,7 +43,9 @@ case "$target" in
 esac
 bitcode=${output%.o}.bc
 swiftc -target "$target" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
-  -lto=llvm-full "$@" -c -o "$bitcode"
+  -Xfrontend -assume-single-threaded -lto=llvm-full "$@" -c -o "$bitcode"
+"$toolchain/clang" -target "$target" -Oz -flto -I "$toolchain/../lib/swift/shims" "${clang_flags[@]}" \
+  -c "$(dirname "$0")/nonatomic-refcounting.c" -o "${output%.o}.refcounting.bc"
 "$toolchain/ld.lld" --lto-emit-llvm --lto-O2 --unresolved-symbols=ignore-all --entry=0 \
-  --undefined-glob="$keep" -o "${output%.o}.whole.bc" "$bitcode"
+  --undefined-glob="$keep" -o "${output%.o}.whole.bc" "$bitcode" "${output%.o}.refcounting.bc"
 "$toolchain/clang" -target "$target" -Oz "${clang_flags[@]}" -c "${output%.o}.whole.bc" -o "$output"

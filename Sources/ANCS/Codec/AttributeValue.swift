@@ -32,7 +32,7 @@ public struct AttributeValue: Hashable, Sendable, CustomStringConvertible, Expre
         self.count = count
     }
 
-    public static let empty = AttributeValue(bytes: [])
+    public static var empty: AttributeValue { AttributeValue(bytes: []) }
 
     @inlinable
     public var isEmpty: Bool { count == 0 }

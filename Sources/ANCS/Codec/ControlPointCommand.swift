@@ -90,6 +90,7 @@ public enum ControlPointCommand: Hashable, Sendable {
         }
     }
 
+    @inline(never) // called from several places in an engine: one copy
     public func encode() throws(EncodingError) -> [UInt8] {
         // The length first, then every byte written in place: one allocation,
         // and no growth code in a firmware image (`length` bounds every write).

@@ -787,7 +787,10 @@ public struct Consumer: Sendable {
     }
 
     /// Ends an entry: its waiters hear the result, and the display goes on
-    /// with the notification or app it was fetching.
+    /// with the notification or app it was fetching. Out of line, as are
+    /// `apply` and `dropUnwrittenRequests`: inlined into each of their
+    /// callers they cost 0.4 KB of Cortex-M4 text (BENCHMARKS.md section 5).
+    @inline(never)
     private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
         entry.waiters.forEach { actions.appendOutOfLine(.emit(.completed($0, result))) }
         if let uid = entry.display { displayFetchEnded(uid, result, into: &actions) }
@@ -854,6 +857,7 @@ public struct Consumer: Sendable {
         model[index].shown = true
     }
 
+    @inline(never)
     private mutating func apply(_ response: DataSourceResponse, at now: Timestamp, into actions: inout [ConsumerAction]) {
         switch response {
         case .notificationAttributes(let value):
@@ -880,6 +884,7 @@ public struct Consumer: Sendable {
     /// A removed notification names nothing on the NP any more (it would
     /// answer 0xA2): its requests not yet written (application fetches and
     /// actions) are dropped, and whoever waits on them is told.
+    @inline(never)
     private mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < entries.count {

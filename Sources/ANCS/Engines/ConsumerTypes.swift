@@ -260,7 +260,7 @@ public struct ConsumerConfiguration: Hashable, Sendable {
         self.unlimitedValueLength = unlimitedValueLength
     }
 
-    public static let `default` = ConsumerConfiguration()
+    public static var `default`: ConsumerConfiguration { ConsumerConfiguration() }
 
     /// What a display that shows everything wants for each notification.
     public static let displayAttributes: [NotificationAttributeRequest] = [

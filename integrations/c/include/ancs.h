@@ -26,7 +26,10 @@
  *
  * Threading. Not thread-safe: call every function of one instance from one
  * thread or task (the BLE host's, typically), or serialize the calls.
- * Different instances are independent. Callbacks run on the calling thread,
+ * Different instances are independent: they share no object, so two
+ * threads may each drive their own. The serialization is required, not
+ * advice: reference counts inside the library are not atomic (a count
+ * updated from two threads at once corrupts the heap). Callbacks run on the calling thread,
  * inside the call that caused them, after the engine has finished its own
  * work for that input: a callback may call any function of this API on the
  * same instance (a request, or a write result a stack reports at once),
