@@ -92,26 +92,44 @@ public enum ControlPointCommand: Hashable, Sendable {
 
     @inline(never) // called from several places in an engine: one copy
     public func encode() throws(EncodingError) -> [UInt8] {
-        // The length first, then every byte written in place: one allocation,
-        // and no growth code in a firmware image (`length` bounds every write).
-        let length: Int
         switch self {
         case .getNotificationAttributes(let command):
             guard !command.attributes.isEmpty else { throw EncodingError(.noAttributesRequested) }
-            var tuples = 0
-            for attribute in command.attributes { tuples += attribute.maxLength == nil ? 1 : 3 }
-            length = 5 + tuples
         case .getAppAttributes(let command):
             guard !command.attributes.isEmpty else { throw EncodingError(.noAttributesRequested) }
             guard !command.appIdentifierBytes.contains(0) else { throw EncodingError(.appIdentifierContainsNUL) }
-            length = 2 + command.appIdentifierBytes.count + command.attributes.count
         case .performNotificationAction:
-            length = 6
+            break
         }
+        let length = encodedLength
         guard length <= ControlPointCommand.maximumLength else {
             throw EncodingError(.commandTooLong(length: length))
         }
-        return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+        return unvalidatedBytes(length: length)
+    }
+
+    /// The length of the command's bytes.
+    var encodedLength: Int {
+        switch self {
+        case .getNotificationAttributes(let command):
+            var tuples = 0
+            for attribute in command.attributes { tuples += attribute.maxLength == nil ? 1 : 3 }
+            return 5 + tuples
+        case .getAppAttributes(let command):
+            return 2 + command.appIdentifierBytes.count + command.attributes.count
+        case .performNotificationAction:
+            return 6
+        }
+    }
+
+    /// The command's bytes, as `encode()` makes them but whatever the
+    /// command holds (no attributes, a NUL in the AppIdentifier, any
+    /// length): what a `DataSourceRequest` made from it reads.
+    func unvalidatedBytes(length: Int) -> [UInt8] {
+        // Every byte written in place into one allocation of the length
+        // computed first: no growth code in a firmware image (`length`
+        // bounds every write).
+        [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
             let bytes = buffer.baseAddress!
             bytes[0] = commandID.rawValue
             var index = 1

@@ -70,7 +70,7 @@ public struct Consumer: Sendable {
 
     struct Entry: Sendable {
         var key: UInt32
-        var command: ControlPointCommand
+        /// The command, as written.
         var bytes: [UInt8]
         /// The application's requests waiting on it.
         var waiters: Waiters
@@ -81,9 +81,19 @@ public struct Consumer: Sendable {
         var state: EntryState
         /// Set when its write is issued: the write and the response must end by then.
         var deadline: Timestamp?
-        var expectsResponse: Bool { command.commandID != .performNotificationAction }
+        var expectsResponse: Bool { bytes[0] != CommandID.performNotificationAction.rawValue }
+        /// What its response must look like (read from `bytes`, sharing
+        /// them); nil for Perform Notification Action, which has none.
+        var request: DataSourceRequest? { DataSourceRequest(encoded: bytes) }
         /// Nobody waits for it any more.
         var isUnwanted: Bool { waiters.isEmpty && display == nil && !appName }
+        /// Whether the command names this notification: Get Notification
+        /// Attributes and Perform Notification Action carry its UID after
+        /// their CommandID (Get App Attributes names an app).
+        func names(_ uid: NotificationUID) -> Bool {
+            bytes[0] != CommandID.getAppAttributes.rawValue
+                && UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24 == uid.rawValue
+        }
     }
 
     /// The application's requests waiting on an entry, oldest first: the
@@ -498,8 +508,8 @@ public struct Consumer: Sendable {
             if result != .success {
                 entries.removeOutOfLine(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: false)
-                if result == .attError(.invalidParameter), case .getAppAttributes(let request) = entry.command {
-                    remember(unknownApp: request.appIdentifierBytes)
+                if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierBytes {
+                    remember(unknownApp: identifier)
                 }
                 finish(entry, .failure(ConsumerError(result)), into: &actions)
             } else if entry.expectsResponse {
@@ -650,7 +660,7 @@ public struct Consumer: Sendable {
             entries[index].waiters.append(id)
             return id
         }
-        enqueue(command, bytes: bytes, waiter: id)
+        enqueue(bytes, waiter: id)
         pump(at: now, into: &actions)
         return id
     }
@@ -661,10 +671,10 @@ public struct Consumer: Sendable {
     }
 
     @discardableResult
-    private mutating func enqueue(_ command: ControlPointCommand, bytes: [UInt8], waiter: ConsumerRequestID?, display: NotificationUID? = nil, appName: Bool = false) -> Int {
+    private mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, display: NotificationUID? = nil, appName: Bool = false) -> Int {
         nextEntryKey &+= 1
         entries.append(Entry(
-            key: nextEntryKey, command: command, bytes: bytes, waiters: Waiters(waiter),
+            key: nextEntryKey, bytes: bytes, waiters: Waiters(waiter),
             display: display, appName: appName, state: .queued, deadline: nil))
         return entries.count - 1
     }
@@ -700,7 +710,7 @@ public struct Consumer: Sendable {
                 entries[index].display = uid
                 continue
             }
-            write(at: enqueue(command, bytes: bytes, waiter: nil, display: uid), now, into: &actions)
+            write(at: enqueue(bytes, waiter: nil, display: uid), now, into: &actions)
             return
         }
     }
@@ -708,7 +718,7 @@ public struct Consumer: Sendable {
     private mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
-        if let request = DataSourceRequest(entries[index].command, encoded: entries[index].bytes) {
+        if let request = entries[index].request {
             reassembler.expect(request, id: entries[index].key)
         }
         entries[index].state = .writing(token)
@@ -807,8 +817,8 @@ public struct Consumer: Sendable {
     private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
         actions.complete(entry.waiters, result)
         if let uid = entry.display { displayFetchEnded(uid, result, into: &actions) }
-        if entry.appName, case .getAppAttributes(let request) = entry.command {
-            appNameEnded(request.appIdentifierBytes, into: &actions)
+        if entry.appName, let identifier = entry.request?.appIdentifierBytes {
+            appNameEnded(identifier, into: &actions)
         }
     }
 
@@ -835,19 +845,18 @@ public struct Consumer: Sendable {
               cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
         else { return show(at: index, into: &actions) }
         model[index].display = .naming
-        // Asked once: a fetch of this app's name already queued or written serves every notification of it.
-        let asked = entries.contains { entry in
-            if case .getAppAttributes(let request) = entry.command { return entry.appName && request.appIdentifierBytes == identifier }
-            return false
-        }
-        if asked { return }
         let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
         guard let bytes = try? command.encode() else { return show(at: index, into: &actions) }
         if let existing = entryIndex(bytes) {
+            // Asked once: a fetch of this app's name already queued or
+            // written (the display's, or an application's identical
+            // request) serves every notification of it.
             entries[existing].appName = true
         } else {
             // Ahead of the application's queued requests: a notification is waiting on it.
-            let entry = Entry(key: nextEntryKey &+ 1, command: command, bytes: bytes, waiters: Waiters(nil), display: nil, appName: true, state: .queued, deadline: nil)
+            let entry = Entry(
+                key: nextEntryKey &+ 1, bytes: bytes, waiters: Waiters(nil),
+                display: nil, appName: true, state: .queued, deadline: nil)
             nextEntryKey &+= 1
             entries.insert(entry, at: entries.firstIndex { $0.state == .queued } ?? entries.count)
         }
@@ -901,13 +910,7 @@ public struct Consumer: Sendable {
     private mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < entries.count {
-            let target: NotificationUID?
-            switch entries[index].command {
-            case .getNotificationAttributes(let request): target = request.notificationUID
-            case .performNotificationAction(let request): target = request.notificationUID
-            case .getAppAttributes: target = nil
-            }
-            if entries[index].state == .queued, target == uid {
+            if entries[index].state == .queued, entries[index].names(uid) {
                 finish(entries.removeOutOfLine(at: index), .failure(.notificationRemoved), into: &actions)
             } else {
                 index += 1

@@ -130,9 +130,13 @@ public struct DataSourceReassembler: Sendable {
     /// The values stored so far for the current response: AttributeID and
     /// where the value ends in `scratch` (it starts where the previous ends).
     var stored: [StoredValue] = []
-    /// The current request's tuples, copied out of the queue when they
-    /// start, so the per-byte path reads them without copying the request.
-    var currentTuples = DataSourceRequest.Attributes.app([])
+    /// The current request's bytes, and whether it asks for a
+    /// notification's attributes, copied out of the queue when its tuples
+    /// start, so the per-byte path reads them without copying the request;
+    /// the offset in them of the current tuple's AttributeID.
+    var currentBytes: [UInt8] = []
+    var currentAsksNotification = false
+    var tupleOffset = 0
 
     public init(configuration: Configuration = .default) {
         self.configuration = configuration
@@ -279,7 +283,7 @@ public struct DataSourceReassembler: Sendable {
                 if byte == 0 { startTuples(handler) }
 
             case .tupleID:
-                let expected = currentTuples[tupleIndex].id
+                let expected = currentBytes[tupleOffset]
                 if byte != expected {
                     fail(.unexpectedAttribute(expected: expected, actual: byte), at: offset, handler)
                 }
@@ -363,7 +367,7 @@ public struct DataSourceReassembler: Sendable {
             while index < fragment.count && fragment[index] != 0 { index += 1 }
             tuplesStart = index + 1
         }
-        return fragment.count > tuplesStart && fragment[tuplesStart] == request.tuples[0].id
+        return fragment.count > tuplesStart && fragment[tuplesStart] == request.bytes[request.headerCount]
     }
 
     // MARK: - Header
@@ -385,10 +389,10 @@ public struct DataSourceReassembler: Sendable {
         // Read in place: copying a request out of the queue costs a retain
         // and a release of each of its arrays, for every header byte.
         queue.withUnsafeBufferPointer { pending in
-            guard pending[index].request.headerCount > matched, pending[index].request.header[matched] == byte else { return false }
+            guard pending[index].request.headerCount > matched, pending[index].request.bytes[matched] == byte else { return false }
             // The bytes so far matched the first request's header (no need to compare them again).
             if index == 0 { return true }
-            for position in 0..<matched where pending[index].request.header[position] != pending[0].request.header[position] { return false }
+            for position in 0..<matched where pending[index].request.bytes[position] != pending[0].request.bytes[position] { return false }
             return true
         }
     }
@@ -430,8 +434,8 @@ public struct DataSourceReassembler: Sendable {
     private mutating func mismatch(_ head: Int, byte: UInt8, _ handler: (ReassemblyEvent) -> Void) {
         let request = queue[head].request, first = queue[0].request
         var position = 0
-        while position < matched && position < request.headerCount && request.header[position] == first.header[position] { position += 1 }
-        let actual = matched == 0 ? byte : first.header[0]
+        while position < matched && position < request.headerCount && request.bytes[position] == first.bytes[position] { position += 1 }
+        let actual = matched == 0 ? byte : first.bytes[0]
         queue.removeFirst(head)
         streaming = true
         currentAbandoned = false
@@ -450,7 +454,7 @@ public struct DataSourceReassembler: Sendable {
                 phase = .collectingUID
             }
         } else {
-            fail(DecodingError(wrongAppIdentifier: Array(request.header[1..<(request.headerCount - 1)]), at: position), handler)
+            fail(DecodingError(wrongAppIdentifier: Array(request.bytes[1..<(request.headerCount - 1)]), at: position), handler)
             if byte == 0 { startTuples(handler) } else { phase = .skippingAppIdentifier }
         }
     }
@@ -468,17 +472,20 @@ public struct DataSourceReassembler: Sendable {
 
     private mutating func startTuples(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex = 0
-        currentTuples = queue[0].request.tuples
+        currentBytes = queue[0].request.bytes
+        currentAsksNotification = queue[0].request.commandID == .getNotificationAttributes
+        tupleOffset = queue[0].request.headerCount
         if !stored.isEmpty { stored.removeAll(keepingCapacity: true) }
         valuesLength = 0
-        if currentTuples.count == 0 { completeResponse(handler) } else { phase = .tupleID }
+        if tupleOffset == currentBytes.count { completeResponse(handler) } else { phase = .tupleID }
     }
 
     /// After a tuple's AttributeID and Length: checks the length, makes room
     /// for the value in `scratch` (when it is to be stored) and waits for its bytes.
     @inline(never)
     private mutating func beginValue(_ handler: (ReassemblyEvent) -> Void) {
-        let limit = currentTuples[tupleIndex].maxLength ?? configuration.unlimitedValueLength
+        let limit = DataSourceRequest.tuple(in: currentBytes, at: tupleOffset, notification: currentAsksNotification).maxLength
+            ?? configuration.unlimitedValueLength
         if length > limit {
             fail(.valueTooLong(attribute: attributeID, length: length, maxLength: limit), at: offset - 2, handler)
         }
@@ -511,7 +518,8 @@ public struct DataSourceReassembler: Sendable {
     @inline(never)
     private mutating func finishTuple(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex += 1
-        if tupleIndex == currentTuples.count {
+        tupleOffset = DataSourceRequest.tuple(in: currentBytes, at: tupleOffset, notification: currentAsksNotification).next
+        if tupleOffset == currentBytes.count {
             completeResponse(handler)
         } else {
             phase = .tupleID
@@ -541,7 +549,7 @@ public struct DataSourceReassembler: Sendable {
                     attributes.append(AppAttribute(AppAttributeID(rawValue: value.id), AttributeValue(in: values, start: start, count: value.end - start)))
                     start = value.end
                 }
-                let response = AppAttributesResponse(appIdentifierBytes: Array(finished.request.header[1..<(finished.request.headerCount - 1)]), attributes: attributes)
+                let response = AppAttributesResponse(appIdentifierBytes: Array(finished.request.bytes[1..<(finished.request.headerCount - 1)]), attributes: attributes)
                 handler(.response(finished.id, .appAttributes(response)))
             }
         }
@@ -568,7 +576,8 @@ public struct DataSourceReassembler: Sendable {
         if streaming { queue.removeFirst() }
         streaming = false
         currentAbandoned = false
-        currentTuples = .app([])
+        currentBytes = []
+        tupleOffset = 0
         failed = false
         tupleIndex = 0
         offset = 0
@@ -584,7 +593,7 @@ extension UnsafeRawBufferPointer {
     /// hold, and hold at least `minimum` bytes.
     fileprivate func begins(with request: DataSourceRequest, atLeast minimum: Int) -> Bool {
         guard count >= minimum else { return false }
-        for index in 0..<Swift.min(request.headerCount, count) where self[index] != request.header[index] { return false }
+        for index in 0..<Swift.min(request.headerCount, count) where self[index] != request.bytes[index] { return false }
         return true
     }
 }

@@ -9,69 +9,48 @@ public struct DataSourceRequest: Hashable, Sendable {
         case app(String)
     }
 
-    struct ExpectedTuple: Hashable, Sendable {
-        var id: UInt8
-        /// The max length asked, or nil when the attribute carries none.
-        var maxLength: Int?
-    }
-
-    /// The attributes asked, in order: the command's own list, not a copy.
-    enum Attributes: Hashable, Sendable, RandomAccessCollection {
-        case notification([NotificationAttributeRequest])
-        case app([AppAttributeID])
-
-        var startIndex: Int { 0 }
-        var endIndex: Int { count }
-
-        var count: Int {
-            switch self {
-            case .notification(let attributes): return attributes.count
-            case .app(let attributes): return attributes.count
-            }
+    /// The tuple whose AttributeID is at `offset` of a request's `bytes`:
+    /// its max length (nil when the attribute takes none) and where the next
+    /// tuple begins. An attribute of Get Notification Attributes that takes
+    /// a max length always has one (`NotificationAttributeRequest`), so the
+    /// bytes say which do.
+    static func tuple(in bytes: [UInt8], at offset: Int, notification: Bool) -> (maxLength: Int?, next: Int) {
+        if notification && NotificationAttributeID(rawValue: bytes[offset]).takesMaxLength {
+            return (Int(bytes[offset + 1]) | Int(bytes[offset + 2]) << 8, offset + 3)
         }
-
-        /// The tuple at `index` (0 ..< count).
-        subscript(index: Int) -> ExpectedTuple {
-            switch self {
-            case .notification(let attributes):
-                let attribute = attributes[index]
-                return ExpectedTuple(id: attribute.id.rawValue, maxLength: attribute.maxLength.map { Int($0) })
-            case .app(let attributes):
-                return ExpectedTuple(id: attributes[index].rawValue, maxLength: nil)
-            }
-        }
+        return (nil, offset + 1)
     }
 
     /// Whom the response is about (for an app, its AppIdentifier decoded
     /// leniently; the request itself keeps and matches the exact bytes).
     public var subject: Subject {
         if commandID == .getAppAttributes {
-            return .app(String(decoding: header[1..<(headerCount - 1)], as: UTF8.self))
+            return .app(String(decoding: bytes[1..<(headerCount - 1)], as: UTF8.self))
         }
         return .notification(notificationUID)
     }
     public let commandID: CommandID
     /// The NotificationUID asked for (0 for Get App Attributes).
     let notificationUID: NotificationUID
-    /// The header, CommandID and NotificationUID or CommandID, AppIdentifier
-    /// and NUL, in its first `headerCount` bytes. Made from the command's
-    /// encoded bytes (which begin with it), these are those bytes, shared.
-    let header: [UInt8]
+    /// The command's bytes: the response's header (CommandID and
+    /// NotificationUID, or CommandID, AppIdentifier and NUL) in the first
+    /// `headerCount`, then the attributes asked, in order, each AttributeID
+    /// followed by its max length (2 bytes, little-endian) when it takes one
+    /// (`tuple(in:at:notification:)` reads them). Made from the command's encoded bytes,
+    /// these are those bytes, shared.
+    let bytes: [UInt8]
     let headerCount: Int
-    let tuples: Attributes
+    /// Number of attribute tuples the response carries.
+    public let tupleCount: Int
 
     public init(_ command: GetNotificationAttributes) {
-        let uid = command.notificationUID.rawValue
-        // One allocation of the exact size (appending would grow it twice).
-        self.init(command, header: [CommandID.getNotificationAttributes.rawValue, UInt8(truncatingIfNeeded: uid), UInt8(truncatingIfNeeded: uid >> 8),
-                                    UInt8(truncatingIfNeeded: uid >> 16), UInt8(truncatingIfNeeded: uid >> 24)])
+        let whole = ControlPointCommand.getNotificationAttributes(command)
+        self.init(command, bytes: whole.unvalidatedBytes(length: whole.encodedLength))
     }
 
     public init(_ command: GetAppAttributes) {
-        var header: [UInt8] = [CommandID.getAppAttributes.rawValue]
-        header.append(contentsOf: command.appIdentifierBytes)
-        header.append(0)
-        self.init(command, header: header)
+        let whole = ControlPointCommand.getAppAttributes(command)
+        self.init(command, bytes: whole.unvalidatedBytes(length: whole.encodedLength))
     }
 
     /// The request a command's response answers; nil for Perform Notification
@@ -84,62 +63,76 @@ public struct DataSourceRequest: Hashable, Sendable {
         }
     }
 
-    /// The same, with the header read from `encoded`, the command's bytes as
-    /// `encode()` made them (no allocation: the request shares them).
-    init?(_ command: ControlPointCommand, encoded: [UInt8]) {
-        switch command {
-        case .getNotificationAttributes(let command): self.init(command, header: encoded)
-        case .getAppAttributes(let command): self.init(command, header: encoded)
-        case .performNotificationAction: return nil
+    /// The request of a command's bytes as `encode()` made them (sharing
+    /// them); nil for Perform Notification Action, which has no response.
+    init?(encoded bytes: [UInt8]) {
+        commandID = CommandID(rawValue: bytes[0])
+        switch commandID {
+        case .getNotificationAttributes:
+            notificationUID = NotificationUID(UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24)
+            headerCount = 5
+        case .getAppAttributes:
+            notificationUID = NotificationUID(0)
+            var nul = 1
+            while bytes[nul] != 0 { nul += 1 }
+            headerCount = nul + 1
+        default:
+            return nil
         }
+        self.bytes = bytes
+        var count = 0
+        var offset = headerCount
+        while offset < bytes.count {
+            offset = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes).next
+            count += 1
+        }
+        tupleCount = count
     }
 
-    /// `header` begins with the header of `command`'s response (5 bytes).
-    private init(_ command: GetNotificationAttributes, header: [UInt8]) {
+    private init(_ command: GetNotificationAttributes, bytes: [UInt8]) {
         notificationUID = command.notificationUID
         commandID = .getNotificationAttributes
-        self.header = header
+        self.bytes = bytes
         headerCount = 5
-        tuples = .notification(command.attributes)
+        tupleCount = command.attributes.count
     }
 
-    /// `header` begins with the header of `command`'s response.
-    private init(_ command: GetAppAttributes, header: [UInt8]) {
+    private init(_ command: GetAppAttributes, bytes: [UInt8]) {
         notificationUID = NotificationUID(0)
         commandID = .getAppAttributes
-        self.header = header
+        self.bytes = bytes
         headerCount = command.appIdentifierBytes.count + 2
-        tuples = .app(command.attributes)
+        tupleCount = command.attributes.count
     }
 
+    // The bytes say everything else (the header count too, for a command
+    // that cannot be encoded: a NUL inside its AppIdentifier).
     public static func == (left: DataSourceRequest, right: DataSourceRequest) -> Bool {
-        left.commandID == right.commandID && left.notificationUID == right.notificationUID
-            && left.header[..<left.headerCount].elementsEqual(right.header[..<right.headerCount]) && left.tuples == right.tuples
+        left.headerCount == right.headerCount && left.bytes == right.bytes
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(commandID)
-        hasher.combine(notificationUID)
         hasher.combine(headerCount)
-        for byte in header[..<headerCount] { hasher.combine(byte) }
-        hasher.combine(tuples)
+        hasher.combine(bytes)
     }
 
     /// The AppIdentifier's bytes of a Get App Attributes request, nil for Get
     /// Notification Attributes.
     public var appIdentifierBytes: [UInt8]? {
-        commandID == .getAppAttributes ? Array(header[1..<(headerCount - 1)]) : nil
+        commandID == .getAppAttributes ? Array(bytes[1..<(headerCount - 1)]) : nil
     }
-
-    /// Number of attribute tuples the response carries.
-    public var tupleCount: Int { tuples.count }
 
     /// The largest number of value bytes the reassembler may hold for this
     /// request (a response's values are kept together): the sum of its max
     /// lengths, `unlimited` for each attribute without one.
     public func valueBound(unlimited: Int) -> Int {
         var bound = 0
-        for index in 0..<tuples.count { bound += tuples[index].maxLength ?? unlimited }
+        var offset = headerCount
+        while offset < bytes.count {
+            let tuple = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes)
+            bound += tuple.maxLength ?? unlimited
+            offset = tuple.next
+        }
         return bound
     }
 }
