@@ -146,7 +146,7 @@ func runConsumer(_ input: FuzzInput) {
     /// The NP's answer to an accepted write, as tuples of the texts cut to the max lengths.
     func answer(_ bytes: [UInt8], _ choice: UInt8) -> [UInt8]? {
         guard let command = try? ControlPointCommand.decode(bytes), let request = DataSourceRequest(command) else { return nil }
-        var response = Array(request.header[..<request.headerCount])
+        var response = Array(request.bytes[..<request.headerCount])
         for (index, tuple) in request.tuples.enumerated() {
             let text = texts[(Int(choice) + index) % texts.count]
             let value = text.prefix(min(tuple.maxLength ?? text.count, text.count))

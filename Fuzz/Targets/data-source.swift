@@ -162,7 +162,7 @@ enum ReferenceParse: Equatable {
 func reference(_ request: DataSourceRequest, _ bytes: [UInt8], _ unlimited: Int) -> ReferenceParse {
     var index = 0
     var mismatch = false
-    for expected in request.header[..<request.headerCount] {
+    for expected in request.bytes[..<request.headerCount] {
         guard index < bytes.count else { return .incomplete }
         if bytes[index] != expected {
             // A wrong NotificationUID is reported once all of it is in (the

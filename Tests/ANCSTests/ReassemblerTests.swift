@@ -589,7 +589,8 @@ struct ReassemblerTests {
         let command = GetNotificationAttributes(notificationUID: NotificationUID(5), attributes: [NotificationAttributeRequest(attribute, maxLength: 16)])
         let request = DataSourceRequest(command)
         let bound = request.valueBound(unlimited: DataSourceReassembler.Configuration.default.unlimitedValueLength)
-        #expect(bound == (attribute == .title ? 16 : 1024))
+        let limit = attribute == .title ? 16 : 1024
+        #expect(bound == 3 + limit)  // the value and its tuple's ID and Length
         harness.expect(request, id: 1)
         harness.expect(Self.requestB, id: 2)
         let hostile: [UInt8] = [0x00, 0x05, 0x00, 0x00, 0x00, attribute.rawValue, 0xFF, 0xFF] + Array(repeating: 0x41, count: 0xFFFF)
@@ -599,7 +600,7 @@ struct ReassemblerTests {
             #expect(harness.reassembler.scratch.capacity <= Self.allowedCapacity(bound))
         }
         #expect(events == [
-            .failed(1, DecodingError(.valueTooLong(attribute: attribute.rawValue, length: 0xFFFF, maxLength: bound), at: 6)),
+            .failed(1, DecodingError(.valueTooLong(attribute: attribute.rawValue, length: 0xFFFF, maxLength: limit), at: 6)),
             .response(2, Self.responseB),
         ])
         #expect(harness.reassembler.scratch.capacity <= Self.allowedCapacity(bound))
@@ -612,7 +613,7 @@ struct ReassemblerTests {
             NotificationAttributeRequest(.title, maxLength: 100), NotificationAttributeRequest(.message, maxLength: 300),
         ]))
         let bound = request.valueBound(unlimited: 1024)
-        #expect(bound == 400)
+        #expect(bound == 3 + 100 + 3 + 300)
         let response = DataSourceResponse.notificationAttributes(NotificationAttributesResponse(notificationUID: NotificationUID(1), attributes: [
             NotificationAttribute(.title, AttributeValue(String(repeating: "t", count: 100))),
             NotificationAttribute(.message, AttributeValue(String(repeating: "m", count: 300))),
@@ -626,6 +627,32 @@ struct ReassemblerTests {
             }
             #expect(events == [.response(UInt32(round), response)])
         }
+    }
+
+    @Test("many empty values, or a long value after a short one, hold exactly the bound: the scratch buffer grows to what it holds, never past the bound")
+    func boundedExactly() {
+        var harness = Harness()
+        // Fifteen empty titles: nothing but their tuples' IDs and lengths.
+        let empties = DataSourceRequest(GetNotificationAttributes(notificationUID: NotificationUID(1),
+            attributes: Array(repeating: NotificationAttributeRequest(.title, maxLength: 0), count: 15)))
+        let emptiesBound = empties.valueBound(unlimited: 1024)
+        #expect(emptiesBound == 45)
+        harness.expect(empties, id: 1)
+        let emptyResponse = DataSourceResponse.notificationAttributes(NotificationAttributesResponse(notificationUID: NotificationUID(1),
+            attributes: Array(repeating: NotificationAttribute(.title, AttributeValue("")), count: 15)))
+        #expect(harness.feed(pieces(emptyResponse.encode(), size: 5)) == [.response(1, emptyResponse)])
+        #expect(harness.reassembler.scratch.count <= emptiesBound)
+        // A new reassembler: 10 bytes, then 5 (15 + 6 in all).
+        harness = Harness()
+        let twoValues = DataSourceRequest(GetNotificationAttributes(notificationUID: NotificationUID(2), attributes: [
+            NotificationAttributeRequest(.title, maxLength: 10), NotificationAttributeRequest(.subtitle, maxLength: 5),
+        ]))
+        harness.expect(twoValues, id: 2)
+        let twoResponse = DataSourceResponse.notificationAttributes(NotificationAttributesResponse(notificationUID: NotificationUID(2), attributes: [
+            NotificationAttribute(.title, AttributeValue("0123456789")), NotificationAttribute(.subtitle, AttributeValue("abcde")),
+        ]))
+        #expect(harness.feed(pieces(twoResponse.encode(), size: 4)) == [.response(2, twoResponse)])
+        #expect(harness.reassembler.scratch.count <= twoValues.valueBound(unlimited: 1024))
     }
 
     @Test("an NP streaming endless bytes holds nothing: a never-ending AppIdentifier, then endless unsolicited bytes")

@@ -76,11 +76,6 @@ public struct DataSourceReassembler: Sendable {
         var abandoned: Bool
     }
 
-    struct StoredValue: Sendable {
-        var id: UInt8
-        var end: Int
-    }
-
     enum Phase: UInt8, Sendable {
         case header
         case collectingUID
@@ -122,14 +117,14 @@ public struct DataSourceReassembler: Sendable {
     var attributeID: UInt8 = 0
     var length = 0
     var received = 0
-    /// The values of the current response, one after the other, each
-    /// collected at its offset: it keeps the size of the largest response's
-    /// values so far, and only the first `valuesLength` bytes mean anything.
+    /// The tuples of the current response, one after the other, each as
+    /// its AttributeID, its Length (2 bytes, little-endian) and its value,
+    /// collected at its offset (the values of a response are one buffer,
+    /// their tuples' IDs and lengths say where each is): it keeps the size
+    /// of the largest response so far, and only the first `valuesLength`
+    /// bytes mean anything.
     var scratch: [UInt8] = []
     var valuesLength = 0
-    /// The values stored so far for the current response: AttributeID and
-    /// where the value ends in `scratch` (it starts where the previous ends).
-    var stored: [StoredValue] = []
     /// The current request's bytes, and whether it asks for a
     /// notification's attributes, copied out of the queue when its tuples
     /// start, so the per-byte path reads them without copying the request;
@@ -475,7 +470,6 @@ public struct DataSourceReassembler: Sendable {
         currentBytes = queue[0].request.bytes
         currentAsksNotification = queue[0].request.commandID == .getNotificationAttributes
         tupleOffset = queue[0].request.headerCount
-        if !stored.isEmpty { stored.removeAll(keepingCapacity: true) }
         valuesLength = 0
         if tupleOffset == currentBytes.count { completeResponse(handler) } else { phase = .tupleID }
     }
@@ -490,29 +484,38 @@ public struct DataSourceReassembler: Sendable {
             fail(.valueTooLong(attribute: attributeID, length: length, maxLength: limit), at: offset - 2, handler)
         }
         received = 0
+        if collecting {
+            // The value's AttributeID and Length first, then its bytes.
+            let end = valuesLength + 3 + length
+            if end > scratch.count {
+                // Exactly to the end of this tuple, keeping the tuples so far
+                // (the buffer is kept from response to response, so it
+                // grows only until it holds the largest response; doubling
+                // could pass the bound of the requests' max lengths).
+                var grown = [UInt8](repeating: 0, count: end)
+                grown.withUnsafeMutableBytes { target in
+                    scratch.withUnsafeBytes { source in target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[..<valuesLength])) }
+                }
+                scratch = grown
+            }
+            scratch[valuesLength] = attributeID
+            scratch[valuesLength + 1] = UInt8(truncatingIfNeeded: length)
+            scratch[valuesLength + 2] = UInt8(truncatingIfNeeded: length >> 8)
+            valuesLength += 3
+        }
         guard length > 0 else {
             store()
             finishTuple(handler)
             return
         }
-        let end = valuesLength + length
-        if end > scratch.count, collecting {
-            // At least doubles (a response's values are met one by one), keeping the values so far.
-            var grown = [UInt8](repeating: 0, count: max(end, 2 * scratch.count))
-            grown.withUnsafeMutableBytes { target in
-                scratch.withUnsafeBytes { source in target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[..<valuesLength])) }
-            }
-            scratch = grown
-        }
         phase = .value
     }
 
-    /// The value of `length` bytes just collected after the previous one.
+    /// The value of `length` bytes just collected after its tuple's ID and Length.
     @inline(never)
     private mutating func store() {
         guard collecting else { return }
         valuesLength += length
-        stored.append(StoredValue(id: attributeID, end: valuesLength))
     }
 
     @inline(never)
@@ -535,19 +538,21 @@ public struct DataSourceReassembler: Sendable {
             var start = 0
             if finished.request.commandID == .getNotificationAttributes {
                 var attributes: [NotificationAttribute] = []
-                attributes.reserveCapacity(stored.count)
-                for value in stored {
-                    attributes.append(NotificationAttribute(NotificationAttributeID(rawValue: value.id), AttributeValue(in: values, start: start, count: value.end - start)))
-                    start = value.end
+                attributes.reserveCapacity(tupleIndex)
+                while start < valuesLength {
+                    let count = Int(values[start + 1]) | Int(values[start + 2]) << 8
+                    attributes.append(NotificationAttribute(NotificationAttributeID(rawValue: values[start]), AttributeValue(in: values, start: start + 3, count: count)))
+                    start += 3 + count
                 }
                 let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: attributes)
                 handler(.response(finished.id, .notificationAttributes(response)))
             } else {
                 var attributes: [AppAttribute] = []
-                attributes.reserveCapacity(stored.count)
-                for value in stored {
-                    attributes.append(AppAttribute(AppAttributeID(rawValue: value.id), AttributeValue(in: values, start: start, count: value.end - start)))
-                    start = value.end
+                attributes.reserveCapacity(tupleIndex)
+                while start < valuesLength {
+                    let count = Int(values[start + 1]) | Int(values[start + 2]) << 8
+                    attributes.append(AppAttribute(AppAttributeID(rawValue: values[start]), AttributeValue(in: values, start: start + 3, count: count)))
+                    start += 3 + count
                 }
                 let response = AppAttributesResponse(appIdentifierBytes: Array(finished.request.bytes[1..<(finished.request.headerCount - 1)]), attributes: attributes)
                 handler(.response(finished.id, .appAttributes(response)))
@@ -583,7 +588,6 @@ public struct DataSourceReassembler: Sendable {
         offset = 0
         phase = .header
         matched = 0
-        if !stored.isEmpty { stored.removeAll(keepingCapacity: true) }
         valuesLength = 0
     }
 }

@@ -116,21 +116,36 @@ public struct DataSourceRequest: Hashable, Sendable {
         hasher.combine(bytes)
     }
 
+    /// The attributes asked, in order: each AttributeID and its max length
+    /// (nil when it takes none). For checks; the reassembler reads them in
+    /// place (`tuple(in:at:notification:)`).
+    var tuples: [(id: UInt8, maxLength: Int?)] {
+        var tuples: [(id: UInt8, maxLength: Int?)] = []
+        var offset = headerCount
+        while offset < bytes.count {
+            let tuple = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes)
+            tuples.append((bytes[offset], tuple.maxLength))
+            offset = tuple.next
+        }
+        return tuples
+    }
+
     /// The AppIdentifier's bytes of a Get App Attributes request, nil for Get
     /// Notification Attributes.
     public var appIdentifierBytes: [UInt8]? {
         commandID == .getAppAttributes ? Array(bytes[1..<(headerCount - 1)]) : nil
     }
 
-    /// The largest number of value bytes the reassembler may hold for this
-    /// request (a response's values are kept together): the sum of its max
-    /// lengths, `unlimited` for each attribute without one.
+    /// The largest number of bytes the reassembler may hold for this
+    /// request's response (its values are kept together, each after its
+    /// AttributeID and Length): the sum of its max lengths, `unlimited` for
+    /// each attribute without one, plus 3 bytes per attribute.
     public func valueBound(unlimited: Int) -> Int {
         var bound = 0
         var offset = headerCount
         while offset < bytes.count {
             let tuple = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes)
-            bound += tuple.maxLength ?? unlimited
+            bound += 3 + (tuple.maxLength ?? unlimited)
             offset = tuple.next
         }
         return bound
