@@ -11,7 +11,7 @@ var actions: [ConsumerAction] = []
 
 @_cdecl("ancs_consumer_input")
 public func ancsConsumerInput(_ kind: Int32, _ bytes: UnsafePointer<UInt8>, _ count: Int, _ milliseconds: Int64) -> Int32 {
-    let now = Timestamp(.milliseconds(milliseconds))
+    let now = Timestamp(milliseconds: milliseconds)
     let input = UnsafeRawBufferPointer(start: bytes, count: count)
     actions.removeAll(keepingCapacity: true)
     switch kind {

@@ -244,8 +244,12 @@ public struct Consumer: Sendable {
     var nextEntryKey: UInt32 = 0
     var nextToken: UInt32 = 0
 
+    /// `configuration.requestTimeout`, in nanoseconds.
+    let requestTimeout: Int64
+
     public init(configuration: ConsumerConfiguration = .default) {
         self.configuration = configuration
+        requestTimeout = Timestamp.nanoseconds(configuration.requestTimeout)
         reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: configuration.unlimitedValueLength))
     }
 
@@ -722,9 +726,9 @@ public struct Consumer: Sendable {
             reassembler.expect(request, id: entries[index].key)
         }
         entries[index].state = .writing(token)
-        entries[index].deadline = now + configuration.requestTimeout
+        entries[index].deadline = now.adding(nanoseconds: requestTimeout)
         writeInFlight = token
-        writeDeadline = now + configuration.requestTimeout
+        writeDeadline = now.adding(nanoseconds: requestTimeout)
         writeAbandoned = false
         abandonedResponseKey = nil
         actions.appendOutOfLine(.writeControlPoint(entries[index].bytes, token))

@@ -43,13 +43,13 @@ private func status(_ value: Int32) -> ancs_status { ancs_status(value) }
 // MARK: - Values between C and Swift
 
 private func time(_ milliseconds: UInt64) -> Timestamp {
-    Timestamp(.milliseconds(Int64(clamping: milliseconds)))
+    Timestamp(milliseconds: Int64(clamping: milliseconds))
 }
 
 private func milliseconds(_ time: Timestamp) -> UInt64 {
-    let (seconds, attoseconds) = time.sinceOrigin.components
-    let value = seconds &* 1000 &+ (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000  // rounded up: never early
-    return value < 0 ? 0 : UInt64(value)
+    let nanoseconds = time.nanoseconds
+    guard nanoseconds > 0 else { return 0 }
+    return UInt64(nanoseconds / 1_000_000) + (nanoseconds % 1_000_000 == 0 ? 0 : 1)  // rounded up: never early
 }
 
 private func attResult(_ value: ancs_status) -> ATTResult? {
