@@ -637,13 +637,18 @@ public struct Consumer: Sendable {
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
         case .getAppAttributes(let request):
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
-            if let cached = cachedApp(appIdentifierBytes: request.appIdentifierBytes),
-               request.attributes.allSatisfy({ id in cached.attributes.contains { $0.id == id } }) {
-                let answer = AppAttributesResponse(
-                    appIdentifierBytes: request.appIdentifierBytes,
-                    attributes: request.attributes.map { id in AppAttribute(id, cached[id] ?? .empty) })
-                actions.complete(id, .success(.appAttributes(answer)))
-                return id
+            if let cached = cachedApp(appIdentifierBytes: request.appIdentifierBytes) {
+                // Answered from the cache when it has every attribute asked.
+                var attributes: [AppAttribute] = []
+                for attribute in request.attributes {
+                    guard let value = cached[attribute] else { break }
+                    attributes.append(AppAttribute(attribute, value))
+                }
+                if attributes.count == request.attributes.count {
+                    let answer = AppAttributesResponse(appIdentifierBytes: request.appIdentifierBytes, attributes: attributes)
+                    actions.complete(id, .success(.appAttributes(answer)))
+                    return id
+                }
             }
         case .performNotificationAction(let request):
             let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
@@ -894,7 +899,7 @@ public struct Consumer: Sendable {
         case .appAttributes(let value):
             let cached = cacheIndex(value.appIdentifierBytes)
             var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
-            if appCache.count >= configuration.maximumCachedApps { appCache.removeFirst() }
+            if appCache.count >= configuration.maximumCachedApps { appCache.remove(at: 0) }  // not removeFirst(): one removal code for the cache in firmware
             for attribute in value.attributes {
                 if let index = merged.attributes.firstIndex(where: { $0.id == attribute.id }) {
                     merged.attributes[index] = attribute

@@ -578,7 +578,7 @@ public struct DataSourceReassembler: Sendable {
     /// Ends the response being received (its request leaves the queue) and
     /// waits for the next one's header.
     private mutating func resetResponse() {
-        if streaming { queue.removeFirst() }
+        if streaming { queue.remove(at: 0) }  // not removeFirst(): one removal code for the queue in firmware
         streaming = false
         currentAbandoned = false
         currentBytes = []
