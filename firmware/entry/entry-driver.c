@@ -8,21 +8,23 @@
 
 #include "firmware.h"
 
-extern int32_t ancs_consumer_input(int32_t kind, const uint8_t *bytes, intptr_t count, int64_t milliseconds);
+extern int32_t ancs_consumer_input(void *storage, int32_t kind, const uint8_t *bytes, intptr_t count, int64_t milliseconds);
 
 enum {
-  LINK_UP = 0, DATA_SOURCE_SUBSCRIBED = 1, NOTIFICATION_SOURCE_SUBSCRIBED = 2, NOTIFICATION_SOURCE = 3,
+  MAKE = -1, LINK_UP = 0, DATA_SOURCE_SUBSCRIBED = 1, NOTIFICATION_SOURCE_SUBSCRIBED = 2, NOTIFICATION_SOURCE = 3,
   DATA_SOURCE = 4, WRITE_COMPLETED = 5, PERFORM_ACTION = 8, LINK_DOWN = 9, TICK = 10,
 };
 
 static int64_t clock_ms;
+// The consumer lives here: storage the caller provides, as with the C API.
+static _Alignas(16) uint8_t consumer_storage[1024];
 // consumer-entry.swift reads `count` bytes for every kind, also where count
 // is a number (an MTU, a write token): give it readable bytes then.
 static const uint8_t spare[32];
 
 static void input(const char *what, int32_t kind, const uint8_t *bytes, intptr_t count) {
   clock_ms += 10;
-  int32_t total = ancs_consumer_input(kind, bytes ? bytes : spare, count, clock_ms);
+  int32_t total = ancs_consumer_input(consumer_storage, kind, bytes ? bytes : spare, count, clock_ms);
   fw_puts(what);
   fw_puts(": ");
   fw_put_uint((uint64_t)total);
@@ -79,6 +81,14 @@ void firmware_main(void) {
   static const uint8_t call_removed[] = {0x02, 0x10, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00};
   static const uint8_t sms_header[] = {0x00, 0x02, 0x00, 0x00, 0x00};
   static const uint8_t call_header[] = {0x00, 0x01, 0x00, 0x00, 0x00};
+
+  if (ancs_consumer_input(consumer_storage, MAKE, spare, (intptr_t)sizeof consumer_storage, 0) != 0) {
+    fw_puts("error: the consumer does not fit in its storage\n");
+#ifndef FW_HOST
+    fw_exit(FW_EXIT_CHECKS_FAILED);
+#endif
+    return;
+  }
 
   input("link up, MTU 23", LINK_UP, 0, 23);
   input("Data Source subscribed", DATA_SOURCE_SUBSCRIBED, 0, 0);

@@ -128,7 +128,8 @@ public struct DataSourceReassembler: Sendable {
     /// The current request's bytes, and whether it asks for a
     /// notification's attributes, copied out of the queue when its tuples
     /// start, so the per-byte path reads them without copying the request;
-    /// the offset in them of the current tuple's AttributeID.
+    /// the offset in them of the current tuple's AttributeID (of the next
+    /// one's, once the current one's value has begun).
     var currentBytes: [UInt8] = []
     var currentAsksNotification = false
     var tupleOffset = 0
@@ -478,8 +479,9 @@ public struct DataSourceReassembler: Sendable {
     /// for the value in `scratch` (when it is to be stored) and waits for its bytes.
     @inline(never)
     private mutating func beginValue(_ handler: (ReassemblyEvent) -> Void) {
-        let limit = DataSourceRequest.tuple(in: currentBytes, at: tupleOffset, notification: currentAsksNotification).maxLength
-            ?? configuration.unlimitedValueLength
+        let tuple = DataSourceRequest.tuple(in: currentBytes, at: tupleOffset, notification: currentAsksNotification)
+        tupleOffset = tuple.next  // the next tuple's, read when this one is finished
+        let limit = tuple.maxLength ?? configuration.unlimitedValueLength
         if length > limit {
             fail(.valueTooLong(attribute: attributeID, length: length, maxLength: limit), at: offset - 2, handler)
         }
@@ -521,7 +523,6 @@ public struct DataSourceReassembler: Sendable {
     @inline(never)
     private mutating func finishTuple(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex += 1
-        tupleOffset = DataSourceRequest.tuple(in: currentBytes, at: tupleOffset, notification: currentAsksNotification).next
         if tupleOffset == currentBytes.count {
             completeResponse(handler)
         } else {
