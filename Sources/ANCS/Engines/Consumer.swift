@@ -92,7 +92,7 @@ public struct Consumer: Sendable {
         /// their CommandID (Get App Attributes names an app).
         func names(_ uid: NotificationUID) -> Bool {
             bytes[0] != CommandID.getAppAttributes.rawValue
-                && UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24 == uid.rawValue
+                && readUInt32LE(bytes, at: 1) == uid.rawValue
         }
     }
 
@@ -238,8 +238,6 @@ public struct Consumer: Sendable {
     /// the write fails, since no response follows (spec: "Errors").
     var abandonedResponseKey: UInt32?
     var reassembler: DataSourceReassembler
-    /// Reused by `received(dataSource:)` for the reassembler's events.
-    var eventBuffer: [ReassemblyEvent] = []
     var nextRequest: UInt32 = 0
     var nextEntryKey: UInt32 = 0
     var nextToken: UInt32 = 0
@@ -452,26 +450,15 @@ public struct Consumer: Sendable {
     /// `received(dataSource:)` for a notification that may end a response.
     @inline(never)
     private mutating func receivedAny(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
-        // The reassembler's events are collected first (the handler cannot
-        // touch the engine while the reassembler, part of it, is fed), in a
-        // buffer the engine keeps: no allocation per notification.
-        // (Left empty after every call: only its capacity is kept.)
-        var events = eventBuffer
-        eventBuffer = []
-        reassembler.feed(bytes) { events.append($0) }
-        guard !events.isEmpty else {
-            eventBuffer = events
-            return
-        }
-        defer {
-            // Kept for its capacity only: the responses are not held on to.
-            events.removeAll(keepingCapacity: true)
-            eventBuffer = events
-        }
-        for event in events {
+        // The reassembler is moved out while it is fed, so that its events
+        // are handled as they come (the handler changes the engine, not the
+        // reassembler: nothing it does reaches it until `pump` below).
+        var feeding = DataSourceReassembler(configuration: reassembler.configuration)
+        swap(&feeding, &reassembler)
+        feeding.feed(bytes) { event in
             switch event {
             case .response(let key, let response):
-                guard let index = entryIndex(key: key) else { continue }
+                guard let index = entryIndex(key: key) else { return }
                 let entry = entries.removeOutOfLine(at: index)
                 apply(response, at: now, into: &actions)
                 let result: ConsumerResponse
@@ -481,12 +468,14 @@ public struct Consumer: Sendable {
                 }
                 finish(entry, .success(result), into: &actions)
             case .failed(let key, let error):
-                guard let index = entryIndex(key: key) else { continue }
+                guard let index = entryIndex(key: key) else { return }
                 finish(entries.removeOutOfLine(at: index), .failure(.invalidResponse(error)), into: &actions)
             case .unsolicited(let error):
                 actions.appendOutOfLine(.emit(.protocolError(error)))
             }
         }
+        swap(&feeding, &reassembler)
+        assert(feeding.outstandingCount == 0 && !feeding.isInsideResponse, "the engine used the reassembler while it was fed")
         pump(at: now, into: &actions)
     }
 

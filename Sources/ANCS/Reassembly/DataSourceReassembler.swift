@@ -541,7 +541,7 @@ public struct DataSourceReassembler: Sendable {
                 var attributes: [NotificationAttribute] = []
                 attributes.reserveCapacity(tupleIndex)
                 while start < valuesLength {
-                    let count = Int(values[start + 1]) | Int(values[start + 2]) << 8
+                    let count = readUInt16LE(values, at: start + 1)
                     attributes.append(NotificationAttribute(NotificationAttributeID(rawValue: values[start]), AttributeValue(in: values, start: start + 3, count: count)))
                     start += 3 + count
                 }
@@ -551,7 +551,7 @@ public struct DataSourceReassembler: Sendable {
                 var attributes: [AppAttribute] = []
                 attributes.reserveCapacity(tupleIndex)
                 while start < valuesLength {
-                    let count = Int(values[start + 1]) | Int(values[start + 2]) << 8
+                    let count = readUInt16LE(values, at: start + 1)
                     attributes.append(AppAttribute(AppAttributeID(rawValue: values[start]), AttributeValue(in: values, start: start + 3, count: count)))
                     start += 3 + count
                 }

@@ -16,7 +16,7 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// bytes say which do.
     static func tuple(in bytes: [UInt8], at offset: Int, notification: Bool) -> (maxLength: Int?, next: Int) {
         if notification && NotificationAttributeID(rawValue: bytes[offset]).takesMaxLength {
-            return (Int(bytes[offset + 1]) | Int(bytes[offset + 2]) << 8, offset + 3)
+            return (readUInt16LE(bytes, at: offset + 1), offset + 3)
         }
         return (nil, offset + 1)
     }
@@ -69,7 +69,7 @@ public struct DataSourceRequest: Hashable, Sendable {
         commandID = CommandID(rawValue: bytes[0])
         switch commandID {
         case .getNotificationAttributes:
-            notificationUID = NotificationUID(UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24)
+            notificationUID = NotificationUID(readUInt32LE(bytes, at: 1))
             headerCount = 5
         case .getAppAttributes:
             notificationUID = NotificationUID(0)
