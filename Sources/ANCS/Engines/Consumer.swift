@@ -750,7 +750,8 @@ public struct Consumer: Sendable {
         case .fetching:
             // A fetch of it is queued or written: a written one may have read
             // the old content; a queued one reads the new.
-            if let entry = entries.first(where: { $0.display == model[index].notification.uid }), entry.state != .queued {
+            let uid = model[index].notification.uid
+            if let fetch = entries.firstIndex(where: { $0.display == uid }), entries[fetch].state != .queued {
                 model[index].stale = true
             }
         case .wanted:

@@ -450,7 +450,7 @@ public struct DataSourceReassembler: Sendable {
                 phase = .collectingUID
             }
         } else {
-            fail(DecodingError(wrongAppIdentifier: Array(request.bytes[1..<(request.headerCount - 1)]), at: position), handler)
+            fail(DecodingError(wrongAppIdentifier: request.appIdentifierBytes ?? [], at: position), handler)
             if byte == 0 { startTuples(handler) } else { phase = .skippingAppIdentifier }
         }
     }
@@ -536,30 +536,33 @@ public struct DataSourceReassembler: Sendable {
             let finished = queue[0]
             // The response's values in one allocation; each value is its part.
             let values = valuesLength == 0 ? [] : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
-            var start = 0
             if finished.request.commandID == .getNotificationAttributes {
                 var attributes: [NotificationAttribute] = []
                 attributes.reserveCapacity(tupleIndex)
-                while start < valuesLength {
-                    let count = readUInt16LE(values, at: start + 1)
-                    attributes.append(NotificationAttribute(NotificationAttributeID(rawValue: values[start]), AttributeValue(in: values, start: start + 3, count: count)))
-                    start += 3 + count
-                }
+                forEachValue(in: values) { attributes.append(NotificationAttribute(NotificationAttributeID(rawValue: $0), $1)) }
                 let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: attributes)
                 handler(.response(finished.id, .notificationAttributes(response)))
             } else {
                 var attributes: [AppAttribute] = []
                 attributes.reserveCapacity(tupleIndex)
-                while start < valuesLength {
-                    let count = readUInt16LE(values, at: start + 1)
-                    attributes.append(AppAttribute(AppAttributeID(rawValue: values[start]), AttributeValue(in: values, start: start + 3, count: count)))
-                    start += 3 + count
-                }
-                let response = AppAttributesResponse(appIdentifierBytes: Array(finished.request.bytes[1..<(finished.request.headerCount - 1)]), attributes: attributes)
+                forEachValue(in: values) { attributes.append(AppAttribute(AppAttributeID(rawValue: $0), $1)) }
+                let response = AppAttributesResponse(appIdentifierBytes: finished.request.appIdentifierBytes ?? [], attributes: attributes)
                 handler(.response(finished.id, .appAttributes(response)))
             }
         }
         resetResponse()
+    }
+
+    /// Each value of the current response in `values` (its tuples as
+    /// `scratch` holds them), with its AttributeID, in order.
+    @inline(never)
+    private func forEachValue(in values: [UInt8], _ body: (UInt8, AttributeValue) -> Void) {
+        var start = 0
+        while start < valuesLength {
+            let count = readUInt16LE(values, at: start + 1)
+            body(values[start], AttributeValue(in: values, start: start + 3, count: count))
+            start += 3 + count
+        }
     }
 
     /// Fails the current request once; the rest of its response is framed and dropped.

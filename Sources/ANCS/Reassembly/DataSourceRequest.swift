@@ -133,7 +133,9 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// The AppIdentifier's bytes of a Get App Attributes request, nil for Get
     /// Notification Attributes.
     public var appIdentifierBytes: [UInt8]? {
-        commandID == .getAppAttributes ? Array(bytes[1..<(headerCount - 1)]) : nil
+        // Copied from the buffer (the one array copy a firmware links for
+        // both uses); `headerCount` never passes the bytes' end.
+        commandID == .getAppAttributes ? bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[1..<(headerCount - 1)])) } : nil
     }
 
     /// The largest number of bytes the reassembler may hold for this
