@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the protocol core with Embedded Swift for Cortex-M4 and RISC-V and
 # prints its code and data size. Fails if the core uses anything Embedded
-# Swift forbids (Foundation, untyped throws, existentials, reflection).
+# Swift forbids (Foundation, untyped throws, existentials, reflection), or if
+# the consumer or the parser subset passes its budget of text (below).
 #
 # Three builds per target:
 #   core      every file of Sources/ANCS, as a relocatable object (all public API)
@@ -48,7 +49,21 @@ linked() { # name target entry sources...
   scripts/embedded/whole-program.sh "$target" "$entry" "$base.o" -module-name ANCS "$@"
   "$lld_bin" --gc-sections -z norelro --entry="$entry" --unresolved-symbols=ignore-all -o "$base.elf" "$base.o"
   row "$name" "$target" "$base.elf"
+  local budget=${budgets[$name-$target]:-}
+  if [ -n "$budget" ]; then
+    local text
+    text=$("$size_bin" "$base.elf" | awk 'NR==2 { print $1 }')
+    if [ "$text" -gt "$budget" ]; then
+      echo "error: $name on $target: $text bytes of text, over its budget of $budget" >&2
+      over=true
+    fi
+  fi
 }
+
+# Budgets of linked text (BENCHMARKS.md section 5): the consumer an accessory
+# flashes, 16 KiB; the parser subset Nordic's client offers, 4 KB.
+declare -A budgets=([consumer-armv7em-none-none-eabi]=16384 [parser-armv7em-none-none-eabi]=4096)
+over=false
 
 row() { # name target file
   "$size_bin" "$3" | awk -v n="$1" -v t="$2" 'NR==2 { printf "%-12s %-26s %8s %8s %8s\n", n, t, $1, $2, $3 }'
@@ -65,3 +80,4 @@ for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
     linked reassembler "$target" ancs_reassembler_input "${parser_sources[@]}" scripts/embedded/reassembler-entry.swift scripts/embedded/example-command.swift
   fi
 done
+if $over; then exit 1; fi
