@@ -590,13 +590,8 @@ public struct Consumer: Sendable {
                 index += 1
                 continue
             }
-            let entry = entries[index]
-            // Nobody waits for it any more; its response is still consumed if it comes.
-            entries[index].waiters.removeAll()
-            entries[index].display = nil
-            entries[index].appName = false
-            abandon(at: index)
-            finish(entry, .failure(.timedOut), into: &actions)
+            // Its response is still consumed if it comes; whoever waited hears it timed out.
+            finish(abandon(at: index), .failure(.timedOut), into: &actions)
         }
         if writeInFlight != nil, writeAbandoned, writeDeadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
@@ -791,7 +786,10 @@ public struct Consumer: Sendable {
         unknownApps.append(identifier)
     }
 
-    private mutating func abandon(at index: Int) {
+    /// Removes the entry at `index`, which nobody waits for any more (or
+    /// whose waiters are told next), and returns it.
+    @discardableResult
+    private mutating func abandon(at index: Int) -> Entry {
         let entry = entries.removeOutOfLine(at: index)
         switch entry.state {
         case .queued:
@@ -806,6 +804,7 @@ public struct Consumer: Sendable {
         case .awaitingResponse:
             reassembler.cancel(entry.key, responseMayFollow: true)
         }
+        return entry
     }
 
     /// Ends an entry: its waiters hear the result, and the display goes on
