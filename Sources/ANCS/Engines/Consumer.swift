@@ -497,19 +497,17 @@ public struct Consumer: Sendable {
             abandonedResponseKey = nil
         }
         if let index = entries.firstIndex(where: { $0.state == .writing(token) }) {
-            let entry = entries[index]
             if result != .success {
-                entries.removeOutOfLine(at: index)
+                let entry = entries.removeOutOfLine(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: false)
                 if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierBytes {
                     remember(unknownApp: identifier)
                 }
                 finish(entry, .failure(ConsumerError(result)), into: &actions)
-            } else if entry.expectsResponse {
+            } else if entries[index].expectsResponse {
                 entries[index].state = .awaitingResponse
             } else {
-                entries.removeOutOfLine(at: index)
-                finish(entry, .success(.actionPerformed), into: &actions)
+                finish(entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
             }
         }
         pump(at: now, into: &actions)
