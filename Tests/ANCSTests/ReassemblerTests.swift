@@ -577,6 +577,24 @@ struct ReassemblerTests {
         #expect(values[2].hashValue == AttributeValue.empty.hashValue)
     }
 
+    #if DEBUG
+    // The Consumer hands its engine to the handler through a pointer while
+    // the reassembler is fed (Consumer.receivedAny): a handler that reached
+    // the reassembler then would find it half updated.
+    @Test("in debug builds, a feed handler that calls back into the reassembler traps")
+    func reentrantHandlerTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var reassembler = DataSourceReassembler()
+            reassembler.expect(ReassemblerTests.requestA, id: 1)
+            withUnsafeMutablePointer(to: &reassembler) { pointer in
+                pointer.pointee.feed(ReassemblerTests.responseA.encode()) { _ in
+                    _ = pointer.pointee.cancel(1, responseMayFollow: true)
+                }
+            }
+        }
+    }
+    #endif
+
     // MARK: Memory bound against a hostile NP
 
     /// At most this much capacity may back `bound` value bytes (growth doubles, plus allocator rounding).

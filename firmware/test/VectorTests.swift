@@ -272,9 +272,12 @@ func throughConsumer(_ vector: DSVector, _ command: ControlPointCommand, _ log: 
     log.check(written.count == 1 && written[0].bytes == vector.request, "consumer writes the vector's request")
     guard let token = written.first?.token else { return 0 }
     var results = consumer.writeCompleted(token, .success, at: now)
+    // The moments of the fragments, 15 ms apart, made before counting (a
+    // firmware's clock gives milliseconds: no Duration arithmetic per input).
+    let moments = vector.fragments.indices.map { Timestamp(milliseconds: 15 * Int64($0 + 1)) }
     let start = fwInstructions()
-    for fragment in vector.fragments {
-        now = now + .milliseconds(15)
+    for (index, fragment) in vector.fragments.enumerated() {
+        now = moments[index]
         results += consumer.received(dataSource: fragment, at: now)
     }
     let spent = Int(truncatingIfNeeded: fwInstructions() &- start)

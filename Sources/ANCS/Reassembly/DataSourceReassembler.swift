@@ -149,8 +149,23 @@ public struct DataSourceReassembler: Sendable {
     /// The response being received is still wanted: its values are kept.
     var collecting: Bool { streaming && !failed && !currentAbandoned }
 
+    #if DEBUG
+    /// Debug builds: set while `feed` runs. Its handler must not call back
+    /// into the reassembler (its state is half updated then): `expect`,
+    /// `cancel`, `finish` and `feed` trap if it does.
+    var feeding = false
+    #endif
+
+    @inline(__always)
+    private func checkNotFeeding() {
+        #if DEBUG
+        precondition(!feeding, "DataSourceReassembler: called from its own feed handler")
+        #endif
+    }
+
     /// Registers the request the next unclaimed response answers.
     public mutating func expect(_ request: DataSourceRequest, id: RequestID) {
+        checkNotFeeding()
         queue.append(Pending(id: id, request: request, abandoned: false))
     }
 
@@ -160,6 +175,7 @@ public struct DataSourceReassembler: Sendable {
     /// follows, spec "Errors") it is forgotten. Returns false for an unknown ID.
     @discardableResult
     public mutating func cancel(_ id: RequestID, responseMayFollow: Bool) -> Bool {
+        checkNotFeeding()
         guard let index = queue.firstIndex(where: { $0.id == id }) else { return false }
         if responseMayFollow || (index == 0 && streaming) {
             // A response already arriving is consumed whatever the caller says.
@@ -178,6 +194,7 @@ public struct DataSourceReassembler: Sendable {
     /// Ends everything (link loss, session end, or the caller giving up):
     /// each live request fails with `incomplete`, and the state is reset.
     public mutating func finish(_ handler: (ReassemblyEvent) -> Void) {
+        checkNotFeeding()
         for index in queue.indices where !queue[index].abandoned {
             let pending = queue[index]
             if index == 0 && streaming {
@@ -202,7 +219,12 @@ public struct DataSourceReassembler: Sendable {
     /// Feeds one Data Source notification. Complete responses and failures
     /// are passed to `handler` as they are found, each request exactly once.
     public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
+        checkNotFeeding()
         if absorbInsideValue(fragment) { return }
+        #if DEBUG
+        feeding = true
+        defer { feeding = false }
+        #endif
         feedAnyFragment(fragment, handler)
     }
 
