@@ -38,11 +38,15 @@
 // bulk: at MTU 23 nearly every notification lies inside a value.
 //
 // Cost: each byte is looked at once; values are copied in bulk into one
-// buffer the reassembler keeps, where a response's values lie one after the
-// other; a complete response takes them in one allocation (each value is its
-// part of it) plus its attribute array. Memory is bounded by the largest
-// response: the sum of the max lengths asked (attributes without one are
-// bounded by `Configuration.unlimitedValueLength`).
+// buffer the reassembler keeps, where a response's tuples lie one after the
+// other (each value after its AttributeID and Length); a complete response
+// takes them in one allocation (each value is its part of it) plus its
+// attribute array. The tuples expected are read from the request's command
+// bytes as they come. Memory is bounded by the largest response: the sum of
+// the max lengths asked (attributes without one are bounded by
+// `Configuration.unlimitedValueLength`) and 3 bytes per attribute
+// (`DataSourceRequest.valueBound`). A feed handler must not call back into
+// the reassembler (debug builds trap if it does).
 
 /// What the reassembler reports while it is fed.
 public enum ReassemblyEvent: Hashable, Sendable {
