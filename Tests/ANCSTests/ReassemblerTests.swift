@@ -624,7 +624,7 @@ struct ReassemblerTests {
         #expect(harness.reassembler.scratch.capacity <= Self.allowedCapacity(bound))
     }
 
-    @Test("values within the bound, spanning fragments, hold no more than the bound (the sum of the max lengths asked)")
+    @Test("values within the bound, spanning fragments, hold no more than the bound (the sum of the max lengths asked, and 3 bytes per attribute for its ID and length)")
     func boundedWithinLimits() {
         var harness = Harness()
         let request = DataSourceRequest(GetNotificationAttributes(notificationUID: NotificationUID(1), attributes: [
