@@ -12,6 +12,9 @@
 #   firmware/measure.sh [--no-build] [--firmware-only]
 #     --no-build       use the figures of the last firmware/run.sh
 #     --firmware-only  skip the host (callgrind) measurement
+#
+# Fails if the consumer path (values as bytes, MTU 23, host) passes 12 000
+# instructions per response.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.build/firmware
@@ -171,3 +174,16 @@ print("|---|---:|---:|---:|")
 for arch in ("arm", "riscv"):
     print(f"| {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'test', 'ds_1_fragment')} | {g(arch, 'test', 'ds_mtu23_fragments')} | {g(arch, 'test', 'ds_1_byte_fragments')} |")
 PY
+
+# The firmware's instruction budget: the consumer path at MTU 23, values read
+# as bytes as the C API hands them over, at most 12 000 per response (host).
+if $host; then
+  budget=12000
+  consumer=$(awk '$3 == "consumer-bytes" && $4 == "mtu23" { print $5 }' "$out/host-figures.txt")
+  if [ -z "$consumer" ] || [ "$consumer" -gt "$budget" ]; then
+    echo "error: the consumer path takes ${consumer:-no figure} instructions per response at MTU 23, over its budget of $budget" >&2
+    exit 1
+  fi
+  echo
+  echo "The consumer path at MTU 23: $consumer instructions per response, within its budget of $budget."
+fi

@@ -3,7 +3,8 @@
 # the test image and the consumer footprint image, for Cortex-M4 (QEMU
 # mps2-an386) and RV32IMAC (QEMU virt). Installs what a fresh Debian machine
 # lacks, fails if any image fails (a failed check, a trap, out of heap, the
-# session heap budget, a hang), then prints the figures.
+# session heap budget, a hang), then prints the figures, and fails if the
+# consumer path passes its instruction budget (callgrind on the host).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,7 @@ command -v qemu-system-arm >/dev/null || missing+=(qemu-system-arm)
 command -v qemu-system-riscv32 >/dev/null || missing+=(qemu-system-misc)
 command -v arm-none-eabi-gcc >/dev/null || missing+=(gcc-arm-none-eabi)
 command -v riscv64-unknown-elf-gcc >/dev/null || missing+=(gcc-riscv64-unknown-elf)
+command -v valgrind >/dev/null || missing+=(valgrind)
 command -v llvm-size >/dev/null || [ -x /opt/swift/usr/bin/llvm-size ] || ls /usr/bin/llvm-size-* >/dev/null 2>&1 || missing+=(llvm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing: ${missing[*]}"
@@ -33,4 +35,4 @@ firmware/run.sh all
 echo "== firmware harness self-check (a trap, out of heap, a hang, a failed check, over budget: each must fail)"
 firmware/selfcheck.sh all
 echo "== firmware figures"
-firmware/measure.sh --no-build --firmware-only
+firmware/measure.sh --no-build
