@@ -48,15 +48,14 @@ linked() { # name target entry sources...
   local base="$out/$name-$target"
   scripts/embedded/whole-program.sh "$target" "$entry" "$base.o" -module-name ANCS "$@"
   "$lld_bin" --gc-sections -z norelro --entry="$entry" --unresolved-symbols=ignore-all -o "$base.elf" "$base.o"
-  row "$name" "$target" "$base.elf"
+  local line text
+  line=$(row "$name" "$target" "$base.elf")
+  echo "$line"
+  text=$(awk '{ print $3 }' <<< "$line")
   local budget=${budgets[$name-$target]:-}
-  if [ -n "$budget" ]; then
-    local text
-    text=$("$size_bin" "$base.elf" | awk 'NR==2 { print $1 }')
-    if [ "$text" -gt "$budget" ]; then
-      echo "error: $name on $target: $text bytes of text, over its budget of $budget" >&2
-      over=true
-    fi
+  if [ -n "$budget" ] && [ "$text" -gt "$budget" ]; then
+    echo "error: $name on $target: $text bytes of text, over its budget of $budget" >&2
+    over=true
   fi
 }
 

@@ -66,27 +66,12 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// The request of a command's bytes as `encode()` made them (sharing
     /// them); nil for Perform Notification Action, which has no response.
     init?(encoded bytes: [UInt8]) {
+        guard let layout = bytes.withUnsafeBytes({ try? DataSourceParser.layout(of: $0) }) else { return nil }
         commandID = CommandID(rawValue: bytes[0])
-        switch commandID {
-        case .getNotificationAttributes:
-            notificationUID = NotificationUID(readUInt32LE(bytes, at: 1))
-            headerCount = 5
-        case .getAppAttributes:
-            notificationUID = NotificationUID(0)
-            var nul = 1
-            while bytes[nul] != 0 { nul += 1 }
-            headerCount = nul + 1
-        default:
-            return nil
-        }
+        notificationUID = NotificationUID(commandID == .getNotificationAttributes ? readUInt32LE(bytes, at: 1) : 0)
         self.bytes = bytes
-        var count = 0
-        var offset = headerCount
-        while offset < bytes.count {
-            offset = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes).next
-            count += 1
-        }
-        tupleCount = count
+        headerCount = layout.header
+        tupleCount = layout.tuples
     }
 
     private init(_ command: GetNotificationAttributes, bytes: [UInt8]) {
@@ -116,17 +101,23 @@ public struct DataSourceRequest: Hashable, Sendable {
         hasher.combine(bytes)
     }
 
+    /// Each attribute asked, in order: the offset of its AttributeID in
+    /// `bytes` and its max length (nil when it takes none).
+    private func forEachTuple(_ body: (_ offset: Int, _ maxLength: Int?) -> Void) {
+        var offset = headerCount
+        while offset < bytes.count {
+            let tuple = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes)
+            body(offset, tuple.maxLength)
+            offset = tuple.next
+        }
+    }
+
     /// The attributes asked, in order: each AttributeID and its max length
     /// (nil when it takes none). For checks; the reassembler reads them in
     /// place (`tuple(in:at:notification:)`).
     var tuples: [(id: UInt8, maxLength: Int?)] {
         var tuples: [(id: UInt8, maxLength: Int?)] = []
-        var offset = headerCount
-        while offset < bytes.count {
-            let tuple = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes)
-            tuples.append((bytes[offset], tuple.maxLength))
-            offset = tuple.next
-        }
+        forEachTuple { offset, maxLength in tuples.append((bytes[offset], maxLength)) }
         return tuples
     }
 
@@ -144,12 +135,7 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// each attribute without one, plus 3 bytes per attribute.
     public func valueBound(unlimited: Int) -> Int {
         var bound = 0
-        var offset = headerCount
-        while offset < bytes.count {
-            let tuple = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes)
-            bound += 3 + (tuple.maxLength ?? unlimited)
-            offset = tuple.next
-        }
+        forEachTuple { _, maxLength in bound += 3 + (maxLength ?? unlimited) }
         return bound
     }
 }
