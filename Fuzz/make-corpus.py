@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
 """Writes the seed corpora Fuzz/corpus/<target>/ from the conformance vectors
-(../shared/vectors/conformance.json: events, commands, and the requests and
+(Tests/Vectors/conformance.json: events, commands, and the requests and
 fragments of the Data Source cases), in each target's input format (see the
 comment at the top of Fuzz/Targets/<target>.swift). Files are named by the
 SHA-1 of their content, as libFuzzer names the inputs it adds. Existing files
 are kept (inputs merged with `scripts/fuzz.sh --merge`, regression inputs).
-Run from anywhere; commit the result."""
-import hashlib, json, os
+Run from anywhere; commit the result. --out DIR writes the seeds under
+DIR/<target>/ instead (to compare them with the committed ones)."""
+import argparse, hashlib, json, os
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-vectors = json.load(open(os.path.join(root, "..", "shared", "vectors", "conformance.json")))
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--vectors", default=os.path.join(root, "Tests", "Vectors", "conformance.json"),
+                    help="the conformance vectors (default: Tests/Vectors/conformance.json)")
+parser.add_argument("--out", default=os.path.join(root, "Fuzz", "corpus"),
+                    help="the folder of the corpora (default: Fuzz/corpus)")
+arguments = parser.parse_args()
+with open(arguments.vectors, encoding="utf-8") as file:
+    vectors = json.load(file)
 written = {}
 
 def write(target, data):
-    folder = os.path.join(root, "Fuzz", "corpus", target)
+    folder = os.path.join(arguments.out, target)
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, hashlib.sha1(data).hexdigest()), "wb") as f:
         f.write(data)

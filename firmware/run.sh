@@ -6,7 +6,7 @@
 # Per architecture (arm: Cortex-M4 on mps2-an386; riscv: RV32IMAC on virt):
 #   test   firmware/test/*.swift, a module of its own that imports ANCS (so it
 #          uses the public API only), with every conformance vector
-#          (../shared/vectors/conformance.json) and a slice of the standard
+#          (Tests/Vectors/conformance.json) and a slice of the standard
 #          Data Source workload linked in: drives the Consumer and Provider
 #          engines, prints a line per check, exits 0 only if all pass and the
 #          consumer session's heap peak is within SESSION_HEAP_BUDGET.
@@ -23,14 +23,14 @@
 # supplies soft-float and 64-bit helpers). scripts/ci-firmware.sh installs them.
 #
 # Env: SESSION_HEAP_BUDGET (bytes, default 2048), QEMU_TIMEOUT (s, default 60),
-#      WORKLOAD_RESPONSES (default 50), VECTORS (default ../shared/vectors/conformance.json).
+#      WORKLOAD_RESPONSES (default 50), VECTORS (default Tests/Vectors/conformance.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 fw=$repo/firmware
 out=$repo/.build/firmware
 [ -d /opt/swift/usr/bin ] && export PATH=/opt/swift/usr/bin:$PATH
-vectors=${VECTORS:-$repo/../shared/vectors/conformance.json}
+vectors=${VECTORS:-$repo/Tests/Vectors/conformance.json}
 budget=${SESSION_HEAP_BUDGET:-2048}
 responses=${WORKLOAD_RESPONSES:-50}
 arches=()

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// One case of the shared conformance vectors: its input, and the JSON
+/// One case of the conformance vectors: its input, and the JSON
 /// expected or the error substring.
 public struct ConformanceCase: Sendable, CustomTestStringConvertible {
     public enum Outcome: Sendable {
@@ -26,7 +26,7 @@ public struct ConformanceCase: Sendable, CustomTestStringConvertible {
     public var testDescription: String { name }
 }
 
-/// `../shared/vectors/conformance.json`, loaded once.
+/// `Tests/Vectors/conformance.json`, loaded once.
 public struct ConformanceVectors: Sendable {
     public var notificationSource: [ConformanceCase] = []
     public var controlPoint: [ConformanceCase] = []

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where the package and the files beside it are, found from this source file.
+/// Where the package and its test data are, found from this source file.
 public enum PackagePaths {
     /// The package root: Tests/ANCSTestSupport/PackagePaths.swift → up three levels.
     public static let root = URL(fileURLWithPath: #filePath)
@@ -13,9 +13,6 @@ public enum PackagePaths {
         root.appendingPathComponent(relative).path
     }
 
-    /// `../shared` beside the package: the specification, vectors and workloads.
-    public static let shared = root.deletingLastPathComponent().appendingPathComponent("shared")
-
-    /// `../shared/vectors/conformance.json`.
-    public static let conformanceVectors = shared.appendingPathComponent("vectors/conformance.json")
+    /// `Tests/Vectors/conformance.json`: the conformance vectors.
+    public static let conformanceVectors = root.appendingPathComponent("Tests/Vectors/conformance.json")
 }
