@@ -7,7 +7,7 @@
 #   - on the host: instructions per response of the Data Source path on the
 #     whole standard workload at MTU 23/185/517 (valgrind --tool=callgrind,
 #     firmware/host/ds-instructions.swift), next to Nordic's parser
-#     (../shared/bench/README.md: 25 385 / 24 206 / 24 114).
+#     (BENCHMARKS.md, "Reference figures": 25 385 / 24 206 / 24 114).
 #
 #   firmware/measure.sh [--no-build] [--firmware-only]
 #     --no-build       use the figures of the last firmware/run.sh
@@ -47,8 +47,8 @@ if $host; then
     -emit-module -emit-module-path "$dir/modules/ANCS.swiftmodule" -c "${core[@]}" -o "$dir/ancs.o"
   swiftc -O -wmo -swift-version 6 -I "$dir/modules" firmware/host/ds-instructions.swift "$dir/ancs.o" -o "$dir/ds-instructions"
   workload=$out/workload
-  python3 ../shared/bench/gen_ds_workload.py --out "$workload" --check >/dev/null 2>&1 ||
-    python3 ../shared/bench/gen_ds_workload.py --out "$workload" >/dev/null
+  python3 scripts/gen_ds_workload.py --out "$workload" --check >/dev/null 2>&1 ||
+    python3 scripts/gen_ds_workload.py --out "$workload" >/dev/null
   checksum=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['checksum_fnv1a64'])" "$workload/ds_workload.json")
   responses=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['responses'])" "$workload/ds_workload.json")
   passes=2

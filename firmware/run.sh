@@ -57,8 +57,8 @@ mkdir -p "$out"
 # objects are not rebuilt (a fresh checkout builds everything).
 python3 "$fw/tools/gen-vectors.py" "$vectors" "$out/Vectors.swift.new"
 cmp -s "$out/Vectors.swift.new" "$out/Vectors.swift" || mv "$out/Vectors.swift.new" "$out/Vectors.swift"
-if ! python3 ../shared/bench/gen_ds_workload.py --out "$out/workload" --check >/dev/null 2>&1; then
-  python3 ../shared/bench/gen_ds_workload.py --out "$out/workload" >/dev/null
+if ! python3 scripts/gen_ds_workload.py --out "$out/workload" --check >/dev/null 2>&1; then
+  python3 scripts/gen_ds_workload.py --out "$out/workload" >/dev/null
 fi
 python3 "$fw/tools/gen-workload.py" "$out/workload" "$responses" "$out/workload.c"
 

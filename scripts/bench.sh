@@ -15,7 +15,7 @@
 #   3. the Embedded footprint (scripts/check-embedded.sh).
 #
 # The workload is generated first into .build/bench-workload by
-# ../shared/bench/gen_ds_workload.py; the benchmarks read it from there.
+# scripts/gen_ds_workload.py; the benchmarks read it from there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,8 +34,8 @@ echo
 
 echo "## Standard Data Source workload"
 echo
-python3 ../shared/bench/gen_ds_workload.py --out .build/bench-workload | sed 's/^/    /'
-python3 ../shared/bench/gen_ds_workload.py --out .build/bench-workload --check >/dev/null
+python3 scripts/gen_ds_workload.py --out .build/bench-workload | sed 's/^/    /'
+python3 scripts/gen_ds_workload.py --out .build/bench-workload --check >/dev/null
 echo
 
 echo "## 1. Protocol core: time and heap allocations per operation (package-benchmark)"

@@ -1,5 +1,5 @@
-// A slice of the standard Data Source workload (../shared/bench), decoded on
-// the device: through the DataSourceReassembler alone (what the host's
+// A slice of the standard Data Source workload (scripts/gen_ds_workload.py),
+// decoded on the device: through the DataSourceReassembler alone (what the host's
 // ds-throughput and Nordic's parser figures measure) and through the
 // Consumer engine (request, write, fragments, completion). Every value is
 // taken as a String; the values are checked against the slice's FNV-1a 64
@@ -12,7 +12,7 @@ import ANCS
 @_extern(c, "fw_workload_value_bytes") func fwWorkloadValueBytes() -> UInt32
 @_extern(c, "fw_workload_checksum") func fwWorkloadChecksum() -> UInt64
 
-/// What the workload asks for (the docstring of gen_ds_workload.py).
+/// What the workload asks for (the comment at the top of scripts/gen_ds_workload.py).
 let workloadAttributes: [NotificationAttributeRequest] = [
     NotificationAttributeRequest(.appIdentifier), NotificationAttributeRequest(.title, maxLength: 0xFFFF),
     NotificationAttributeRequest(.subtitle, maxLength: 0xFFFF), NotificationAttributeRequest(.message, maxLength: 0xFFFF),

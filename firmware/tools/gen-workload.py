@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A slice of the standard Data Source workload -> workload.c for the firmware.
 
-Reads the files gen_ds_workload.py wrote (ds_workload.json and one .bin per
-MTU), keeps the first RESPONSES responses of each MTU (records unchanged:
+Reads the files scripts/gen_ds_workload.py wrote (ds_workload.json and one
+.bin per MTU), keeps the first RESPONSES responses of each MTU (records unchanged:
 kind 0 = u32le uid starts a response, kind 1 = u16le length + one Data Source
 notification) and writes them as flash arrays, with the number of values,
 value bytes and the FNV-1a 64 checksum of the kept values as the workload's

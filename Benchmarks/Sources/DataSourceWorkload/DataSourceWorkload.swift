@@ -1,4 +1,4 @@
-// The standard Data Source workload (../shared/bench/gen_ds_workload.py):
+// The standard Data Source workload (scripts/gen_ds_workload.py):
 // 1000 Get Notification Attributes responses (AppIdentifier, Title,
 // Subtitle, Message, Date) split into GATT notifications at ATT MTU 23, 185
 // and 517. `scripts/bench.sh` generates it into `.build/bench-workload` at
@@ -64,7 +64,7 @@ public struct DataSourceWorkload: Sendable {
     /// counts, response bytes, and the checksum recomputed straight from the
     /// wire bytes (independently of the library under test).
     public init(mtu: Int, folder: String = DataSourceWorkload.folder) throws(WorkloadError) {
-        let hint = "run scripts/bench.sh (or python3 ../shared/bench/gen_ds_workload.py --out .build/bench-workload from the repository root)"
+        let hint = "run scripts/bench.sh (or python3 scripts/gen_ds_workload.py --out .build/bench-workload from the repository root)"
         guard let manifestData = FileManager.default.contents(atPath: "\(folder)/ds_workload.json"),
               let manifest = (try? JSONSerialization.jsonObject(with: manifestData)) as? [String: Any],
               let mtus = manifest["mtus"] as? [String: Any], let entry = mtus[String(mtu)] as? [String: Any],

@@ -20,7 +20,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The reference figures (../shared/bench/README.md): same workload, median of 5, one core.
+/// The reference figures (BENCHMARKS.md, "Reference figures"): same workload, median of 5, one core.
 let references: [(name: String, megabytesPerSecond: Double)] = [("Nordic C", 465), ("Bumble", 33)]
 let aimRatio = 2.0
 
