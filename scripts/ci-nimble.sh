@@ -2,7 +2,8 @@
 # CI step for accessory firmware: the C API and the consumer inside NimBLE.
 #
 #   1. the C API's tests (integrations/c/test);
-#   2. NimBLE (pinned in ../shared/third_party, extracted under .build/nimble)
+#   2. NimBLE (pinned in third_party/, checked against its SHA-256 and
+#      extracted under .build/nimble)
 #      built with its Linux port and the linux_tcp HCI transport, with the
 #      adapter (integrations/nimble) and the sample accessory, linked with the
 #      core built by Embedded Swift (integrations/c/build.sh);
@@ -24,7 +25,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 out=$root/.build/ci-nimble
-nimble_tar=${NIMBLE_TAR:-$root/../shared/third_party/mynewt-nimble-1e8ed6027.tar.gz}
+nimble_tar=${NIMBLE_TAR:-$root/third_party/mynewt-nimble-1e8ed6027.tar.gz}
+# The pinned archive's SHA-256 (third_party/README.md); NIMBLE_TAR must match it too.
+nimble_sha256=db3afc3667637485d1f553ee288dadf9c3eece53d42b8bad7cc3518f3a8abe1c
 nimble=$root/.build/nimble/src
 echo "== Firmware: the C API and the NimBLE adapter"
 
@@ -63,9 +66,19 @@ fi
 
 # ---- 2. NimBLE, the adapter, the sample
 echo "== NimBLE with the adapter and the sample accessory"
-if [ ! -f "$nimble/.extracted" ]; then
+# Extracted once; the marker holds the SHA-256 of what was extracted, so an older or
+# unfinished extraction is redone.
+if [ "$(cat "$nimble/.extracted" 2>/dev/null)" != "$nimble_sha256" ]; then
+  [ -f "$nimble_tar" ] || { echo "nimble: no NimBLE archive at $nimble_tar" >&2; exit 1; }
+  actual_sha256=$(sha256sum "$nimble_tar" | cut -d ' ' -f 1)
+  if [ "$actual_sha256" != "$nimble_sha256" ]; then
+    echo "nimble: $nimble_tar has SHA-256 $actual_sha256, not the pinned $nimble_sha256 (third_party/README.md): not extracted" >&2
+    exit 1
+  fi
   rm -rf "$nimble"; mkdir -p "$nimble"
-  timeout 300 tar -xzf "$nimble_tar" -C "$nimble" --strip-components=1 && touch "$nimble/.extracted"
+  timeout 300 tar -xzf "$nimble_tar" -C "$nimble" --strip-components=1 ||
+    { echo "nimble: extracting $nimble_tar failed" >&2; exit 1; }
+  echo "$nimble_sha256" > "$nimble/.extracted"
 fi
 capi_log=$(timeout 600 integrations/c/build.sh x86_64-unknown-linux-gnu "$root/.build/capi/x86_64-unknown-linux-gnu") || { echo "$capi_log"; exit 1; }
 tables=$(sed -n 's/^UNICODE_TABLES=//p' <<< "$capi_log")
