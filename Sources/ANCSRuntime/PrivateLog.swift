@@ -2,7 +2,7 @@ import ANCS
 import Logging
 
 /// What the runtime logs about ANCS traffic. Notification text is private
-/// (DESIGN: "Habits"): at any level, values appear only as their byte length
+/// (logs end up in bug reports and shared terminals): at any level, values appear only as their byte length
 /// unless `logsContents` is set (`--log-contents`).
 public struct ANCSTrafficLog: Sendable {
     public var logger: Logger

@@ -1,6 +1,6 @@
 // Provider — the Notification Provider (NP: what an iPhone is) as a sans-I/O
 // state machine. It never calls a transport; each input returns the actions
-// its caller performs, in order (DESIGN: "Sans-I/O engines"). It reads no
+// its caller performs, in order (so tests, firmware and every transport drive the same engine). It reads no
 // clock: nothing it does depends on time.
 //
 // One notification center is shared by any number of consumers, one per

@@ -1,6 +1,6 @@
 /// A moment, given to the engines by their caller: the time since an origin
 /// the caller chooses. The core never reads a clock, so tests are exact and a
-/// simulated hour runs in milliseconds (DESIGN: "Time is an input").
+/// simulated hour runs in milliseconds.
 ///
 /// Kept as whole nanoseconds in 64 bits (±292 years from the origin;
 /// beyond, a moment or a sum saturates): every deadline an engine keeps,
