@@ -110,7 +110,7 @@ enum {
 /* A short English name of a status ("invalid parameter (ANCS 0xA2)"), static storage. */
 const char *ancs_status_name(ancs_status status);
 
-/* ---- Protocol values (ANCS.md) ------------------------------------------ */
+/* ---- Protocol values (docs/PROTOCOL.md) --------------------------------- */
 typedef enum {
     ANCS_NOTIFICATION_SOURCE = 0,
     ANCS_CONTROL_POINT = 1,

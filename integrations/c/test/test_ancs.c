@@ -1,9 +1,9 @@
 /*
  * Tests of the C API (ancs.h) against a phone simulated in C: the bytes on
- * the wire are built here by hand from ANCS.md, independently of the Swift
- * core. Prints one line per test and "capi: N passed, N failed"; exits 1 on
- * any failure. The heap is counted through the linker's --wrap of malloc,
- * free and posix_memalign (see integrations/c/test/run.sh).
+ * the wire are built here by hand from docs/PROTOCOL.md, independently of
+ * the Swift core. Prints one line per test and "capi: N passed, N failed";
+ * exits 1 on any failure. The heap is counted through the linker's --wrap
+ * of malloc, free and posix_memalign (see integrations/c/test/run.sh).
  */
 #define _GNU_SOURCE
 #include <malloc.h>
