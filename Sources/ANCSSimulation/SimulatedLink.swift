@@ -165,6 +165,8 @@ public final class SimulatedLink: @unchecked Sendable {
         connectedAt = nextEventTime(atOrAfter: now)
         let info = LinkInfo(mtu: configuration.mtu, peer: "simulated \(connection)", isEncrypted: true, isBonded: true)
         server.sink.yield(.connected(connection, info))
+        // Discovery found no ANCS: said before the link is up, as a host does.
+        if !isPublished { clientSink.yield(.serviceChanged(published: false)) }
         clientSink.yield(.linkUp(info))
     }
 

@@ -156,6 +156,39 @@ import Testing
         #expect(again[.message]?.count == 800)
     }
 
+    @Test("ANCS removed by Service Changed, then the link drops: the next link starts a session",
+          arguments: [Duration.milliseconds(30), .milliseconds(1000)])
+    func unpublishedThenReconnected(interval: Duration) async throws {
+        let rig = SimulationRig(interval: interval)
+        rig.connect()
+        let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice"))
+        rig.link.unpublishANCS()
+        rig.simulation.runUntilIdle()
+        #expect(rig.consumerEvents.contains(.sessionEnded(.serviceUnpublished)))
+        rig.link.disconnect()
+        rig.simulation.runUntilIdle()
+        rig.link.publishANCS()
+        rig.connect()
+        #expect(await rig.consumer.isInSession, "the new link never subscribed")
+        #expect(await rig.notifications()[uid]?.isPreExisting == true)
+        let next = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Bob"))
+        #expect(await rig.notifications()[next] != nil)
+        #expect(try rig.fetch(next, [.init(.title, maxLength: 16)])?.get()[.title]?.string == "Bob")
+    }
+
+    @Test("a link made while ANCS is absent subscribes once Service Changed brings it back")
+    func absentAtConnection() async throws {
+        let rig = SimulationRig()
+        rig.link.unpublishANCS()
+        rig.connect()
+        #expect(await !rig.consumer.isInSession)
+        let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice"))
+        rig.link.publishANCS()
+        rig.simulation.runUntilIdle()
+        #expect(await rig.consumer.isInSession)
+        #expect(await rig.notifications()[uid]?.isPreExisting == true)
+    }
+
     @Test("after ANCS is unpublished with a write in flight, the next session writes at once")
     func unpublishWithWriteInFlight() async throws {
         let rig = SimulationRig(mtu: 185)

@@ -117,6 +117,23 @@ struct ConsumerTests {
         #expect(consumer.serviceChanged(published: true, at: .zero) == [.subscribe(.dataSource)])
     }
 
+    @Test("Service Changed removed ANCS and then the link dropped: the next link subscribes")
+    func unpublishedEndsWithTheLink() {
+        var consumer = Consumer()
+        _ = consumer.linkUp(mtu: 23, at: .zero)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+        #expect(consumer.serviceChanged(published: false, at: .zero) == [.emit(.sessionEnded(.serviceUnpublished))])
+        #expect(consumer.linkDown(at: .zero) == [])
+        // A new link has a new GATT database, in which discovery found ANCS.
+        #expect(consumer.linkUp(mtu: 23, at: .zero) == [.subscribe(.dataSource)])
+        // And a host whose discovery finds none says so before linkUp.
+        _ = consumer.linkDown(at: .zero)
+        #expect(consumer.serviceChanged(published: false, at: .zero) == [])
+        #expect(consumer.linkUp(mtu: 23, at: .zero) == [])
+        #expect(consumer.serviceChanged(published: true, at: .zero) == [.subscribe(.dataSource)])
+    }
+
     @Test("A subscription result that arrives after its session ended is ignored")
     func lateSubscriptionResult() {
         var consumer = Consumer()

@@ -1,6 +1,7 @@
 // Consumer — the Notification Consumer (NC) as a sans-I/O state machine: what
 // every accessory runs. It never calls a transport; each input returns the
-// actions its caller performs, in order (DESIGN: "Sans-I/O engines"). Every
+// actions its caller performs, in order, and time is an input, so one engine
+// serves every host (the async runtime, the C API, a test's virtual clock). Every
 // input also comes in an `into:` form that appends the actions to a buffer
 // the caller owns and may reuse, so a firmware allocates no array per input.
 //
@@ -13,6 +14,11 @@
 //   subscribingNotificationSource ──NS subscription failed──► idle   (sessionEnded)
 //   any ──linkDown | stop | ANCS unpublished──► idle                  (sessionEnded if one began)
 //   idle ──ANCS published (link up)──► subscribingDataSource
+//
+// "ANCS unpublished" belongs to the link it was told on: a link that drops
+// takes it along, since the next link has a new GATT database (a host whose
+// discovery finds no ANCS says so with `serviceChanged(published: false)`
+// before `linkUp`). Kept, it left every later connection silent.
 //
 // Data Source before Notification Source (spec: "Sessions"): GATT
 // notifications may start the moment Notification Source is subscribed, so
@@ -311,6 +317,7 @@ public struct Consumer: Sendable {
         endSession(.linkDown, into: &actions)
         forgetWriteInFlight()  // the link took it
         mtu = nil
+        published = true  // and its GATT database: the next link's discovery tells anew
     }
 
     public mutating func linkDown(at now: Timestamp) -> [ConsumerAction] {
