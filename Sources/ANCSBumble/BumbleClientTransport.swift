@@ -55,7 +55,7 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
             case .fatal: break  // the host exits; its exit reports the reason
             case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
             case .notice: break  // handled before
-            case .connected, .disconnected, .connectionMTU, .subscription, .write, .notified, .serviceChange:
+            case .connected, .disconnected, .connectionMTU, .subscription, .write, .notified, .serviceChange, .bondsForgotten:
                 malformed(line)  // the serve role's
             }
         }

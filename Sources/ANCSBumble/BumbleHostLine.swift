@@ -22,6 +22,8 @@ enum BumbleHostLine: Sendable, Hashable {
     /// The outcome of an `unpublish` (published false) or `publish` line:
     /// `<start> <end> <clients>` or `failed <reason>`.
     case serviceChange(id: Int, published: Bool, outcome: String)
+    /// The outcome of a `forget-bonds` line: how many bonds were forgotten.
+    case bondsForgotten(id: Int, outcome: String)
     // consume
     case linkUp(LinkInfo)
     case linkDown
@@ -73,6 +75,9 @@ enum BumbleHostLine: Sendable, Hashable {
         case "published", "unpublished":
             guard let id = int(1), fields.count > 2 else { return nil }
             self = .serviceChange(id: id, published: kind == "published", outcome: rest(from: 2))
+        case "bonds-forgotten":
+            guard let id = int(1), fields.count > 2 else { return nil }
+            self = .bondsForgotten(id: id, outcome: rest(from: 2))
         case "service-changed":
             guard fields.count > 1, fields[1] == "published" || fields[1] == "unpublished" else { return nil }
             self = .serviceChanged(published: fields[1] == "published")

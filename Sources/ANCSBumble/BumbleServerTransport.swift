@@ -78,7 +78,7 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
             }
             sink.yield(.controlPointWrite(connection, value, reply: reply))
         case .notified(let id, let outcome): notifications.resolve(id, outcome)
-        case .serviceChange(let id, _, let outcome): serviceChanges.resolve(id, outcome)
+        case .serviceChange(let id, _, let outcome), .bondsForgotten(let id, let outcome): serviceChanges.resolve(id, outcome)
         case .fatal: break  // the host exits; its exit reports the reason
         case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
         case .notice: break  // handled before
@@ -104,26 +104,42 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     /// reported as `subscriptionChanged … enabled: false`), and Service
     /// Changed is indicated with ANCS's handle range to the consumers that
     /// subscribed to it. Throws when ANCS is not published or the host is gone.
-    public func unpublishANCS() async throws(TransportError) -> BumbleServiceChange {
-        try await changeService("unpublish", published: false)
+    /// `serviceChanged: false` changes the database without indicating it,
+    /// as a phone that resets its GATT state may.
+    public func unpublishANCS(serviceChanged: Bool = true) async throws(TransportError) -> BumbleServiceChange {
+        try await changeService("unpublish", published: false, indicated: serviceChanged)
     }
 
     /// Adds ANCS back and indicates Service Changed with its new handle
-    /// range; consumers that subscribe again start new sessions.
-    public func publishANCS() async throws(TransportError) -> BumbleServiceChange {
-        try await changeService("publish", published: true)
+    /// range (unless `serviceChanged` is false); consumers that subscribe
+    /// again start new sessions.
+    public func publishANCS(serviceChanged: Bool = true) async throws(TransportError) -> BumbleServiceChange {
+        try await changeService("publish", published: true, indicated: serviceChanged)
     }
 
-    private func changeService(_ verb: String, published: Bool) async throws(TransportError) -> BumbleServiceChange {
+    /// Forgets every bond ("Forget This Device" on an iPhone) and drops the
+    /// links; returns how many bonds were forgotten. An accessory that comes
+    /// back with its old keys cannot encrypt and must pair again.
+    public func forgetBonds() async throws(TransportError) -> Int {
         let host = self.host
         let outcome = await serviceChanges.perform(
-            timeout: Self.serviceChangeTimeout, expired: "failed timed-out", { id in host.send("\(verb) \(id)") },
+            timeout: Self.serviceChangeTimeout, expired: "failed timed-out", { id in host.send("forget-bonds \(id)") },
             failed: "failed host-gone")
+        guard let count = Int(outcome) else { throw TransportError(.notSent, "bonds not forgotten: \(outcome.dropFirst(7))") }
+        return count
+    }
+
+    private func changeService(_ verb: String, published: Bool, indicated: Bool) async throws(TransportError) -> BumbleServiceChange {
+        let host = self.host
+        let outcome = await serviceChanges.perform(
+            timeout: Self.serviceChangeTimeout, expired: "failed timed-out",
+            { id in host.send(indicated ? "\(verb) \(id)" : "\(verb) \(id) silent") }, failed: "failed host-gone")
         let fields = outcome.split(separator: " ").compactMap { Int($0) }
         guard fields.count == 3 else {
             throw TransportError(.notSent, "ANCS not \(published ? "published" : "unpublished"): \(outcome.dropFirst(7))")
         }
-        return BumbleServiceChange(published: published, startHandle: fields[0], endHandle: fields[1], indicatedConsumers: fields[2])
+        return BumbleServiceChange(published: published, startHandle: fields[0], endHandle: fields[1], indicatedConsumers: fields[2],
+                                   serviceChanged: indicated)
     }
 
     /// Answers a numeric comparison the host asked about (`askPairing`).
@@ -154,12 +170,15 @@ public struct BumbleServiceChange: Sendable, Hashable {
     public var endHandle: Int
     /// The consumers subscribed to Service Changed that confirmed the indication.
     public var indicatedConsumers: Int
+    /// Service Changed was indicated (false: the database changed in silence).
+    public var serviceChanged: Bool
 
-    public init(published: Bool, startHandle: Int, endHandle: Int, indicatedConsumers: Int) {
+    public init(published: Bool, startHandle: Int, endHandle: Int, indicatedConsumers: Int, serviceChanged: Bool = true) {
         self.published = published
         self.startHandle = startHandle
         self.endHandle = endHandle
         self.indicatedConsumers = indicatedConsumers
+        self.serviceChanged = serviceChanged
     }
 }
 

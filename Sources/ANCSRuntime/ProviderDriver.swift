@@ -60,6 +60,19 @@ public struct ProviderDriver: Sendable {
         outputs(try engine.remove(uid), replyingWith: nil)
     }
 
+    /// Faults (`Provider.setSharing`, `setNotificationSourceQuiet`, `forgetSubscriptions`).
+    public mutating func setSharing(_ sharing: Bool) -> [Output] {
+        outputs(engine.setSharing(sharing), replyingWith: nil)
+    }
+
+    public mutating func setNotificationSourceQuiet(_ quiet: Bool) {
+        engine.setNotificationSourceQuiet(quiet)
+    }
+
+    public mutating func forgetSubscriptions() -> [Output] {
+        outputs(engine.forgetSubscriptions(), replyingWith: nil)
+    }
+
     /// The engine's actions as outputs, in order. `.respond` answers the
     /// write being handled (the engine answers a write only in the actions
     /// that write returns).

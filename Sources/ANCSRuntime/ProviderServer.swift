@@ -137,6 +137,29 @@ public actor ProviderServer {
         perform(try driver.remove(uid))
     }
 
+    // MARK: - Faults of real iPhones (for testing accessories)
+
+    /// "Share System Notifications" off (Control Point writes answered 0x03,
+    /// no Notification Source event) or on again (the subscribed consumers
+    /// are announced every notification, PreExisting).
+    public func setSharing(_ sharing: Bool) {
+        perform(driver.setSharing(sharing))
+    }
+
+    /// Notification Source goes quiet while the Control Point still answers (or speaks again).
+    public func setNotificationSourceQuiet(_ quiet: Bool) {
+        driver.setNotificationSourceQuiet(quiet)
+    }
+
+    /// Forgets every consumer's subscriptions without telling it (iOS resetting its GATT state).
+    public func forgetSubscriptions() {
+        perform(driver.forgetSubscriptions())
+    }
+
+    /// Whether sharing is on and Notification Source speaks.
+    public var sharing: Bool { engine.sharing }
+    public var notificationSourceQuiet: Bool { engine.notificationSourceQuiet }
+
     // MARK: - Driver I/O
 
     private func handle(_ event: GATTServerEvent) {

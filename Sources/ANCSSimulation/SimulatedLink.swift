@@ -231,8 +231,11 @@ public final class SimulatedLink: @unchecked Sendable {
     /// The next Control Point write is never answered (the request times out).
     public func neverAnswerNextControlPointWrite() { swallowNextWrite = true }
 
-    /// ANCS disappears from the provider's database (Service Changed indicated).
-    public func unpublishANCS() {
+    /// ANCS disappears from the provider's database: its subscriptions go
+    /// with it, and Service Changed is indicated (unless `serviceChanged` is
+    /// false: a phone that changes its database without saying so, and the
+    /// consumer's requests fail until ANCS is back).
+    public func unpublishANCS(serviceChanged: Bool = true) {
         guard isPublished else { return }
         isPublished = false
         if isConnected {
@@ -240,15 +243,16 @@ public final class SimulatedLink: @unchecked Sendable {
                 server.sink.yield(.subscriptionChanged(connection, characteristic, enabled: false))
             }
             subscriptions.removeAll()
-            clientSink.yield(.serviceChanged(published: false))
+            if serviceChanged { clientSink.yield(.serviceChanged(published: false)) }
         }
     }
 
-    /// ANCS is back; the consumer re-discovers and subscribes again.
-    public func publishANCS() {
+    /// ANCS is back; told by Service Changed, the consumer re-discovers and
+    /// subscribes again (not told, it holds no subscription any more).
+    public func publishANCS(serviceChanged: Bool = true) {
         guard !isPublished else { return }
         isPublished = true
-        if isConnected { clientSink.yield(.serviceChanged(published: true)) }
+        if isConnected && serviceChanged { clientSink.yield(.serviceChanged(published: true)) }
     }
 
     // MARK: - The client end

@@ -32,6 +32,10 @@ struct ProvideCommand: AsyncParsableCommand {
         Changed (0x2A05) with its handle range to the consumers subscribed to it, and adds it back AFTER seconds later, \
         indicating the new range; the notifications stay and are announced PreExisting to the consumer that subscribes \
         again. Each session ended by it counts for --sessions. \
+        Faults of real iPhones (README: "Act as an iPhone", faults) are scenario steps: sharing on/off, \
+        Notification Source quiet, subscriptions forgotten in silence, the bond forgotten, ANCS removed and added \
+        back with or without Service Changed; --share-after S starts with sharing off (CCCD writes taken, Control Point \
+        writes answered 0x03, no Notification Source event) and turns it on S seconds after the timeline starts. \
         Ctrl-C or SIGTERM ends the run as --duration does: the stack is closed and the exit status is 0.
         """
     )
@@ -61,11 +65,19 @@ struct ProvideCommand: AsyncParsableCommand {
             + "<after> seconds later add it back and indicate the new range (e.g. 5,2).",
         valueName: "at,after"), transform: Republish.parse)
     var republish: Republish?
+    @Option(help: ArgumentHelp(
+        "Start with \"Share System Notifications\" off for the accessory (CCCD writes taken, Control Point writes answered "
+            + "0x03 Write Not Permitted, no Notification Source event) and turn it on this many seconds after the timeline starts.",
+        valueName: "seconds"))
+    var shareAfter: Double?
 
     func validate() throws {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
         guard sessions >= 0 else { throw ValidationError("--sessions must be 0 or more") }
         guard duration >= 0 else { throw ValidationError("--duration must be 0 or more seconds") }
+        if let shareAfter, !(0...86_400).contains(shareAfter) {
+            throw ValidationError("--share-after must be between 0 and 86400 seconds, got \(shareAfter)")
+        }
         guard (0...3600).contains(allowNotificationsAfter) else {
             throw ValidationError("--allow-notifications-after must be between 0 and 3600 seconds, got \(allowNotificationsAfter)")
         }
@@ -78,6 +90,7 @@ struct ProvideCommand: AsyncParsableCommand {
         var play = ProvideScenario(demo: .standard)
         if let scenario { play = try ProvideScenario.load(scenario) }
         if failActions { play.failAllActions() }
+        if let shareAfter { play.shareAfter(.milliseconds(Int(shareAfter * 1000))) }
         if check {
             printLine(play.summary)
             return
@@ -100,6 +113,10 @@ struct ProvideCommand: AsyncParsableCommand {
         defer { signals.cancel() }
         view.ready(address: server.ready.address, transport: transport, scenario: play)
 
+        if play.startsNotShared {
+            await provider.setSharing(false)
+            view.fault(.sharing(false))
+        }
         var keys: [String: NotificationUID] = [:]
         for app in play.apps { await provider.registerApp(identifier: app.identifier, displayName: app.displayName) }
         for (key, notification) in play.preExisting {
@@ -135,6 +152,19 @@ struct ProvideCommand: AsyncParsableCommand {
                         guard let uid = keys[key], let notification = await provider.notificationCenter[uid] else { continue }
                         try await provider.remove(uid)
                         view.notification("removed", key: key, uid: uid, notification)
+                    case .fault(let fault):
+                        switch fault {
+                        case .sharing(let on): await provider.setSharing(on)
+                        case .notificationSourceQuiet(let quiet): await provider.setNotificationSourceQuiet(quiet)
+                        case .forgetSubscriptions: await provider.forgetSubscriptions()
+                        case .forgetBond: view.fault(fault, count: try await server.forgetBonds())
+                        case .removeANCS(let indicated): view.serviceChange(try await server.unpublishANCS(serviceChanged: indicated))
+                        case .addANCS(let indicated): view.serviceChange(try await server.publishANCS(serviceChanged: indicated))
+                        }
+                        switch fault {
+                        case .sharing, .notificationSourceQuiet, .forgetSubscriptions: view.fault(fault)
+                        case .forgetBond, .removeANCS, .addANCS: break
+                        }
                     }
                 } catch {
                     view.line("scenario: \(error)", json: .object([("event", .string("scenarioError")), ("error", .string("\(error)"))]))
@@ -313,13 +343,40 @@ struct ProvideView: Sendable {
         }
     }
 
-    /// `--republish`: ANCS removed or added again, and Service Changed indicated.
+    /// `--republish` or a scenario step: ANCS removed or added again, and Service Changed indicated (or not).
     func serviceChange(_ change: BumbleServiceChange) {
         let what = change.published ? "republished" : "unpublished"
-        line("provide: ANCS \(what) (handles \(change.startHandle)–\(change.endHandle)), Service Changed indicated to "
-             + "\(change.indicatedConsumers) consumer\(change.indicatedConsumers == 1 ? "" : "s")",
+        let told = change.serviceChanged
+            ? "Service Changed indicated to \(change.indicatedConsumers) consumer\(change.indicatedConsumers == 1 ? "" : "s")"
+            : "without Service Changed"
+        line("provide: ANCS \(what) (handles \(change.startHandle)–\(change.endHandle)), \(told)",
              json: .object([("event", .string(what)), ("service", .string("ANCS")), ("startHandle", .integer(change.startHandle)),
-                            ("endHandle", .integer(change.endHandle)), ("indicated", .integer(change.indicatedConsumers))]))
+                            ("endHandle", .integer(change.endHandle)), ("serviceChanged", .bool(change.serviceChanged)),
+                            ("indicated", .integer(change.indicatedConsumers))]))
+    }
+
+    /// A fault of the scenario, as it is applied (`forgetBond` with the number of bonds forgotten).
+    func fault(_ fault: ProvideScenario.Fault, count: Int? = nil) {
+        let text: String
+        var fields: [(String, JSON)] = [("event", .string("fault")), ("fault", .string(fault.name))]
+        switch fault {
+        case .sharing(let on):
+            text = on ? "sharing on: notifications are shared with the accessory again"
+                : "sharing off: Control Point writes answered 0x03 Write Not Permitted, no Notification Source event"
+            fields.append(("on", .bool(on)))
+        case .notificationSourceQuiet(let quiet):
+            text = quiet ? "Notification Source quiet (the Control Point still answers)" : "Notification Source speaks again"
+            fields.append(("quiet", .bool(quiet)))
+        case .forgetSubscriptions:
+            text = "subscriptions forgotten in silence (the accessory is not told)"
+        case .forgetBond:
+            text = "bonds forgotten (\(count ?? 0)), links dropped: the accessory must pair again"
+            fields.append(("bonds", .integer(count ?? 0)))
+        case .removeANCS(let indicated), .addANCS(let indicated):
+            text = "\(fault.name), \(indicated ? "with" : "without") Service Changed"
+            fields.append(("serviceChanged", .bool(indicated)))
+        }
+        line("scenario: \(text)", json: .object(fields))
     }
 
     func show(_ event: ProviderEvent, notification: ProviderNotification? = nil) {

@@ -10,6 +10,38 @@ struct ProvideScenario: Sendable {
         case add(key: String, ProviderNotification)
         case modify(key: String, message: String)
         case remove(key: String)
+        /// A fault of real iPhones (README: "Act as an iPhone", faults).
+        case fault(Fault)
+    }
+
+    /// What iPhones do in the field that stops an accessory's notifications.
+    enum Fault: Sendable, Hashable {
+        /// "Share System Notifications" off or on: off, CCCD writes are
+        /// taken, Control Point writes answered 0x03, no Notification Source
+        /// event; on, the subscribed consumers are announced everything.
+        case sharing(Bool)
+        /// Notification Source quiet (true) while the Control Point answers, or speaking again.
+        case notificationSourceQuiet(Bool)
+        /// Every consumer's subscriptions forgotten without telling it.
+        case forgetSubscriptions
+        /// The phone forgets its bonds ("Forget This Device") and drops the links.
+        case forgetBond
+        /// ANCS removed from the GATT database, with or without Service Changed.
+        case removeANCS(serviceChanged: Bool)
+        /// ANCS added back, with or without Service Changed.
+        case addANCS(serviceChanged: Bool)
+
+        /// The step's name in a scenario file and in `--json`.
+        var name: String {
+            switch self {
+            case .sharing: "sharing"
+            case .notificationSourceQuiet: "notificationSource"
+            case .forgetSubscriptions: "forgetSubscriptions"
+            case .forgetBond: "forgetBond"
+            case .removeANCS: "removeANCS"
+            case .addANCS: "addANCS"
+            }
+        }
     }
 
     var apps: [(identifier: String, displayName: String)] = []
@@ -35,11 +67,13 @@ struct ProvideScenario: Sendable {
     /// One line: what the scenario holds.
     var summary: String {
         var adds = 0, modifies = 0, removes = 0
+        var faults: [String] = []
         for (_, step) in timeline {
             switch step {
             case .add: adds += 1
             case .modify: modifies += 1
             case .remove: removes += 1
+            case .fault(let fault): faults.append(fault.name)
             }
         }
         let failing = (preExisting.map(\.notification) + timeline.compactMap { if case .add(_, let n) = $0.step { n } else { nil } })
@@ -47,6 +81,18 @@ struct ProvideScenario: Sendable {
         let seconds = timeline.last.map { Double($0.at.components.seconds) + Double($0.at.components.attoseconds) / 1e18 } ?? 0
         return "scenario: \(apps.count) apps, \(preExisting.count) pre-existing, \(adds) added, \(modifies) modified, "
             + "\(removes) removed over \(seconds) s, \(failing) with failing actions"
+            + (faults.isEmpty ? "" : ", faults: \(faults.joined(separator: ", "))")
+    }
+
+    /// Sharing is off before the first session: a `sharing: off` step at 0
+    /// s, applied when the scenario starts (`--share-after`).
+    var startsNotShared = false
+
+    /// `--share-after`: sharing off from the start, on `after` the timeline starts.
+    mutating func shareAfter(_ after: Duration) {
+        startsNotShared = true
+        let index = timeline.firstIndex { $0.at > after } ?? timeline.count
+        timeline.insert((after, .fault(.sharing(true))), at: index)
     }
 
     /// Error injection: every action answers 0xA3 Action failed.
@@ -79,7 +125,14 @@ extension ProvideScenario {
     ///   - {at: 0.9, add: {key: alice, app: com.apple.MobileSMS, title: Alice, message: On my way, negative: Clear}}
     ///   - {at: 5, modify: alice, message: Parking now}
     ///   - {at: 8, remove: alice}
+    ///   - {at: 10, sharing: off}
     /// ```
+    ///
+    /// A step is `add`, `modify` (with `message`), `remove`, or one of the
+    /// faults of real iPhones: `sharing: on|off`, `notificationSource:
+    /// quiet|normal`, `forgetSubscriptions: true`, `forgetBond: true`,
+    /// `removeANCS: true` and `addANCS: true` (with Service Changed), or
+    /// `removeANCS: {serviceChanged: false}` (without).
     ///
     /// A notification: `key`, `app` (required), `title`, `subtitle`,
     /// `message`, `date` (yyyyMMdd'T'HHmmSS), `category` (name or number),
@@ -279,6 +332,42 @@ struct ScenarioReader {
         return (key, notification)
     }
 
+    static let faultKinds = ["sharing", "notificationSource", "forgetSubscriptions", "forgetBond", "removeANCS", "addANCS"]
+
+    /// A fault step's value: `sharing: on|off` (or true/false),
+    /// `notificationSource: quiet|normal`, `forgetSubscriptions: true`,
+    /// `forgetBond: true`, `removeANCS`/`addANCS: true` or `{serviceChanged: bool}`.
+    func fault(_ kind: String, _ value: Any?, _ place: String) throws(CommandFailure) -> ProvideScenario.Fault {
+        func onOff(_ on: String, _ off: String) throws(CommandFailure) -> Bool {
+            switch value {
+            case let flag as Bool: return flag
+            case let text as String where text.lowercased() == on: return true
+            case let text as String where text.lowercased() == off: return false
+            default: throw fail(place, "expected `\(on)` or `\(off)`")
+            }
+        }
+        func yes() throws(CommandFailure) {
+            guard (value as? Bool) == true else { throw fail(place, "expected `true`") }
+        }
+        func serviceChanged() throws(CommandFailure) -> Bool {
+            if (value as? Bool) == true { return true }
+            guard let fields = value as? [String: Any] else { throw fail(place, "expected `true` or `{serviceChanged: true|false}`") }
+            if let unknown = fields.keys.sorted().first(where: { $0 != "serviceChanged" }) {
+                throw fail(place, "unknown field `\(unknown)` (known: serviceChanged)")
+            }
+            guard let flag = fields["serviceChanged"] as? Bool else { throw fail(place + ".serviceChanged", "expected true or false") }
+            return flag
+        }
+        switch kind {
+        case "sharing": return .sharing(try onOff("on", "off"))
+        case "notificationSource": return .notificationSourceQuiet(try onOff("quiet", "normal"))
+        case "forgetSubscriptions": try yes(); return .forgetSubscriptions
+        case "forgetBond": try yes(); return .forgetBond
+        case "removeANCS": return .removeANCS(serviceChanged: try serviceChanged())
+        default: return .addANCS(serviceChanged: try serviceChanged())
+        }
+    }
+
     func scenario(_ document: Any) throws(CommandFailure) -> ProvideScenario {
         let root = try object(document, "top level")
         if let unknown = root.keys.sorted().first(where: { !["apps", "preExisting", "timeline"].contains($0) }) {
@@ -319,13 +408,20 @@ struct ScenarioReader {
             let at = try seconds(step["at"], place + ".at")
             guard at >= last else { throw fail(place, "steps must be in time order") }
             last = at
-            if let unknown = step.keys.sorted().first(where: { !["at", "add", "modify", "remove", "message"].contains($0) }) {
-                throw fail(place, "unknown field `\(unknown)` (known: at, add, modify, remove, message)")
+            let kinds = ["add", "modify", "remove"] + Self.faultKinds
+            if let unknown = step.keys.sorted().first(where: { !(["at", "message"] + kinds).contains($0) }) {
+                throw fail(place, "unknown field `\(unknown)` (known: at, \(kinds.joined(separator: ", ")), message)")
             }
-            let actions = ["add", "modify", "remove"].filter { step[$0] != nil }
+            let actions = kinds.filter { step[$0] != nil }
             guard actions.count == 1 else {
-                if actions.isEmpty { throw fail(place, "a step is `add`, `modify` or `remove`") }
-                throw fail(place, "a step has one of `add`, `modify` or `remove`, this one has \(actions.map { "`\($0)`" }.joined(separator: " and ")): make them two steps")
+                if actions.isEmpty { throw fail(place, "a step is one of \(kinds.map { "`\($0)`" }.joined(separator: ", "))") }
+                let named = actions.contains { Self.faultKinds.contains($0) } ? kinds.map { "`\($0)`" }.joined(separator: ", ") : "`add`, `modify` or `remove`"
+                throw fail(place, "a step has one of \(named), this one has \(actions.map { "`\($0)`" }.joined(separator: " and ")): make them two steps")
+            }
+            if let kind = Self.faultKinds.first(where: { step[$0] != nil }) {
+                if step["message"] != nil { throw fail(place, "`message` goes with `modify`") }
+                scenario.timeline.append((at, .fault(try fault(kind, step[kind], place + "." + kind))))
+                continue
             }
             /// The active notification `key` names, or an error saying why there is none.
             func activeKey(_ key: String) throws(CommandFailure) {

@@ -27,15 +27,17 @@ struct ProvideInteropOptionsTests {
         let run: Task<Void, any Error>
         let reader: Task<Void, Never>
 
-        init(provideArguments: [String]) async throws {
+        /// `reconnect`: the accessory advertises again after a disconnection.
+        init(provideArguments: [String], reconnect: Bool = false) async throws {
             link = try await VirtualLink()
             let environment = try BumbleTestEnvironment.environment()
             let executable = try #require(ANCSExecutable.url).path
             provide = try ChildProcess(
                 executable, ["provide", "--stack", "bumble:\(link.transports.0)", "--central", "--json"] + provideArguments,
                 environment: ["ANCS_BUMBLE_PYTHON": environment.python], captureErrors: true)
-            transport = try await BumbleClientTransport.start(
-                BumbleHostOptions(transport: link.transports.1, mtu: 185, peripheral: true), environment: environment)
+            var options = BumbleHostOptions(transport: link.transports.1, mtu: 185, peripheral: true)
+            options.reconnect = reconnect
+            transport = try await BumbleClientTransport.start(options, environment: environment)
             consumer = ConsumerClient(transport: transport, display: .standard)
             let consumer = consumer
             run = Task { try await consumer.run() }

@@ -17,6 +17,14 @@
 // Notification Source events go to the consumers in a session only; Data
 // Source notifications to the consumer that asked, only if it subscribed.
 //
+// Faults of real iPhones, for testing accessories (README "Act as an
+// iPhone", the fault steps): sharing off (every Control Point write answered
+// 0x03 Write Not Permitted, no Notification Source event, CCCD writes still
+// taken), Notification Source quiet (the Control Point still answers), and
+// subscriptions forgotten in silence (the consumer is not told; its CCCDs
+// look enabled, nothing reaches it, and Get … Attributes is answered 0xFD
+// since Data Source is not subscribed any more).
+//
 // A Control Point write is answered entirely in the actions it returns:
 // first the write response, then on success either the Data Source response
 // in MTU − 3 byte fragments (Get … Attributes) or the Notification Source
@@ -41,6 +49,12 @@ public struct Provider: Sendable {
     public private(set) var notificationCenter: ProviderNotificationCenter
     /// Connected consumers, in the order they connected (the order events go out in).
     var links: [Link] = []
+    /// "Share System Notifications" is on for the accessories (a fault when off).
+    public private(set) var sharing = true
+    /// Notification Source sends nothing while the Control Point answers (a fault when true).
+    public private(set) var notificationSourceQuiet = false
+    /// Notification Source events go out: shared and not quiet.
+    var announces: Bool { sharing && !notificationSourceQuiet }
 
     public init(configuration: ProviderConfiguration = .default) {
         self.configuration = configuration
@@ -103,14 +117,61 @@ public struct Provider: Sendable {
             links[index].notificationSource = enabled
             guard enabled else { return [.emit(.sessionEnded(connection))] }
             var actions: [ProviderAction] = []
-            actions.reserveCapacity(notificationCenter.count + 1)
+            announcePreExisting(to: connection, into: &actions)
+            return actions
+        }
+    }
+
+    /// A session starts: every active notification announced as Added with
+    /// PreExisting, oldest first (none while not shared or quiet).
+    private func announcePreExisting(to connection: ConnectionID, into actions: inout [ProviderAction]) {
+        var count = 0
+        if announces {
+            actions.reserveCapacity(actions.count + notificationCenter.count + 1)
             for entry in notificationCenter.entries {
                 let event = sourceEvent(.added, entry.uid, entry.notification, preExisting: true)
                 actions.append(.notify(connection, .notificationSource, event))
             }
-            actions.append(.emit(.sessionStarted(connection, preExisting: notificationCenter.count)))
-            return actions
+            count = notificationCenter.count
         }
+        actions.append(.emit(.sessionStarted(connection, preExisting: count)))
+    }
+
+    // MARK: - Faults
+
+    /// "Share System Notifications" turned off or on for the accessories.
+    /// Off: CCCD writes are still taken, every Control Point write is
+    /// answered 0x03 Write Not Permitted, and no Notification Source event
+    /// goes out. On again: each consumer subscribed to Notification Source
+    /// is announced every notification (PreExisting), as a new session.
+    public mutating func setSharing(_ sharing: Bool) -> [ProviderAction] {
+        guard self.sharing != sharing else { return [] }
+        self.sharing = sharing
+        var actions: [ProviderAction] = []
+        if sharing {
+            for link in links where link.notificationSource { announcePreExisting(to: link.id, into: &actions) }
+        }
+        return actions
+    }
+
+    /// Notification Source goes quiet (true) while the Control Point still
+    /// answers, or speaks again (false; what happened meanwhile is not told).
+    public mutating func setNotificationSourceQuiet(_ quiet: Bool) {
+        notificationSourceQuiet = quiet
+    }
+
+    /// Every consumer's Notification Source and Data Source subscriptions
+    /// are forgotten in silence, as iOS does when it resets its GATT state:
+    /// the consumer is not told. Its next CCCD write (off, then on) starts
+    /// a session again. The provider's own events tell each session ended.
+    public mutating func forgetSubscriptions() -> [ProviderAction] {
+        var actions: [ProviderAction] = []
+        for index in links.indices {
+            if links[index].notificationSource { actions.append(.emit(.sessionEnded(links[index].id))) }
+            links[index].notificationSource = false
+            links[index].dataSource = false
+        }
+        return actions
     }
 
     /// The consumer's link is gone; so is everything about it.
@@ -160,6 +221,7 @@ public struct Provider: Sendable {
     /// hostile write is answered with an error, never a trap.
     public mutating func controlPointWritten(_ connection: ConnectionID, _ bytes: [UInt8]) -> [ProviderAction] {
         guard let index = linkIndex(connection) else { return reject(connection, .unknownConnection) }
+        guard sharing else { return reject(connection, .notShared) }
         guard bytes.count <= ControlPointCommand.maximumLength else {
             return reject(connection, .commandTooLong(length: bytes.count))
         }
@@ -309,6 +371,7 @@ public struct Provider: Sendable {
 
     /// Sends a Notification Source event to every consumer in a session, in connection order.
     private func announce(_ eventID: EventID, _ uid: NotificationUID, _ notification: ProviderNotification, into actions: inout [ProviderAction]) {
+        guard announces else { return }
         var event: [UInt8]?
         for link in links where link.notificationSource {
             if event == nil { event = sourceEvent(eventID, uid, notification, preExisting: false) }

@@ -182,6 +182,8 @@ public enum ProviderRejection: Hashable, Sendable, CustomStringConvertible {
     case actionNotAnnounced(NotificationUID, ActionID)
     /// The action's configured effect is `fail` (0xA3 Action failed).
     case actionFailed(NotificationUID, ActionID)
+    /// Sharing is off for the accessories (ATT 0x03 Write Not Permitted, as an iPhone answers).
+    case notShared
 
     /// The ATT error the write is answered with.
     public var code: ATTErrorCode {
@@ -192,6 +194,7 @@ public enum ProviderRejection: Hashable, Sendable, CustomStringConvertible {
         case .dataSourceNotSubscribed: .cccdImproperlyConfigured
         case .unknownNotification, .unknownApp, .unknownAction: .invalidParameter
         case .actionNotAnnounced, .actionFailed: .actionFailed
+        case .notShared: .writeNotPermitted
         }
     }
 
@@ -206,6 +209,7 @@ public enum ProviderRejection: Hashable, Sendable, CustomStringConvertible {
         case .unknownAction(let uid, let action): "uid \(uid): ActionID \(action.rawValue) is reserved"
         case .actionNotAnnounced(let uid, let action): "uid \(uid): its flags do not announce the \(action) action"
         case .actionFailed(let uid, let action): "uid \(uid): the \(action) action is configured to fail"
+        case .notShared: "notifications are not shared with this accessory"
         }
     }
 }

@@ -503,9 +503,11 @@ class Server(Session):
                 with contextlib.suppress(Exception):
                     await connection.disconnect()
         elif command == 'unpublish':
-            await self.unpublish(int(fields[1]))
+            await self.unpublish(int(fields[1]), indicate=fields[2:3] != ['silent'])
         elif command == 'publish':
-            await self.publish(int(fields[1]))
+            await self.publish(int(fields[1]), indicate=fields[2:3] != ['silent'])
+        elif command == 'forget-bonds':
+            await self.forget_bonds(int(fields[1]))
         else:
             emit('error', f'unknown command {command!r}')
 
@@ -535,9 +537,28 @@ class Server(Session):
                 log.info('Service Changed indication not confirmed: %s', result)
         return sum(1 for result in results if not isinstance(result, BaseException))
 
-    async def unpublish(self, request):
+    async def forget_bonds(self, request):
+        """Forgets every bond, as an iPhone does on "Forget This Device",
+        and drops the links: a consumer that reconnects with its old keys
+        cannot encrypt, and has to pair again."""
+        status('forgetting every bond (Forget This Device)')
+        forgotten = 0
+        keystore = self.device.keystore
+        if keystore is not None:
+            with contextlib.suppress(Exception):
+                for name, _keys in await keystore.get_all():
+                    await keystore.delete(name)
+                    forgotten += 1
+        self.service_changed_peers.clear()
+        for connection in list(self.connections.values()):
+            await self.drop(connection)
+        emit('bonds-forgotten', request, forgotten)
+
+    async def unpublish(self, request, indicate=True):
         """Removes ANCS from the GATT database (the CCCDs go with it: every
-        session ends) and indicates Service Changed for its handle range."""
+        session ends) and indicates Service Changed for its handle range
+        (unless `indicate` is false: a phone that changes its database
+        without saying so)."""
         service = self.service
         server = self.device.gatt_server
         if service is None:
@@ -558,16 +579,17 @@ class Server(Session):
             server.attributes_by_handle.pop(handle, None)
         server.services.remove(service)
         self.service = None
-        emit('unpublished', request, start, end, await self.indicate_service_changed(start, end))
+        emit('unpublished', request, start, end, await self.indicate_service_changed(start, end) if indicate else 0)
 
-    async def publish(self, request):
-        """Adds ANCS again and indicates Service Changed for its new range."""
+    async def publish(self, request, indicate=True):
+        """Adds ANCS again and indicates Service Changed for its new range
+        (unless `indicate` is false)."""
         if self.service is not None:
             emit('published', request, 'failed', 'already-published')
             return
         self.build_service()
         start, end = self.service.handle, self.service.end_group_handle
-        emit('published', request, start, end, await self.indicate_service_changed(start, end))
+        emit('published', request, start, end, await self.indicate_service_changed(start, end) if indicate else 0)
 
     async def notify(self, handle, name, value):
         connection = self.connections.get(handle)
