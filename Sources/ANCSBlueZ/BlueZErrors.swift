@@ -14,24 +14,23 @@ public enum BlueZ {
     /// Errors without an ATT code (not connected, in progress, a D-Bus
     /// timeout) are transport failures.
     public static func result(errorName: String, message: String) -> ATTResult {
-        func att(_ code: UInt8) -> ATTResult { .attError(ATTErrorCode(rawValue: code)) }
         switch errorName {
         case "org.bluez.Error.Failed":
-            if let code = attCode(in: message) { return att(code) }
+            if let code = attCode(in: message) { return .attError(ATTErrorCode(rawValue: code)) }
             return .transportFailure
         case "org.bluez.Error.NotPermitted":
-            if message.contains("Read not permitted") { return att(0x02) }
-            if message.contains("Write not permitted") { return att(0x03) }
-            if message.contains("Not paired") { return att(0x05) }
+            if message.contains("Read not permitted") { return .attError(.readNotPermitted) }
+            if message.contains("Write not permitted") { return .attError(.writeNotPermitted) }
+            if message.contains("Not paired") { return .attError(.insufficientAuthentication) }
             return .transportFailure
-        case "org.bluez.Error.NotAuthorized": return att(0x08)
-        case "org.bluez.Error.NotSupported": return att(0x06)
+        case "org.bluez.Error.NotAuthorized": return .attError(.insufficientAuthorization)
+        case "org.bluez.Error.NotSupported": return .attError(.requestNotSupported)
         case "org.bluez.Error.InvalidArguments", "org.bluez.Error.InvalidArgs":
-            if message.contains("Invalid offset") { return att(0x07) }
-            if message.contains("Invalid Length") { return att(0x0D) }
+            if message.contains("Invalid offset") { return .attError(.invalidOffset) }
+            if message.contains("Invalid Length") { return .attError(.invalidAttributeValueLength) }
             return .transportFailure
-        case "org.bluez.Error.InvalidValueLength": return att(0x0D)
-        case "org.bluez.Error.InvalidOffset": return att(0x07)
+        case "org.bluez.Error.InvalidValueLength": return .attError(.invalidAttributeValueLength)
+        case "org.bluez.Error.InvalidOffset": return .attError(.invalidOffset)
         default: return .transportFailure
         }
     }
@@ -50,12 +49,12 @@ public enum BlueZ {
         case .transportFailure:
             return ("org.bluez.Error.Failed", "transport failure")
         case .attError(let code):
-            switch code.rawValue {
-            case 0x03: return ("org.bluez.Error.NotPermitted", "Write not permitted")
-            case 0x06: return ("org.bluez.Error.NotSupported", "Not supported")
-            case 0x07: return ("org.bluez.Error.InvalidOffset", "Invalid offset")
-            case 0x08: return ("org.bluez.Error.NotAuthorized", "Not authorized")
-            case 0x0D: return ("org.bluez.Error.InvalidValueLength", "Invalid length")
+            switch code {
+            case .writeNotPermitted: return ("org.bluez.Error.NotPermitted", "Write not permitted")
+            case .requestNotSupported: return ("org.bluez.Error.NotSupported", "Not supported")
+            case .invalidOffset: return ("org.bluez.Error.InvalidOffset", "Invalid offset")
+            case .insufficientAuthorization: return ("org.bluez.Error.NotAuthorized", "Not authorized")
+            case .invalidAttributeValueLength: return ("org.bluez.Error.InvalidValueLength", "Invalid length")
             default: return ("org.bluez.Error.Failed", "0x" + Hex.string(code.rawValue, uppercase: true))
             }
         }

@@ -123,7 +123,7 @@ public enum BumbleHostNotice: Sendable, Hashable {
     /// serve, with `allowNotificationsAfter`: the consumer on `connection`
     /// wrote a CCCD to subscribe and was answered with this ATT error (0x08
     /// Insufficient Authorization: notifications are not allowed yet).
-    case subscriptionRefused(connection: Int, characteristic: ANCSCharacteristic, code: UInt8)
+    case subscriptionRefused(connection: Int, characteristic: ANCSCharacteristic, code: ATTErrorCode)
     /// serve, with `allowNotificationsAfter`: from now on the subscriptions of
     /// this peer (an address) are accepted.
     case notificationsAllowed(peer: String)
@@ -151,7 +151,7 @@ public enum BumbleHostNotice: Sendable, Hashable {
             guard let connection = connection(), rest.count > 2,
                   let characteristic = ANCSCharacteristic(shortName: rest[rest.startIndex + 1]),
                   case .attError(let code) = parseResult(["att", rest[rest.startIndex + 2]]) else { return nil }
-            self = .subscriptionRefused(connection: connection, characteristic: characteristic, code: code.rawValue)
+            self = .subscriptionRefused(connection: connection, characteristic: characteristic, code: code)
         case "notifications-allowed":
             guard let peer = rest.first else { return nil }
             self = .notificationsAllowed(peer: String(peer))

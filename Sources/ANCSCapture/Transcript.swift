@@ -173,25 +173,25 @@ public struct TranscriptBuilder: Sendable {
                 add(record, connection, direction, "controlPointResult", "Control Point: written", [("result", .string("success"))])
             } else if let characteristic = handles.cccd(at: request.handle) {
                 add(record, connection, direction, "subscriptionResult", "\(characteristic) CCCD: written",
-                    [("characteristic", .string(key(characteristic))), ("result", .string("success"))])
+                    [("characteristic", .string(characteristic.identifier)), ("result", .string("success"))])
             }
         case 0x01 where pdu.count >= 5:  // Error Response
             let requestOpcode = pdu[1]
             let handle = le16(pdu, 2)
             let code = pdu[4]
             links[connection]?.pending.removeValue(forKey: opposite(direction))
-            let name = Self.errorName(code)
+            let name = ATTErrorCode(code).name ?? "attError"
             if handles.characteristic(at: handle) == .controlPoint {
                 if var link = links[connection] {
                     _ = link.reassembler.cancel(link.nextRequest - 1, responseMayFollow: false)
                     links[connection] = link
                 }
-                add(record, connection, direction, "controlPointResult", "Control Point: error 0x\(Hex.string(code, uppercase: true)) \(name)",
+                add(record, connection, direction, "controlPointResult", "Control Point: error \(ATTErrorCode(code))",
                     [("error", .integer(Int(code))), ("errorName", .string(name))])
             } else if [0x0A, 0x12, 0x16, 0x18].contains(requestOpcode),
                       let characteristic = handles.cccd(at: handle) ?? handles.characteristic(at: handle) {
-                add(record, connection, direction, "attError", "\(characteristic): error 0x\(Hex.string(code, uppercase: true)) \(name)",
-                    [("characteristic", .string(key(characteristic))), ("request", .integer(Int(requestOpcode))),
+                add(record, connection, direction, "attError", "\(characteristic): error \(ATTErrorCode(code))",
+                    [("characteristic", .string(characteristic.identifier)), ("request", .integer(Int(requestOpcode))),
                      ("error", .integer(Int(code))), ("errorName", .string(name))])
             }
         case 0x1B where pdu.count >= 3:  // Handle Value Notification
@@ -233,7 +233,7 @@ public struct TranscriptBuilder: Sendable {
         if let characteristic = handles.cccd(at: handle) ?? recognizedCCCD(handle, value) {
             let enabled = value.first.map { $0 & 1 != 0 } ?? false
             add(record, connection, direction, "subscribe", "\(characteristic) notifications \(enabled ? "on" : "off")",
-                [("characteristic", .string(key(characteristic))), ("enabled", .bool(enabled))])
+                [("characteristic", .string(characteristic.identifier)), ("enabled", .bool(enabled))])
             return
         }
         guard handles.characteristic(at: handle) == .controlPoint else { return }
@@ -392,20 +392,6 @@ public struct TranscriptBuilder: Sendable {
 
     // MARK: - Words
 
-    static func errorName(_ code: UInt8) -> String {
-        switch code {
-        case 0xA0: "Unknown command"
-        case 0xA1: "Invalid command"
-        case 0xA2: "Invalid parameter"
-        case 0xA3: "Action failed"
-        case 0x05: "Insufficient Authentication"
-        case 0x0E: "Unlikely Error"
-        case 0x0F: "Insufficient Encryption"
-        case 0xFD: "CCCD Improperly Configured"
-        default: "ATT error"
-        }
-    }
-
     private func describe(_ event: NotificationSourceEvent) -> String {
         let kind = event.eventID == .added ? "Added" : event.eventID == .modified ? "Modified" : event.eventID == .removed ? "Removed" : "event \(event.eventID.rawValue)"
         return "\(kind) uid \(event.notificationUID.rawValue) \(event.categoryID) (count \(event.categoryCount)) flags \(event.eventFlags)"
@@ -424,11 +410,3 @@ func opposite(_ direction: BTSnoopRecord.Direction) -> BTSnoopRecord.Direction {
     direction == .sent ? .received : .sent
 }
 
-/// A characteristic's name as a JSON value.
-func key(_ characteristic: ANCSCharacteristic) -> String {
-    switch characteristic {
-    case .notificationSource: "notificationSource"
-    case .controlPoint: "controlPoint"
-    case .dataSource: "dataSource"
-    }
-}

@@ -79,7 +79,7 @@ struct DecodeCommand: ParsableCommand {
             do {
                 printLine(ANCSJSON.controlPoint(try ControlPointCommand.decode(bytes)).rendered)
             } catch {
-                throw CommandFailure("\(error) (an NP answers ATT error 0x\(String(error.controlPointErrorCode.rawValue, radix: 16, uppercase: true)))")
+                throw CommandFailure("\(error) (an NP answers \(error.controlPointErrorCode))")
             }
         }
     }

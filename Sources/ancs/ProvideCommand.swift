@@ -323,23 +323,14 @@ struct ProvideView: Sendable {
             line("connection \(connection): pairing failed: \(reason); disconnecting",
                  json: .object([("event", .string("pairingFailed")), ("connection", .integer(connection)), ("reason", .string(reason))]))
         case .subscriptionRefused(let connection, let characteristic, let code):
-            let error = ATTErrorCode(code) == .insufficientAuthorization ? "insufficientAuthorization" : "ATT error 0x\(Hex.string(code, uppercase: true))"
-            line("connection \(connection): subscription to \(characteristic) refused with ATT 0x\(Hex.string(code, uppercase: true))"
-                 + (error == "insufficientAuthorization" ? " Insufficient Authorization (notifications not allowed yet)" : ""),
+            line("connection \(connection): subscription to \(characteristic) refused with \(code)"
+                 + (code == .insufficientAuthorization ? " (notifications not allowed yet)" : ""),
                  json: .object([("event", .string("subscriptionRefused")), ("connection", .integer(connection)),
-                                ("characteristic", .string(Self.jsonName(characteristic))), ("code", .integer(Int(code))),
-                                ("error", .string(error))]))
+                                ("characteristic", .string(characteristic.identifier)), ("code", .integer(Int(code.rawValue))),
+                                ("error", .string(code.name ?? "attError"))]))
         case .notificationsAllowed(let peer):
             line("notifications allowed for \(peer): its subscriptions are accepted from now on",
                  json: .object([("event", .string("notificationsAllowed")), ("peer", .string(peer))]))
-        }
-    }
-
-    static func jsonName(_ characteristic: ANCSCharacteristic) -> String {
-        switch characteristic {
-        case .notificationSource: "notificationSource"
-        case .controlPoint: "controlPoint"
-        case .dataSource: "dataSource"
         }
     }
 

@@ -56,7 +56,7 @@ struct BumbleStackOptions: ParsableArguments {
         bumbleProgress("paired (\(authenticated ? "numeric comparison, MITM protection" : "Just Works, no MITM protection"))")
     case .pairingFailed(_, let reason): bumbleProgress("pairing failed: \(reason)")
     case .subscriptionRefused(_, let characteristic, let code):
-        bumbleProgress("subscription to \(characteristic) refused with ATT 0x\(Hex.string(code, uppercase: true))")
+        bumbleProgress("subscription to \(characteristic) refused with \(code)")
     case .notificationsAllowed(let peer): bumbleProgress("notifications allowed for \(peer)")
     }
 }

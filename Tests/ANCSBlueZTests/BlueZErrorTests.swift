@@ -10,8 +10,8 @@ struct BlueZErrorTests {
     func blueZClientErrors() {
         #expect(BlueZ.result(errorName: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0xa2") == .attError(.invalidParameter))
         #expect(BlueZ.result(errorName: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0xA3 (Unknown)") == .attError(.actionFailed))
-        #expect(BlueZ.result(errorName: "org.bluez.Error.NotPermitted", message: "Not paired") == .attError(ATTErrorCode(rawValue: 0x05)))
-        #expect(BlueZ.result(errorName: "org.bluez.Error.NotAuthorized", message: "") == .attError(ATTErrorCode(rawValue: 0x08)))
+        #expect(BlueZ.result(errorName: "org.bluez.Error.NotPermitted", message: "Not paired") == .attError(.insufficientAuthentication))
+        #expect(BlueZ.result(errorName: "org.bluez.Error.NotAuthorized", message: "") == .attError(.insufficientAuthorization))
         #expect(BlueZ.result(errorName: "org.bluez.Error.Failed", message: "Not connected") == .transportFailure)
         #expect(BlueZ.result(errorName: "org.freedesktop.DBus.Error.NoReply", message: "timeout") == .transportFailure)
     }
@@ -22,7 +22,7 @@ struct BlueZErrorTests {
         let application = BlueZ.error(for: .attError(ATTErrorCode(rawValue: 0x80)))
         #expect(application?.name == "org.bluez.Error.Failed")
         #expect(application?.message == "0x80")
-        #expect(BlueZ.error(for: .attError(ATTErrorCode(rawValue: 0x06)))?.name == "org.bluez.Error.NotSupported")
+        #expect(BlueZ.error(for: .attError(.requestNotSupported))?.name == "org.bluez.Error.NotSupported")
     }
 }
 

@@ -37,7 +37,7 @@ import ANCSDemo
 
     static let errors: [(ATTErrorCode, ConsumerError)] = [
         (.unknownCommand, .unknownCommand), (.invalidCommand, .invalidCommand), (.invalidParameter, .invalidParameter),
-        (.actionFailed, .actionFailed), (ATTErrorCode(rawValue: 0x05), .att(0x05)), (ATTErrorCode(rawValue: 0x0E), .att(0x0E)),
+        (.actionFailed, .actionFailed), (.insufficientAuthentication, .att(.insufficientAuthentication)), (.unlikelyError, .att(.unlikelyError)),
     ]
 
     @Test("each ATT and ANCS error on each command", arguments: Command.allCases)

@@ -276,7 +276,7 @@ struct RuntimeTests {
         await #expect(throws: ConsumerError.actionFailed) {
             try await rig.consumer.performAction(.negative, on: uid)
         }
-        rig.link.failNextWrite(with: .attError(ATTErrorCode(rawValue: 0x05)))
+        rig.link.failNextWrite(with: .attError(.insufficientAuthentication))
         await #expect(throws: ConsumerError.att(0x05)) {
             try await rig.consumer.fetchAttributes(display, for: uid)
         }

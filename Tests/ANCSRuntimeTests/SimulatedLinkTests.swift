@@ -93,7 +93,7 @@ import Testing
         rig.connect()
         let uid = try rig.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Hi"))
         for (code, expected) in [(ATTErrorCode.unknownCommand, ConsumerError.unknownCommand), (.invalidCommand, .invalidCommand),
-                                 (.invalidParameter, .invalidParameter), (.actionFailed, .actionFailed), (ATTErrorCode(rawValue: 0x05), .att(0x05))] {
+                                 (.invalidParameter, .invalidParameter), (.actionFailed, .actionFailed), (.insufficientAuthentication, .att(.insufficientAuthentication))] {
             rig.link.failNextControlPointWrite(with: .attError(code))
             let failing = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.title)], for: uid) }
             let next = rig.request { client throws(ConsumerError) in try await client.fetchAttributes([.init(.title, maxLength: 2)], for: uid) }

@@ -339,7 +339,20 @@ struct CodecTests {
         #expect(ATTErrorCode.actionFailed.rawValue == 0xA3)
         #expect(ATTErrorCode(rawValue: 0x9F).isANCS == false)
         #expect(ATTErrorCode(rawValue: 0xA4).isANCS == false)
-        #expect(ATTErrorCode(rawValue: 0x05).description == "ATT error 0x05")
+        #expect(ATTErrorCode(rawValue: 0x05) == .insufficientAuthentication)
+    }
+
+    @Test("every ATT error code has one name, shown as name (0xNN)")
+    func attErrorNames() {
+        #expect(ATTErrorCode.insufficientAuthentication.description == "insufficientAuthentication (0x05)")
+        #expect(ATTErrorCode.invalidParameter.description == "invalidParameter (0xA2)")
+        #expect(ATTErrorCode.cccdImproperlyConfigured.description == "cccdImproperlyConfigured (0xFD)")
+        #expect(ATTErrorCode(rawValue: 0x80).description == "ATT error 0x80", "an application error has no name")
+        #expect(ConsumerError.att(.insufficientAuthentication).description == "insufficientAuthentication (0x05)")
+        // The Core Specification's codes 0x01–0x13, ANCS's 0xA0–0xA3, the common profile codes 0xFC–0xFF.
+        let named = (UInt8(0)...255).filter { ATTErrorCode(rawValue: $0).name != nil }
+        #expect(named == Array(0x01...0x13) + Array(0xA0...0xA3) + Array(0xFC...0xFF))
+        #expect(Set(named.compactMap { ATTErrorCode(rawValue: $0).name }).count == named.count, "names are unique")
     }
 
     // MARK: EncodingError

@@ -16,7 +16,7 @@ let standardAttributes: [NotificationAttributeRequest] = [
     NotificationAttributeRequest(.date),
 ]
 
-let insufficientAuthentication = ATTResult.attError(ATTErrorCode(rawValue: 0x05))
+let insufficientAuthentication = ATTResult.attError(.insufficientAuthentication)
 
 func at(milliseconds: Int64) -> Timestamp { Timestamp(.milliseconds(milliseconds)) }
 

@@ -256,7 +256,7 @@ extension ConsumerTests {
 
     static let otherErrors: [WriteError] = [
         WriteError(result: insufficientAuthentication, error: .att(0x05)),
-        WriteError(result: .attError(ATTErrorCode(rawValue: 0x0E)), error: .att(0x0E)),
+        WriteError(result: .attError(.unlikelyError), error: .att(.unlikelyError)),
         WriteError(result: .attError(ATTErrorCode(rawValue: 0x9F)), error: .att(0x9F)),
         WriteError(result: .attError(ATTErrorCode(rawValue: 0xA4)), error: .att(0xA4)),
         WriteError(result: .transportFailure, error: .transportFailure),

@@ -148,7 +148,7 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidCommand: "invalid command (ANCS 0xA1)"
         case .invalidParameter: "invalid parameter (ANCS 0xA2)"
         case .actionFailed: "action failed (ANCS 0xA3)"
-        case .att(let code): "ATT error 0x\(Hex.string(code.rawValue, uppercase: true))"
+        case .att(let code): "\(code)"
         case .transportFailure: "transport failure"
         case .invalidResponse(let error): "invalid response: \(error)"
         case .timedOut: "timed out"

@@ -209,12 +209,22 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     /// 0xA3: the action was not performed.
     public static let actionFailed = ATTErrorCode(rawValue: 0xA3)
 
+    /// ATT 0x01 Invalid Handle.
+    public static let invalidHandle = ATTErrorCode(rawValue: 0x01)
+    /// ATT 0x02 Read Not Permitted.
+    public static let readNotPermitted = ATTErrorCode(rawValue: 0x02)
     /// ATT 0x03 Write Not Permitted.
     public static let writeNotPermitted = ATTErrorCode(rawValue: 0x03)
     /// ATT 0x05 Insufficient Authentication.
     public static let insufficientAuthentication = ATTErrorCode(rawValue: 0x05)
+    /// ATT 0x06 Request Not Supported.
+    public static let requestNotSupported = ATTErrorCode(rawValue: 0x06)
+    /// ATT 0x07 Invalid Offset.
+    public static let invalidOffset = ATTErrorCode(rawValue: 0x07)
     /// ATT 0x08 Insufficient Authorization.
     public static let insufficientAuthorization = ATTErrorCode(rawValue: 0x08)
+    /// ATT 0x0D Invalid Attribute Value Length.
+    public static let invalidAttributeValueLength = ATTErrorCode(rawValue: 0x0D)
     /// ATT 0x0E Unlikely Error.
     public static let unlikelyError = ATTErrorCode(rawValue: 0x0E)
     /// ATT 0x0F Insufficient Encryption.
@@ -225,16 +235,48 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     /// True for the four codes ANCS defines; other values are plain ATT errors.
     public var isANCS: Bool { rawValue >= 0xA0 && rawValue <= 0xA3 }
 
+    /// The code's one name in the project (the Core Specification's ATT
+    /// error names and ANCS's, in lower camel case), nil for a code neither
+    /// defines. Logs, JSON and captures all use it.
     public var name: String? {
         switch rawValue {
+        case 0x01: "invalidHandle"
+        case 0x02: "readNotPermitted"
+        case 0x03: "writeNotPermitted"
+        case 0x04: "invalidPDU"
+        case 0x05: "insufficientAuthentication"
+        case 0x06: "requestNotSupported"
+        case 0x07: "invalidOffset"
+        case 0x08: "insufficientAuthorization"
+        case 0x09: "prepareQueueFull"
+        case 0x0A: "attributeNotFound"
+        case 0x0B: "attributeNotLong"
+        case 0x0C: "insufficientEncryptionKeySize"
+        case 0x0D: "invalidAttributeValueLength"
+        case 0x0E: "unlikelyError"
+        case 0x0F: "insufficientEncryption"
+        case 0x10: "unsupportedGroupType"
+        case 0x11: "insufficientResources"
+        case 0x12: "databaseOutOfSync"
+        case 0x13: "valueNotAllowed"
         case 0xA0: "unknownCommand"
         case 0xA1: "invalidCommand"
         case 0xA2: "invalidParameter"
         case 0xA3: "actionFailed"
+        case 0xFC: "writeRequestRejected"
+        case 0xFD: "cccdImproperlyConfigured"
+        case 0xFE: "procedureAlreadyInProgress"
+        case 0xFF: "outOfRange"
         default: nil
         }
     }
-    public var description: String { name ?? "ATT error 0x\(Hex.string(rawValue, uppercase: true))" }
+
+    /// `name (0xNN)`, e.g. `insufficientAuthentication (0x05)`; a code with
+    /// no name: `ATT error 0xNN`.
+    public var description: String {
+        let hex = "0x" + Hex.string(rawValue, uppercase: true)
+        return name.map { "\($0) (\(hex))" } ?? "ATT error \(hex)"
+    }
 }
 
 /// NotificationUID: names one iOS notification, valid only inside a session.
@@ -288,6 +330,16 @@ public enum ANCSCharacteristic: Hashable, Sendable, CaseIterable, CustomStringCo
         case .notificationSource: "Notification Source"
         case .controlPoint: "Control Point"
         case .dataSource: "Data Source"
+        }
+    }
+
+    /// The name as an identifier, `notificationSource`, `controlPoint`,
+    /// `dataSource`: JSON values and keys (captures, `ancs provide --json`).
+    public var identifier: String {
+        switch self {
+        case .notificationSource: "notificationSource"
+        case .controlPoint: "controlPoint"
+        case .dataSource: "dataSource"
         }
     }
 
