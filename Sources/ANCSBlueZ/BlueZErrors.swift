@@ -35,43 +35,10 @@ public enum BlueZ {
         }
     }
 
-    /// The D-Bus error a GATT application (server side) answers `WriteValue`
-    /// with, or nil for success.
-    ///
-    /// BlueZ turns `org.bluez.Error.Failed` with a message that is just a
-    /// number into that ATT code, but only for application errors
-    /// 0x80–0x9F; it answers the ANCS codes 0xA0–0xA3 as 0x0E (Unlikely
-    /// Error). A BlueZ-hosted NP therefore cannot send the exact ANCS code.
-    public static func error(for result: ATTResult) -> (name: String, message: String)? {
-        switch result {
-        case .success:
-            return nil
-        case .transportFailure:
-            return ("org.bluez.Error.Failed", "transport failure")
-        case .attError(let code):
-            switch code {
-            case .writeNotPermitted: return ("org.bluez.Error.NotPermitted", "Write not permitted")
-            case .requestNotSupported: return ("org.bluez.Error.NotSupported", "Not supported")
-            case .invalidOffset: return ("org.bluez.Error.InvalidOffset", "Invalid offset")
-            case .insufficientAuthorization: return ("org.bluez.Error.NotAuthorized", "Not authorized")
-            case .invalidAttributeValueLength: return ("org.bluez.Error.InvalidValueLength", "Invalid length")
-            default: return ("org.bluez.Error.Failed", "0x" + Hex.string(code.rawValue, uppercase: true))
-            }
-        }
-    }
-
     /// The code in "... ATT error: 0xNN ..." (hex digits in either case).
     static func attCode(in message: String) -> UInt8? {
-        guard let marker = message.firstRange(of: "ATT error: 0x") else { return nil }
-        var value: UInt16 = 0
-        var digits = 0
-        for character in message[marker.upperBound...] {
-            guard let digit = character.hexDigitValue else { break }
-            value = value * 16 + UInt16(digit)
-            digits += 1
-            if digits > 2 { return nil }
-        }
-        return digits == 0 ? nil : UInt8(value)
+        guard let marker = message.firstRange(of: "ATT error: ") else { return nil }
+        return Hex.byte(message[marker.upperBound...].prefix { !$0.isWhitespace })
     }
 }
 

@@ -212,7 +212,7 @@ final class Handshake: Sendable {
 func parseResult(_ fields: ArraySlice<Substring>) -> ATTResult {
     guard let first = fields.first else { return .transportFailure }
     if first == "ok" { return .success }
-    if first == "att", let text = fields.dropFirst().first, let code = UInt8(text.dropFirst(text.hasPrefix("0x") ? 2 : 0), radix: 16) {
+    if first == "att", let text = fields.dropFirst().first, let code = Hex.byte(text) {
         return .attError(ATTErrorCode(code))
     }
     return .transportFailure

@@ -18,9 +18,13 @@ import ANCS
 /// time; the host reports its result with `operationEnded`, which starts the
 /// next. When a session ends (link down, ANCS unpublished, stop) the
 /// generation moves on: operations still queued are dropped, and the result
-/// of one still in flight is ignored when it comes, so it can never be taken
-/// for an answer in the next session. The next session does not wait for it
-/// either: a transport serializes its ATT requests itself.
+/// of one still in flight is never taken for an answer in the next session.
+/// A subscription's is dropped; a Control Point write's goes to the engine
+/// by its token (`Consumer.writeCompleted`), which waits for it before the
+/// next session's first write, as ATT allows one write at a time (on a link
+/// that stays up; a link that drops takes the write with it). The driver
+/// itself starts the next session's operations at once: a transport
+/// serializes its ATT requests itself.
 public struct ConsumerDriver<Waiter> {
     /// One ATT operation for the transport.
     public struct Operation: Hashable, Sendable {

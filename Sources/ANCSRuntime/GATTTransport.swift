@@ -94,7 +94,7 @@ public enum GATTClientEvent: Hashable, Sendable {
 /// characteristics are the `GattCharacteristic1` objects under it, found by
 /// UUID (unknown ones ignored). The MTU is the characteristic's `MTU`
 /// property. `notification` comes from `PropertiesChanged` of a
-/// characteristic's `Value` (or from the socket of `AcquireNotify`), which
+/// characteristic's `Value`, which
 /// D-Bus delivers in order. `subscribe`/`unsubscribe` are `StartNotify` /
 /// `StopNotify`; `writeControlPoint` is `WriteValue(value, {"type": "request"})`.
 /// A D-Bus error reply maps to a result with `BlueZ.result(errorName:message:)`.
@@ -153,17 +153,11 @@ public enum GATTServerEvent: Sendable {
 
 /// The NP's view of a GATT server publishing the ANCS service.
 ///
-/// **BlueZ (D-Bus):** the service and its three characteristics are
-/// objects of a GATT application registered with
-/// `GattManager1.RegisterApplication`. `connected`/`disconnected` follow
-/// `Device1.Connected`; the `ConnectionID` names the device object. A Control
-/// Point write arrives as a `WriteValue(value, options)` method call (the
-/// `device` option names the connection, `mtu` its MTU); `reply` sends its
-/// method return or the D-Bus error from `BlueZ.error(for:)`. BlueZ calls
-/// `StartNotify`/`StopNotify` once for all clients, not per device, and
-/// `notify` is a `PropertiesChanged` of `Value` (or a write to the
-/// `AcquireNotify` socket) that goes to every subscribed client: exact
-/// with one consumer connected, which is how an NP on BlueZ is used.
+/// There is no BlueZ implementation: a GATT application on bluetoothd
+/// cannot answer a write with the ANCS codes 0xA0–0xA3 (bluetoothd turns
+/// an application's error into an ATT code only for 0x80–0x9F and answers
+/// the others 0x0E Unlikely Error), so a phone built on it could not say
+/// what ANCS asks it to. The NP side runs on Bumble.
 ///
 /// **Bumble (`ANCSBumble`, a Python host process):** the host publishes the
 /// service and prints `connected <conn> <mtu> <peer> <enc> <bonded>`,

@@ -15,15 +15,6 @@ struct BlueZErrorTests {
         #expect(BlueZ.result(errorName: "org.bluez.Error.Failed", message: "Not connected") == .transportFailure)
         #expect(BlueZ.result(errorName: "org.freedesktop.DBus.Error.NoReply", message: "timeout") == .transportFailure)
     }
-
-    @Test("ATT results map to the D-Bus errors a BlueZ GATT application replies with")
-    func blueZServerErrors() {
-        #expect(BlueZ.error(for: .success) == nil)
-        let application = BlueZ.error(for: .attError(ATTErrorCode(rawValue: 0x80)))
-        #expect(application?.name == "org.bluez.Error.Failed")
-        #expect(application?.message == "0x80")
-        #expect(BlueZ.error(for: .attError(.requestNotSupported))?.name == "org.bluez.Error.NotSupported")
-    }
 }
 
 #endif

@@ -23,6 +23,14 @@ struct HexTests {
         #expect(throws: Hex.ParseError.self) { try Hex.bytes(text) }
         do { _ = try Hex.bytes(text) } catch { #expect(error.description == message) }
     }
+
+    @Test("one byte, as an ATT code is written: one or two digits, with or without 0x")
+    func oneByte() {
+        for (text, byte) in [("0xa2", 0xA2), ("0XA3", 0xA3), ("0F", 0x0F), ("5", 0x05), ("0x5", 0x05), ("ff", 0xFF)] as [(String, UInt8)] {
+            #expect(Hex.byte(text) == byte, "\(text)")
+        }
+        for text in ["", "0x", "123", "0xg1", "a 2", "0x1 "] { #expect(Hex.byte(text) == nil, "\(text)") }
+    }
 }
 
 @Suite("ANCSCharacteristic: one place for UUIDs and names")

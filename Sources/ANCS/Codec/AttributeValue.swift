@@ -38,8 +38,8 @@ public struct AttributeValue: Hashable, Sendable, CustomStringConvertible, Expre
     public var isEmpty: Bool { count == 0 }
 
     /// The raw bytes, exactly as received (a copy, unless the value is its
-    /// whole buffer). Out of line: inlined, each use cost a firmware engine
-    /// about 0.1 KB.
+    /// whole buffer). Out of line: inlined, each use grew a firmware engine
+    /// (BENCHMARKS.md section 5, "Why the core is shaped for size").
     public var bytes: [UInt8] {
         @inline(never) get { start == 0 && count == storage.count ? storage : withBytes { Array($0) } }
     }
@@ -251,7 +251,8 @@ enum UTF8Validation {
     #if !hasFeature(Embedded)
     /// Two bytes per step on hosted platforms (a quarter less time): the
     /// row at 12 × c1 + c2 is row c1 followed by row c2. Computed once from
-    /// `transitions`; Embedded builds do without it, to save 1 KB.
+    /// `transitions`; Embedded builds do without it, to save firmware text
+    /// (BENCHMARKS.md section 5, "Why the core is shaped for size").
     static let pairTransitions: [UInt64] = {
         var pairs = [UInt64](repeating: 0, count: 144)
         for first in 0..<12 {

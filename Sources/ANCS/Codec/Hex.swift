@@ -1,5 +1,6 @@
 /// Hexadecimal text for bytes: the project's one encoder and one parser
-/// (descriptions, JSON, captures, the Bumble line protocol, `ancs decode`).
+/// (descriptions, JSON, captures, the Bumble line protocol, `ancs decode`,
+/// the ATT codes in BlueZ's error messages).
 public enum Hex {
     /// Two digits per byte, `separator` between bytes.
     public static func string<Bytes: Sequence<UInt8>>(_ bytes: Bytes, uppercase: Bool = false, separator: String = "") -> String {
@@ -40,6 +41,17 @@ public enum Hex {
             case .halfByteAtEnd: "hex ends with half a byte (odd number of digits)"
             }
         }
+    }
+
+    /// One byte written as one or two digits in either case, with or without
+    /// `0x` (`0xa2`, `0F`, `5`): an ATT code in a Bumble host line or a BlueZ
+    /// error message. nil for anything else.
+    public static func byte(_ text: some StringProtocol) -> UInt8? {
+        var digits = Substring(text)
+        if digits.hasPrefix("0x") || digits.hasPrefix("0X") { digits = digits.dropFirst(2) }
+        guard (1...2).contains(digits.utf8.count), let bytes = try? Self.bytes(digits.count == 1 ? "0" + digits : digits),
+              bytes.count == 1 else { return nil }
+        return bytes[0]
     }
 
     /// Pairs of digits in either case; spaces, colons and tabs may stand

@@ -464,8 +464,8 @@ public struct Consumer: Sendable {
         // into it: DataSourceReassembler.feeding). Only `pump`, below, after
         // the feed, writes the next request. This way no event is stored
         // and nothing is moved per notification (collecting the events into
-        // a buffer first cost 0.7 KB of firmware; moving the reassembler
-        // out while it was fed, 4 000 instructions per response at MTU 23).
+        // a buffer first cost firmware text; moving the reassembler out
+        // while it was fed, instructions per response: BENCHMARKS.md section 5, "Why the core is shaped for size").
         withUnsafeMutablePointer(to: &self) { engine in
             engine.pointee.reassembler.feed(bytes) { event in
                 switch event {
@@ -770,7 +770,8 @@ public struct Consumer: Sendable {
         return tracked
     }
 
-    // Entry lookups made at several places, out of line (as `finish`): 0.2 KB.
+    // Entry lookups made at several places, out of line (as `finish`):
+    // smaller firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
 
     /// The entry with exactly these command bytes (coalescing).
     @inline(never)
@@ -819,7 +820,7 @@ public struct Consumer: Sendable {
     /// Ends an entry: its waiters hear the result, and the display goes on
     /// with the notification or app it was fetching. Out of line, as are
     /// `apply` and `dropUnwrittenRequests`: inlined into each of their
-    /// callers they cost 0.4 KB of Cortex-M4 text (BENCHMARKS.md section 5).
+    /// callers they grow the firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
     @inline(never)
     private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
         actions.complete(entry.waiters, result)
@@ -971,10 +972,9 @@ public struct Consumer: Sendable {
 }
 
 // Array mutations the engine makes at many call sites, kept out of line: an
-// inlined `append` of an action is about 70 bytes of firmware code, and the
-// engine appends actions at two dozen places (1.7 KB of consumer text on
-// Cortex-M4; `remove(at:)` of an entry, 0.2 KB). A call per action or
-// removed request costs nothing measurable next to the bytes of a response.
+// inlined `append` of an action is firmware code at each of two dozen places
+// (BENCHMARKS.md section 5, "Why the core is shaped for size"). A call per action or removed request costs
+// nothing measurable next to the bytes of a response.
 extension Array {
     @inline(never)
     mutating func appendOutOfLine(_ element: Element) {

@@ -5,7 +5,8 @@
 /// Kept as whole nanoseconds in 64 bits (±292 years from the origin;
 /// beyond, a moment or a sum saturates): every deadline an engine keeps,
 /// adds and compares is then one machine integer, where a `Duration` is
-/// 128-bit attoseconds (0.3 KB more of a consumer's Cortex-M4 text).
+/// 128-bit attoseconds, more code in a consumer's firmware
+/// (BENCHMARKS.md section 5, "Why the core is shaped for size").
 public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Nanoseconds since the origin.
     var nanoseconds: Int64

@@ -28,12 +28,12 @@
 //
 // Per-tuple and per-response steps (store, finishTuple, completeResponse,
 // fail) are kept out of line: inlined into every phase that reaches them
-// they made the byte loop 2.5 KB larger in a firmware image, for ~4 % fewer
-// instructions per response. So are the header's byte-by-byte step
-// (matchHeader: a header not whole in its notification, such as a long
+// they made the byte loop much larger in a firmware image, for a few per
+// cent fewer instructions per response. So are the header's byte-by-byte
+// step (matchHeader: a header not whole in its notification, such as a long
 // AppIdentifier's at MTU 23), a wrong UID's report and the check of a
-// notification after unframeable bytes (beginsResponse): 220 bytes of
-// firmware code, for a call per such byte. Bytes are framed one at a time outside values
+// notification after unframeable bytes (beginsResponse), for a call per
+// such byte (BENCHMARKS.md section 5, "Why the core is shaped for size"). Bytes are framed one at a time outside values
 // (a header or a tuple's AttributeID and Length), and values are copied in
 // bulk: at MTU 23 nearly every notification lies inside a value.
 //
