@@ -290,7 +290,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     }
 
     private func report(deviceChanges changed: [String: DBusValue], at path: String) {
-        let address = tree.property(path, BlueZName.device, "Address")?.string ?? path
+        let address = address(of: path)
         guard accepts(path) else { return }
         if changed["Paired"]?.bool == true {
             status(BlueZStatus(kind: .paired, message: "paired with \(address)\(tree.property(path, BlueZName.device, "Bonded")?.bool == true ? " (bonded)" : "")"))
@@ -300,13 +300,14 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         }
     }
 
-    /// The device's address (as bluetoothd knows it, else from its object
-    /// path), and whether `--device` lets it connect.
+    /// Whether `--device` lets this device connect.
     private func accepts(_ devicePath: String) -> Bool {
         guard let wanted = options.device else { return true }
         return address(of: devicePath).uppercased() == wanted.uppercased()
     }
 
+    /// The device's address: as bluetoothd knows it, else from its object
+    /// path (`dev_AA_BB_…`). The one lookup of it here.
     private func address(of devicePath: String) -> String {
         tree.property(devicePath, BlueZName.device, "Address")?.string ?? BlueZAgent.address(of: devicePath)
     }
@@ -348,7 +349,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         refuseOtherDevices()
         if let current = device {
             if tree.objects[current]?[BlueZName.device] == nil || !isConnected(current) {
-                let address = tree.property(current, BlueZName.device, "Address")?.string ?? current
+                let address = address(of: current)
                 if linkIsUp {
                     linkIsUp = false
                     status(BlueZStatus(kind: .disconnected, message: "\(address) disconnected; waiting for it to come back"))
@@ -361,7 +362,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         if device == nil {
             device = tree.devices(under: adapterPath).first { isConnected($0) && accepts($0) && !tree.ancsCharacteristics(of: $0).isEmpty }
             if let device {
-                let address = tree.property(device, BlueZName.device, "Address")?.string ?? device
+                let address = address(of: device)
                 status(BlueZStatus(kind: .connected, message: "\(address) connected (\(tree.property(device, BlueZName.device, "Name")?.string ?? "unnamed"))"))
             }
         }
@@ -377,7 +378,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             linkIsUp = true
             ancsPublished = true
             let mtu = current.values.compactMap { tree.property($0, BlueZName.characteristic, "MTU")?.integer }.max() ?? 23
-            let info = LinkInfo(mtu: mtu, peer: tree.property(device, BlueZName.device, "Address")?.string,
+            let info = LinkInfo(mtu: mtu, peer: address(of: device),
                                 isEncrypted: tree.property(device, BlueZName.device, "Paired")?.bool == true,
                                 isBonded: tree.property(device, BlueZName.device, "Bonded")?.bool == true)
             sink.yield(.linkUp(info))

@@ -24,13 +24,17 @@ func encodingError<T>(_ body: () throws(EncodingError) -> T) -> EncodingError? {
     }
 }
 
-/// Registers `request`, feeds `fragments` in order, finishes, and returns every event.
-func reassemble(_ request: DataSourceRequest, _ fragments: [[UInt8]], id: DataSourceReassembler.RequestID = 1) -> [ReassemblyEvent] {
-    var reassembler = DataSourceReassembler()
+/// Registers `request`, feeds `fragments` in order, finishes (unless
+/// `finishing` is false), and returns every event: the suite's one way of
+/// running a response through the reassembler.
+func reassemble(_ request: DataSourceRequest, _ fragments: [[UInt8]], id: DataSourceReassembler.RequestID = 1,
+                unlimitedValueLength: Int = DataSourceReassembler.Configuration.default.unlimitedValueLength,
+                finishing: Bool = true) -> [ReassemblyEvent] {
+    var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: unlimitedValueLength))
     reassembler.expect(request, id: id)
     var events: [ReassemblyEvent] = []
     for fragment in fragments { reassembler.feed(fragment) { events.append($0) } }
-    reassembler.finish { events.append($0) }
+    if finishing { reassembler.finish { events.append($0) } }
     return events
 }
 

@@ -69,18 +69,14 @@ func parse(_ command: [UInt8], _ fragments: [[UInt8]], finish: Bool = true) thro
 /// The same bytes through the reassembler, one request: how it ends.
 func reassemble(_ command: [UInt8], _ fragments: [[UInt8]]) throws -> Result<DataSourceResponse, DecodingError>? {
     let request = try #require(DataSourceRequest(try ControlPointCommand.decode(command)))
-    var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: 0xFFFF))
-    reassembler.expect(request, id: 1)
     var outcome: Result<DataSourceResponse, DecodingError>?
-    let record: (ReassemblyEvent) -> Void = { event in
+    for event in reassemble(request, fragments, unlimitedValueLength: 0xFFFF) {
         switch event {
         case .response(_, let response): outcome = .success(response)
         case .failed(_, let error): outcome = .failure(error)
         case .unsolicited: break
         }
     }
-    for fragment in fragments { reassembler.feed(fragment, record) }
-    reassembler.finish(record)
     return outcome
 }
 

@@ -94,11 +94,7 @@ private func write(_ command: ControlPointCommand, from connection: ConnectionID
 
 /// Feeds a consumer's Data Source fragments to a reassembler expecting the command's response.
 private func reassemble(_ fragments: [[UInt8]], answering command: ControlPointCommand) -> [ReassemblyEvent] {
-    var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: 0xFFFF))
-    reassembler.expect(DataSourceRequest(command)!, id: 7)
-    var events: [ReassemblyEvent] = []
-    for fragment in fragments { reassembler.feed(fragment) { events.append($0) } }
-    return events
+    reassemble(DataSourceRequest(command)!, fragments, id: 7, unlimitedValueLength: 0xFFFF, finishing: false)
 }
 
 private func notificationAttributes(_ fragments: [[UInt8]], answering command: GetNotificationAttributes) -> NotificationAttributesResponse? {
