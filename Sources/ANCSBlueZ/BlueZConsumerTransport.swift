@@ -500,12 +500,17 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     // MARK: - Watchdog
 
     /// A subscription bluetoothd dropped without telling (Notifying false
-    /// while the link is up) is made again.
+    /// while the link is up) is made again: StopNotify, then StartNotify.
+    /// bluetoothd keeps one notify session per client and answers a
+    /// StartNotify from a client that has one at once, writing no CCCD: the
+    /// phone would never see the subscription made again.
     private func watchdog() async {
         guard linkIsUp, ancsPublished else { return }
         for characteristic in [ANCSCharacteristic.dataSource, .notificationSource] where subscribed.contains(characteristic) {
             guard let path = characteristics[characteristic],
                   tree.property(path, BlueZName.characteristic, "Notifying")?.bool == false else { continue }
+            _ = try? await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
+                                    member: "StopNotify", timeout: .seconds(10))
             do {
                 _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
                                        member: "StartNotify", timeout: .seconds(35))

@@ -120,6 +120,8 @@ struct BlueZTransportTests {
         while !resubscribedNotificationSource(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(resubscribedNotificationSource())
         #expect(bluez.state.withLock { $0.startNotifyCalls.filter { $0 == FakeBlueZ.ns }.count } >= 2)
+        // What the phone sees: the CCCD written again (off, then on), not only a StartNotify answered at once.
+        #expect(bluez.state.withLock { $0.cccdWrites[FakeBlueZ.ns] } == [true, false, true])
         await transport.close()
         bluez.connection.close()
     }

@@ -8,7 +8,11 @@ import Foundation
 /// transport depends on, with the behaviours observed on bluetoothd 5.66
 /// (InProgress for a second write, "Operation failed with ATT error: 0xa2",
 /// NotPermitted before the user allows notifications, Notifying true once a
-/// StartNotify succeeded).
+/// StartNotify succeeded). Notify sessions are kept per client as bluetoothd
+/// keeps them: the CCCD is written (`cccdWrites`, what the phone sees) when
+/// the first session of a characteristic starts and when its last ends; a
+/// StartNotify from a client that already has a session answers at once and
+/// writes nothing.
 final class FakeBlueZ: Sendable {
     static let adapter = "/org/bluez/hci0"
     static let device = "/org/bluez/hci0/dev_F0_F0_F0_F0_F0_F0"
@@ -20,6 +24,10 @@ final class FakeBlueZ: Sendable {
     struct State {
         var startNotifyRefusals = 0
         var startNotifyCalls: [String] = []
+        /// Clients with a notify session, per characteristic path.
+        var notifySessions: [String: Set<String>] = [:]
+        /// CCCD writes the phone saw, per characteristic path: true enables, false disables.
+        var cccdWrites: [String: [Bool]] = [:]
         var writes: [[UInt8]] = []
         var writesInFlight = 0
         var maximumWritesInFlight = 0
@@ -68,16 +76,41 @@ final class FakeBlueZ: Sendable {
         }
         for path in [Self.ns, Self.ds] {
             connection.export(path) { [state, connection] call in
-                guard call.member == "StartNotify" else { call.reply(); return }
-                let refuse = state.withLock { state -> Bool in
-                    state.startNotifyCalls.append(path)
-                    guard path == Self.ns, state.startNotifyRefusals > 0 else { return false }
-                    state.startNotifyRefusals -= 1
-                    return true
+                let client = call.sender
+                if call.member == "StopNotify" {
+                    let last = state.withLock { state -> Bool in
+                        guard state.notifySessions[path]?.remove(client) != nil else { return false }
+                        guard state.notifySessions[path]?.isEmpty == true else { return false }
+                        state.cccdWrites[path, default: []].append(false)
+                        return true
+                    }
+                    if last {
+                        connection.emit(path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                        [.string("org.bluez.GattCharacteristic1"), .properties(["Notifying": .boolean(false)]), .strings([])])
+                    }
+                    call.reply()
+                    return
                 }
-                if refuse {
+                guard call.member == "StartNotify" else { call.reply(); return }
+                enum Outcome { case refused, alreadyNotifying, subscribed }
+                let outcome = state.withLock { state -> Outcome in
+                    state.startNotifyCalls.append(path)
+                    if path == Self.ns, state.startNotifyRefusals > 0 {
+                        state.startNotifyRefusals -= 1
+                        return .refused
+                    }
+                    // bluetoothd: one session per client; a second StartNotify answers at once, writing nothing.
+                    if state.notifySessions[path]?.contains(client) == true { return .alreadyNotifying }
+                    if state.notifySessions[path, default: []].isEmpty { state.cccdWrites[path, default: []].append(true) }
+                    state.notifySessions[path, default: []].insert(client)
+                    return .subscribed
+                }
+                switch outcome {
+                case .refused:
                     call.fail("org.bluez.Error.NotPermitted", "Not permitted")
-                } else {
+                case .alreadyNotifying:
+                    call.reply()
+                case .subscribed:
                     // As bluetoothd: the characteristic now notifies.
                     connection.emit(path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                                     [.string("org.bluez.GattCharacteristic1"), .properties(["Notifying": .boolean(true)]), .strings([])])
