@@ -24,6 +24,14 @@ struct ProvideFaultTests {
         return (added?["uid"] as? Int).flatMap { UInt32(exactly: $0) }.map { NotificationUID(rawValue: $0) }
     }
 
+    /// How a request ended: its error, or nil if it succeeded.
+    static func error<T>(_ request: () async throws(ConsumerError) -> T) async -> ConsumerError? {
+        do throws(ConsumerError) {
+            _ = try await request()
+            return nil
+        } catch { return error }
+    }
+
     static func scenario(_ text: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("faults-\(UUID().uuidString).yaml").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
@@ -37,12 +45,7 @@ struct ProvideFaultTests {
         let pair = try await Pair(provideArguments: ["--share-after", "5", "--sessions", "1", "--duration", "60"])
         _ = try await pair.log.wait(timeout: .seconds(30), "a session") { $0.contains(.consumer(.sessionStarted)) ? true : nil }
         // Not shared: a fetch is refused with Write Not Permitted, whatever it names.
-        let refused = await { () async -> ConsumerError? in
-            do throws(ConsumerError) {
-                _ = try await pair.consumer.fetchAppAttributes("com.apple.MobileSMS")
-                return nil
-            } catch { return error }
-        }()
+        let refused = await Self.error { () async throws(ConsumerError) in try await pair.consumer.fetchAppAttributes("com.apple.MobileSMS") }
         #expect(refused == .att(.writeNotPermitted), "\(pair.diagnostics)")
         #expect(!pair.log.all.contains { if case .consumer(.added) = $0 { true } else { false } }, "nothing announced while not shared")
         let shown = try await pair.log.wait(timeout: .seconds(30), "notifications shown once shared") { events in
@@ -84,12 +87,7 @@ struct ProvideFaultTests {
 
         _ = try await pair.log.wait(timeout: .seconds(20), "Lost added on the phone") { _ in Self.uid(pair, "lost") }
         let lost = try #require(Self.uid(pair, "lost"))
-        let refused = await { () async -> ConsumerError? in
-            do throws(ConsumerError) {
-                _ = try await pair.consumer.fetchAttributes([.init(.title, maxLength: 16)], for: lost)
-                return nil
-            } catch { return error }
-        }()
+        let refused = await Self.error { () async throws(ConsumerError) in try await pair.consumer.fetchAttributes([.init(.title, maxLength: 16)], for: lost) }
         #expect(refused == .att(.cccdImproperlyConfigured), "\(pair.diagnostics)")
         #expect(!pair.log.all.contains { Self.title($0) == "Lost" })
         #expect(!pair.log.all.contains { if case .consumer(.sessionEnded) = $0 { true } else { false } }, "the consumer was not told")
@@ -120,12 +118,7 @@ struct ProvideFaultTests {
         _ = try await pair.log.wait(timeout: .seconds(40), "First shown") { events in events.contains { Self.title($0) == "First" } ? true : nil }
         _ = try await pair.log.wait(timeout: .seconds(20), "After added on the phone") { _ in Self.uid(pair, "after") }
         let after = try #require(Self.uid(pair, "after"))
-        let refused = await { () async -> ConsumerError? in
-            do throws(ConsumerError) {
-                _ = try await pair.consumer.fetchAttributes([.init(.title, maxLength: 16)], for: after)
-                return nil
-            } catch { return error }
-        }()
+        let refused = await Self.error { () async throws(ConsumerError) in try await pair.consumer.fetchAttributes([.init(.title, maxLength: 16)], for: after) }
         #expect(refused == .att(.cccdImproperlyConfigured), "\(pair.diagnostics)")
         #expect(!pair.log.all.contains { if case .consumer(.sessionEnded) = $0 { true } else { false } }, "the consumer was not told")
         // The bond forgotten: the link drops, the phone pairs again, a new session shows both.
