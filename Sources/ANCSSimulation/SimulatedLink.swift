@@ -525,19 +525,13 @@ public final class SimulatedServer: GATTServerTransport, @unchecked Sendable {
 }
 
 extension Duration {
+    /// Whether this is a whole number of `interval`s (any duration is, of zero).
     func isMultiple(of interval: Duration) -> Bool {
-        let (s, a) = components
-        let (is_, ia) = interval.components
-        let total = Int128(s) * 1_000_000_000_000_000_000 + Int128(a)
-        let step = Int128(is_) * 1_000_000_000_000_000_000 + Int128(ia)
-        return step == 0 || total % step == 0
+        interval == .zero || attoseconds % interval.attoseconds == 0
     }
 
+    /// How many `interval`s it takes to cover this duration.
     func dividedRoundingUp(by interval: Duration) -> Int {
-        let (s, a) = components
-        let (is_, ia) = interval.components
-        let total = Int128(s) * 1_000_000_000_000_000_000 + Int128(a)
-        let step = Int128(is_) * 1_000_000_000_000_000_000 + Int128(ia)
-        return Int((total + step - 1) / step)
+        Int((attoseconds + interval.attoseconds - 1) / interval.attoseconds)
     }
 }
