@@ -40,8 +40,13 @@ from bumble.transport.common import SnoopingTransport
 
 PROTOCOL = 'ancs-bumble 1'
 # The ANCS UUIDs come from the Swift side (--ancs-uuids), which has the one
-# copy of them (ANCSUUID in the core); set in main().
-ANCS_SERVICE = NOTIFICATION_SOURCE = CONTROL_POINT = DATA_SOURCE = None
+# copy of them (ANCSUUID in the core); set in main(). The characteristics go
+# by their short names in the line protocol (PROTOCOL.md): UUIDS maps each
+# to its UUID; NOTIFYING are the two that notify, in the order ANCS lists them.
+ANCS_SERVICE = None
+UUIDS = {}
+NAMES = ('ns', 'cp', 'ds')
+NOTIFYING = ('ns', 'ds')
 # A Control Point write not answered by the Swift process within this time is
 # answered with 0x0E (Unlikely Error), before the client's 30 s ATT timeout.
 WRITE_ANSWER_TIMEOUT = 25.0
@@ -401,15 +406,14 @@ class Server(Session):
                 self.authorizing(name, self.device.gatt_server.make_descriptor_value(characteristic)))]
             return characteristic
 
-        self.ns = notifying('ns', NOTIFICATION_SOURCE)
-        self.ds = notifying('ds', DATA_SOURCE)
+        self.notifying = {name: notifying(name, UUIDS[name]) for name in NOTIFYING}
         self.cp = Characteristic(
-            CONTROL_POINT, Characteristic.Properties.WRITE,
+            UUIDS['cp'], Characteristic.Properties.WRITE,
             Attribute.WRITEABLE | Attribute.WRITE_REQUIRES_ENCRYPTION,
             CharacteristicValue(write=self.on_control_point_write))
-        self.service = Service(ANCS_SERVICE, [self.ns, self.cp, self.ds])
+        self.service = Service(ANCS_SERVICE, [self.notifying['ns'], self.cp, self.notifying['ds']])
         self.device.add_service(self.service)
-        for name, characteristic in (('ns', self.ns), ('ds', self.ds)):
+        for name, characteristic in self.notifying.items():
             characteristic.on('subscription', self.subscription_handler(name))
 
     def subscription_handler(self, name):
@@ -570,7 +574,7 @@ class Server(Session):
             return
         for bearer, cccds in server.subscribers.items():
             connection = bearer.connection if is_enhanced_bearer(bearer) else bearer
-            for name, characteristic in (('ns', self.ns), ('ds', self.ds)):
+            for name, characteristic in self.notifying.items():
                 value = cccds.pop(characteristic.handle, None)
                 if value and value[0] & 0x01 and connection.handle in self.connections:
                     emit('subscription', connection.handle, name, 'off')
@@ -597,7 +601,7 @@ class Server(Session):
             return 'failed not-connected'
         if self.service is None:
             return 'failed not-published'
-        characteristic = {'ns': self.ns, 'ds': self.ds}[name]
+        characteristic = self.notifying[name]
         cccd = self.device.gatt_server.subscribers.get(connection, {}).get(characteristic.handle)
         if not cccd or cccd[0] & 0x01 == 0:
             return 'failed not-subscribed'
@@ -619,7 +623,7 @@ class Server(Session):
         await device.power_on()
         if not self.args.central:
             await self.advertise()
-        handles = f'{self.ns.handle} {self.cp.handle} {self.ds.handle}'
+        handles = f"{self.notifying['ns'].handle} {self.cp.handle} {self.notifying['ds'].handle}"
         emit('ready', str(device.random_address).replace('/P', ''), handles)
         if self.args.central:
             loop = asyncio.get_running_loop()
@@ -673,7 +677,7 @@ class Client(Session):
         # One handler per characteristic: Bumble keeps a set of handlers per
         # handle and adds the given one even when the CCCD write fails, so a
         # subscription tried again (after a refusal) must not add a second.
-        self.handlers = {name: self.notification_handler(name) for name in ('ns', 'ds')}
+        self.handlers = {name: self.notification_handler(name) for name in NOTIFYING}
 
     @staticmethod
     def notification_handler(name):
@@ -691,13 +695,13 @@ class Client(Session):
         found = {}
         for characteristic in characteristics:
             uuid = str(characteristic.uuid).upper()
-            for name, wanted in (('ns', NOTIFICATION_SOURCE), ('cp', CONTROL_POINT), ('ds', DATA_SOURCE)):
-                if uuid == wanted:
+            for name in NAMES:
+                if uuid == UUIDS[name]:
                     found[name] = characteristic
-        if len(found) != 3:
-            log.warning('ANCS lacks characteristics: %s', sorted({'ns', 'cp', 'ds'} - set(found)))
+        if len(found) != len(NAMES):
+            log.warning('ANCS lacks characteristics: %s', sorted(set(NAMES) - set(found)))
             return None
-        for name in ('ns', 'ds'):
+        for name in NOTIFYING:
             await asyncio.wait_for(peer.discover_descriptors(found[name]), 10)
         return services[0], found
 
@@ -720,7 +724,7 @@ class Client(Session):
             log.warning('cannot subscribe to Service Changed: %s: %s', type(error).__name__, error)
 
     def forget_ancs(self, peer):
-        for name in ('ns', 'ds'):
+        for name in NOTIFYING:
             characteristic = self.characteristics.get(name)
             if characteristic is not None:
                 peer.gatt_client.notification_subscribers.pop(characteristic.handle, None)
@@ -873,7 +877,7 @@ class Client(Session):
             return
         peer = self.peer
         name = 'cp' if command == 'write' else fields[2]
-        if name not in ('ns', 'cp', 'ds'):
+        if name not in NAMES:
             raise KeyError(name)
         characteristic = self.characteristics.get(name)
         if characteristic is None:  # ANCS is unpublished (Service Changed)
@@ -1021,11 +1025,12 @@ def main():
     if args.role == 'link':
         asyncio.run(run_link(args))
         return
-    global ANCS_SERVICE, NOTIFICATION_SOURCE, CONTROL_POINT, DATA_SOURCE
+    global ANCS_SERVICE
     uuids = [uuid.strip().upper() for uuid in args.ancs_uuids.split(',')]
     if len(uuids) != 4:
         parser.error('--ancs-uuids needs four UUIDs: service, Notification Source, Control Point, Data Source')
-    ANCS_SERVICE, NOTIFICATION_SOURCE, CONTROL_POINT, DATA_SOURCE = uuids
+    ANCS_SERVICE = uuids[0]
+    UUIDS.update(zip(NAMES, uuids[1:]))
     session = Server(args) if args.role == 'serve' else Client(args)
     asyncio.run(session.main())
     os._exit(0)
