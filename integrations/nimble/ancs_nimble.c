@@ -22,6 +22,8 @@ static const ble_uuid128_t data_source_uuid = BLE_UUID128_INIT(
 #define ATT_ATTRIBUTE_NOT_FOUND 0x0A
 
 enum { FIRST_RETRY_MS = 2000, LAST_RETRY_MS = 60000 };
+#define ANCS_NIMBLE_MAGIC 0x414E4342u   /* "ANCB": the storage holds an initialised adapter */
+#define LINKS (sizeof ((ancs_nimble *)0)->links / sizeof ((ancs_nimble *)0)->links[0])
 
 enum phase {
     PHASE_IDLE,
@@ -52,14 +54,50 @@ say(ancs_nimble *a, const char *format, ...)
     a->on_event(a->context, NULL, text);
 }
 
+/* Milliseconds since init. Ticks are subtracted before any conversion: the
+ * tick count wraps at 2^32, and ports convert ticks to milliseconds in 32
+ * bits (FreeRTOS's ticks * 1000 / configTICK_RATE_HZ wraps after 71.6 min at
+ * 1 kHz), so converted values jump. The running count is 64-bit ticks,
+ * converted whole (no rounding adds up). */
 static uint64_t
 now(ancs_nimble *a)
 {
-    uint32_t ms = ble_npl_time_ticks_to_ms32(ble_npl_time_get());
+    ble_npl_time_t t = ble_npl_time_get();
 
-    a->now_ms += (uint32_t)(ms - a->last_ms);   /* 32-bit milliseconds wrap after 49 days; this does not */
-    a->last_ms = ms;
-    return a->now_ms;
+    a->ticks += (ble_npl_time_t)(t - a->last_tick);
+    a->last_tick = t;
+    return a->ticks * 1000 / a->ticks_per_second;
+}
+
+/* The argument of a GATT procedure started now: the current link instance's. */
+static void *
+link_arg(ancs_nimble *a)
+{
+    return &a->links[a->epoch % LINKS];
+}
+
+/* The adapter a GATT callback is for, or NULL when it must be ignored: a
+ * callback of an earlier link (NimBLE may call one late, e.g. a 30 s timeout,
+ * when the handle belongs to a new connection), or one failed with
+ * BLE_HS_ENOTCONN. NimBLE fails the pending procedures with BLE_HS_ENOTCONN
+ * when the link drops, before it removes the connection and before
+ * BLE_GAP_EVENT_DISCONNECT: nothing may be started then (NimBLE would take it
+ * on the dying connection and time it out 30 s later, terminating the handle
+ * whoever has it then), and the requests end with the link
+ * (ANCS_ERR_SESSION_ENDED), not as transport failures. */
+static ancs_nimble *
+link_of(void *arg, uint16_t conn, int status)
+{
+    struct ancs_nimble_link *link = arg;
+    ancs_nimble *a = link->adapter;
+
+    if (conn != a->conn || link != &a->links[a->epoch % LINKS]) return NULL;
+    if (status == BLE_HS_ENOTCONN) {
+        if (!a->link_lost) say(a, "link lost: GATT procedures failed, waiting for the disconnection");
+        a->link_lost = true;
+        return NULL;
+    }
+    return a;
 }
 
 /* An ATT result in ancs.h's number space, from a NimBLE status. */
@@ -103,13 +141,29 @@ static int on_ns_cccd_written(uint16_t conn, const struct ble_gatt_error *error,
 static int on_ds_cccd_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg);
 static int on_cccd_cleared(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg);
 
-/* A GATT write of ours ended (callbacks of a connection that is gone may still come). */
-static bool
-write_ended(ancs_nimble *a, uint16_t conn)
+/* A GATT write of ours ended: the adapter, or NULL when the callback is to be ignored (link_of). */
+static ancs_nimble *
+write_ended(void *arg, uint16_t conn, int status)
 {
-    if (conn != a->conn) return false;
-    if (a->writes_in_flight) a->writes_in_flight--;
-    return true;
+    ancs_nimble *a = link_of(arg, conn, status);
+
+    if (a && a->writes_in_flight) a->writes_in_flight--;
+    return a;
+}
+
+static void write_cccd(ancs_nimble *a, ancs_characteristic which, bool enable);
+
+/* After a write ended: the next queued CCCD clear (one write at a time), or discovery. */
+static void
+after_write(ancs_nimble *a)
+{
+    if (a->writes_in_flight == 0 && a->pending_clear) {
+        ancs_characteristic which = (a->pending_clear & (1u << ANCS_DATA_SOURCE)) ? ANCS_DATA_SOURCE : ANCS_NOTIFICATION_SOURCE;
+        a->pending_clear &= (uint8_t)~(1u << which);
+        write_cccd(a, which, false);
+    }
+    if (a->discovery_wanted && a->writes_in_flight == 0) discover(a);
+    schedule(a);
 }
 
 static void
@@ -119,13 +173,18 @@ write_cccd(ancs_nimble *a, ancs_characteristic which, bool enable)
     uint16_t handle = which == ANCS_NOTIFICATION_SOURCE ? a->ns_cccd : a->ds_cccd;
     int rc;
 
+    if (a->link_lost) return;   /* the link is going: its loss ends the session */
     if (!handle || a->conn == BLE_HS_CONN_HANDLE_NONE) {
         if (enable) ancs_consumer_subscription_result(&a->consumer, which, handle ? ANCS_ERR_TRANSPORT : ATT_ATTRIBUTE_NOT_FOUND, now(a));
         return;
     }
+    if (!enable && a->writes_in_flight > 0) {   /* ancs_consumer_stop clears both at once: one write at a time */
+        a->pending_clear |= (uint8_t)(1u << which);
+        return;
+    }
     rc = ble_gattc_write_flat(a->conn, handle, value, sizeof value,
                               !enable ? on_cccd_cleared
-                              : which == ANCS_NOTIFICATION_SOURCE ? on_ns_cccd_written : on_ds_cccd_written, a);
+                              : which == ANCS_NOTIFICATION_SOURCE ? on_ns_cccd_written : on_ds_cccd_written, link_arg(a));
     if (rc == 0) a->writes_in_flight++;
     else if (enable) ancs_consumer_subscription_result(&a->consumer, which, ANCS_ERR_TRANSPORT, now(a));
 }
@@ -139,13 +198,12 @@ engine_subscribe(void *context, ancs_characteristic which, bool enable)
 static int
 on_cp_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = write_ended(arg, conn, error->status);
 
     (void)attr;
-    if (!write_ended(a, conn)) return 0;
+    if (!a) return 0;
     ancs_consumer_write_result(&a->consumer, a->cp_token, result_of(error->status), now(a));
-    if (a->discovery_wanted && a->writes_in_flight == 0) discover(a);
-    schedule(a);
+    after_write(a);
     return 0;
 }
 
@@ -155,16 +213,17 @@ engine_write(void *context, const uint8_t *bytes, size_t length, uint32_t token)
     ancs_nimble *a = context;
     int rc = BLE_HS_ENOTCONN;
 
+    if (a->link_lost) return;   /* the link is going: its loss ends the request (ANCS_ERR_SESSION_ENDED) */
     if (a->cp_value && a->conn != BLE_HS_CONN_HANDLE_NONE && length <= 0xFFFF) {
         a->cp_token = token;
         if (length + 3 <= ble_att_mtu(a->conn)) {
-            rc = ble_gattc_write_flat(a->conn, a->cp_value, bytes, (uint16_t)length, on_cp_written, a);
+            rc = ble_gattc_write_flat(a->conn, a->cp_value, bytes, (uint16_t)length, on_cp_written, link_arg(a));
         } else {
             /* Longer than one Write Request carries (MTU - 3; e.g. Get App
              * Attributes of a long bundle identifier at MTU 23): a long write,
              * Prepare Write requests then Execute Write. */
             struct os_mbuf *om = ble_hs_mbuf_from_flat(bytes, (uint16_t)length);
-            rc = om ? ble_gattc_write_long(a->conn, a->cp_value, 0, om, on_cp_written, a) : BLE_HS_ENOMEM;
+            rc = om ? ble_gattc_write_long(a->conn, a->cp_value, 0, om, on_cp_written, link_arg(a)) : BLE_HS_ENOMEM;
         }
     }
     if (rc == 0) a->writes_in_flight++;
@@ -191,9 +250,11 @@ static const ancs_consumer_callbacks engine_callbacks = { engine_subscribe, engi
 /* ---- subscriptions ---- */
 
 static void
-cccd_written(ancs_nimble *a, uint16_t conn, ancs_characteristic which, const struct ble_gatt_error *error)
+cccd_written(void *arg, uint16_t conn, ancs_characteristic which, const struct ble_gatt_error *error)
 {
-    if (!write_ended(a, conn)) return;
+    ancs_nimble *a = write_ended(arg, conn, error->status);
+
+    if (!a) return;
     if (wants_security(a, error->status)) {
         a->resubscribe = (int8_t)which;   /* written again once the link is encrypted */
         start_security(a);
@@ -201,8 +262,7 @@ cccd_written(ancs_nimble *a, uint16_t conn, ancs_characteristic which, const str
         if (which == ANCS_NOTIFICATION_SOURCE && error->status == 0) a->retry_delay_ms = FIRST_RETRY_MS;
         ancs_consumer_subscription_result(&a->consumer, which, result_of(error->status), now(a));
     }
-    if (a->discovery_wanted && a->writes_in_flight == 0) discover(a);
-    schedule(a);
+    after_write(a);
 }
 
 static int
@@ -224,10 +284,10 @@ on_ds_cccd_written(uint16_t conn, const struct ble_gatt_error *error, struct ble
 static int
 on_cccd_cleared(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = write_ended(arg, conn, error->status);
 
-    (void)error; (void)attr;
-    if (write_ended(a, conn) && a->discovery_wanted && a->writes_in_flight == 0) discover(a);
+    (void)attr;
+    if (a) after_write(a);
     return 0;
 }
 
@@ -276,10 +336,12 @@ ancs_found(ancs_nimble *a)
 static int
 on_ancs_descriptor(uint16_t conn, const struct ble_gatt_error *error, uint16_t value, const struct ble_gatt_dsc *dsc, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = link_of(arg, conn, error->status);
     uint16_t owner;
 
-    (void)conn; (void)value;
+    if (!a) return 0;
+
+    (void)value;
     if (error->status == BLE_HS_EDONE) {
         if (!a->ns_value || !a->ns_cccd) {
             say(a, "ANCS has no Notification Source to subscribe to");
@@ -301,11 +363,13 @@ on_ancs_descriptor(uint16_t conn, const struct ble_gatt_error *error, uint16_t v
 static int
 on_ancs_characteristic(uint16_t conn, const struct ble_gatt_error *error, const struct ble_gatt_chr *chr, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = link_of(arg, conn, error->status);
+
+    if (!a) return 0;
 
     if (error->status == BLE_HS_EDONE) {
         a->phase = PHASE_ANCS_DESCRIPTORS;
-        if (ble_gattc_disc_all_dscs(conn, a->ancs_start, a->ancs_end, on_ancs_descriptor, a) != 0)
+        if (ble_gattc_disc_all_dscs(conn, a->ancs_start, a->ancs_end, on_ancs_descriptor, link_arg(a)) != 0)
             discovery_failed(a, "ANCS descriptor discovery", BLE_HS_EUNKNOWN);
         return 0;
     }
@@ -320,7 +384,9 @@ on_ancs_characteristic(uint16_t conn, const struct ble_gatt_error *error, const 
 static int
 on_ancs_service(uint16_t conn, const struct ble_gatt_error *error, const struct ble_gatt_svc *service, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = link_of(arg, conn, error->status);
+
+    if (!a) return 0;
 
     if (error->status == 0) {
         a->ancs_start = service->start_handle;
@@ -335,7 +401,7 @@ on_ancs_service(uint16_t conn, const struct ble_gatt_error *error, const struct 
     }
     a->phase = PHASE_ANCS_CHARACTERISTICS;
     a->value_count = 0;
-    if (ble_gattc_disc_all_chrs(conn, a->ancs_start, a->ancs_end, on_ancs_characteristic, a) != 0)
+    if (ble_gattc_disc_all_chrs(conn, a->ancs_start, a->ancs_end, on_ancs_characteristic, link_arg(a)) != 0)
         discovery_failed(a, "ANCS characteristic discovery", BLE_HS_EUNKNOWN);
     return 0;
 }
@@ -344,18 +410,19 @@ static void
 discover_ancs(ancs_nimble *a)
 {
     a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
+    if (a->link_lost) { a->phase = PHASE_IDLE; return; }
     a->phase = PHASE_ANCS_SERVICE;
-    if (ble_gattc_disc_svc_by_uuid(a->conn, &ancs_service_uuid.u, on_ancs_service, a) != 0)
+    if (ble_gattc_disc_svc_by_uuid(a->conn, &ancs_service_uuid.u, on_ancs_service, link_arg(a)) != 0)
         discovery_failed(a, "ANCS service discovery", BLE_HS_EUNKNOWN);
 }
 
 static int
 on_sc_subscribed(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = write_ended(arg, conn, error->status);
 
     (void)attr;
-    if (!write_ended(a, conn)) return 0;
+    if (!a) return 0;
     if (error->status != 0) say(a, "Service Changed subscription: status 0x%x", error->status);
     if (wants_security(a, error->status)) {
         a->discovery_wanted = true;
@@ -372,12 +439,14 @@ on_sc_subscribed(uint16_t conn, const struct ble_gatt_error *error, struct ble_g
 static int
 on_gatt_descriptor(uint16_t conn, const struct ble_gatt_error *error, uint16_t value, const struct ble_gatt_dsc *dsc, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = link_of(arg, conn, error->status);
     static const uint8_t indicate[2] = { 2, 0 };
+
+    if (!a) return 0;
 
     (void)value;
     if (error->status == BLE_HS_EDONE) {
-        if (a->sc_cccd && ble_gattc_write_flat(conn, a->sc_cccd, indicate, sizeof indicate, on_sc_subscribed, a) == 0) {
+        if (a->sc_cccd && ble_gattc_write_flat(conn, a->sc_cccd, indicate, sizeof indicate, on_sc_subscribed, link_arg(a)) == 0) {
             a->writes_in_flight++;
         } else {
             say(a, "no Service Changed to subscribe to");
@@ -395,11 +464,13 @@ on_gatt_descriptor(uint16_t conn, const struct ble_gatt_error *error, uint16_t v
 static int
 on_gatt_characteristic(uint16_t conn, const struct ble_gatt_error *error, const struct ble_gatt_chr *chr, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = link_of(arg, conn, error->status);
+
+    if (!a) return 0;
 
     if (error->status == BLE_HS_EDONE) {
         a->phase = PHASE_GATT_DESCRIPTORS;
-        if (!a->sc_value || ble_gattc_disc_all_dscs(conn, a->gatt_start, a->gatt_end, on_gatt_descriptor, a) != 0) {
+        if (!a->sc_value || ble_gattc_disc_all_dscs(conn, a->gatt_start, a->gatt_end, on_gatt_descriptor, link_arg(a)) != 0) {
             say(a, "the phone's GATT service has no Service Changed");
             discover_ancs(a);
         }
@@ -414,7 +485,9 @@ on_gatt_characteristic(uint16_t conn, const struct ble_gatt_error *error, const 
 static int
 on_gatt_service(uint16_t conn, const struct ble_gatt_error *error, const struct ble_gatt_svc *service, void *arg)
 {
-    ancs_nimble *a = arg;
+    ancs_nimble *a = link_of(arg, conn, error->status);
+
+    if (!a) return 0;
 
     if (error->status == 0) {
         a->gatt_start = service->start_handle;
@@ -428,7 +501,7 @@ on_gatt_service(uint16_t conn, const struct ble_gatt_error *error, const struct 
     }
     a->phase = PHASE_GATT_CHARACTERISTICS;
     a->value_count = 0;
-    if (ble_gattc_disc_all_chrs(conn, a->gatt_start, a->gatt_end, on_gatt_characteristic, a) != 0)
+    if (ble_gattc_disc_all_chrs(conn, a->gatt_start, a->gatt_end, on_gatt_characteristic, link_arg(a)) != 0)
         discover_ancs(a);
     return 0;
 }
@@ -437,12 +510,12 @@ on_gatt_service(uint16_t conn, const struct ble_gatt_error *error, const struct 
 static void
 discover(ancs_nimble *a)
 {
-    if (a->conn == BLE_HS_CONN_HANDLE_NONE) return;
+    if (a->conn == BLE_HS_CONN_HANDLE_NONE || a->link_lost) return;
     if (a->writes_in_flight > 0) { a->discovery_wanted = true; return; }
     a->discovery_wanted = false;
     if (!a->sc_cccd && !a->gatt_start) {
         a->phase = PHASE_GATT_SERVICE;
-        if (ble_gattc_disc_svc_by_uuid(a->conn, BLE_UUID16_DECLARE(GATT_SERVICE_UUID16), on_gatt_service, a) != 0)
+        if (ble_gattc_disc_svc_by_uuid(a->conn, BLE_UUID16_DECLARE(GATT_SERVICE_UUID16), on_gatt_service, link_arg(a)) != 0)
             discover_ancs(a);
     } else {
         discover_ancs(a);
@@ -490,27 +563,70 @@ forget_connection(ancs_nimble *a)
     a->gatt_start = a->gatt_end = a->sc_value = a->sc_cccd = 0;
     a->value_count = 0;
     a->phase = PHASE_IDLE;
-    a->link_given = a->published = a->discovery_wanted = a->security_started = false;
+    a->link_given = a->published = a->discovery_wanted = a->security_started = a->link_lost = false;
     a->writes_in_flight = 0;
+    a->pending_clear = 0;
+    a->epoch++;   /* callbacks of the link forgotten are ignored from now on */
     a->resubscribe = -1;
     a->retry_at = 0;
     a->retry_delay_ms = FIRST_RETRY_MS;
+}
+
+static bool
+initialised(const ancs_nimble *a)
+{
+    return a->self == a && a->magic == ANCS_NIMBLE_MAGIC;
+}
+
+/* A GATT procedure of the adapter is pending: NimBLE holds a pointer into the storage. */
+static bool
+busy(const ancs_nimble *a)
+{
+    return a->conn != BLE_HS_CONN_HANDLE_NONE && !a->link_lost &&
+           (a->writes_in_flight > 0 || (a->phase >= PHASE_GATT_SERVICE && a->phase <= PHASE_ANCS_DESCRIPTORS));
+}
+
+int
+ancs_nimble_deinit(ancs_nimble *a)
+{
+    if (!a) return BLE_HS_EINVAL;
+    if (!initialised(a)) return 0;
+    if (busy(a)) return BLE_HS_EBUSY;
+    ble_npl_callout_stop(&a->timer);
+    if (a->link_given) ancs_consumer_link_down(&a->consumer, now(a));   /* requests end, then the session */
+    forget_connection(a);
+    ancs_consumer_deinit(&a->consumer);
+    ble_npl_callout_stop(&a->timer);
+    a->magic = 0;
+    return 0;
 }
 
 int
 ancs_nimble_init(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble_event_fn *on_event, void *context)
 {
     ancs_status status;
+    uint8_t epoch = 0;
 
     if (!a || !on_event) return BLE_HS_EINVAL;
+    if (initialised(a)) {   /* its timer may be armed, its engine holds heap: stop them first */
+        int rc = ancs_nimble_deinit(a);
+        if (rc != 0) return rc;
+        epoch = a->epoch;
+    }
     memset(a, 0, sizeof *a);
     a->on_event = on_event;
     a->context = context;
+    a->epoch = epoch;
+    for (size_t i = 0; i < LINKS; i++) a->links[i].adapter = a;
     forget_connection(a);
-    a->last_ms = ble_npl_time_ticks_to_ms32(ble_npl_time_get());
+    a->last_tick = ble_npl_time_get();
+    a->ticks_per_second = ble_npl_time_ms_to_ticks32(1000);
+    if (a->ticks_per_second == 0) a->ticks_per_second = 1000;
     status = ancs_consumer_init(&a->consumer, config, &engine_callbacks, a);
     if (status != ANCS_OK) return BLE_HS_EINVAL;
     ble_npl_callout_init(&a->timer, nimble_port_get_dflt_eventq(), on_timer, a);
+    a->self = a;
+    a->magic = ANCS_NIMBLE_MAGIC;
     return 0;
 }
 
@@ -559,7 +675,12 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
         if (event->notify_rx.conn_handle != a->conn) break;
         om = event->notify_rx.om;
         handle = event->notify_rx.attr_handle;
-        if (ble_hs_mbuf_to_flat(om, a->rx, sizeof a->rx, &length) != 0 && length == 0) break;
+        if (OS_MBUF_PKTLEN(om) > sizeof a->rx) {   /* never cut: no ATT MTU allows it */
+            say(a, "a notification of %u bytes on 0x%04x, longer than the largest ATT MTU allows (%u): dropped",
+                (unsigned)OS_MBUF_PKTLEN(om), handle, (unsigned)sizeof a->rx);
+            break;
+        }
+        if (ble_hs_mbuf_to_flat(om, a->rx, sizeof a->rx, &length) != 0) break;
         if (handle == a->ns_value && a->ns_value) {
             ancs_consumer_notification_source(&a->consumer, a->rx, length, now(a));
         } else if (handle == a->ds_value && a->ds_value) {

@@ -48,10 +48,22 @@ extern "C" {
  * `text` is NULL for engine events and `event` NULL for progress. */
 typedef void ancs_nimble_event_fn(void *context, const ancs_event *event, const char *text);
 
-typedef struct {
+/* The largest notification value: ATT_MTU 517 − 3. */
+#define ANCS_NIMBLE_RX_MAX 514
+
+struct ancs_nimble;
+/* The argument of the adapter's GATT procedures: one per link instance in
+ * turn, so that a callback of an earlier link is told apart (ancs_nimble.c). */
+struct ancs_nimble_link {
+    struct ancs_nimble *adapter;
+};
+
+typedef struct ancs_nimble {
     ancs_consumer consumer;
     ancs_nimble_event_fn *on_event;
     void *context;
+    struct ancs_nimble *self;      /* with magic: this storage holds an initialised adapter */
+    uint32_t magic;
     uint16_t conn;                 /* BLE_HS_CONN_HANDLE_NONE when none */
     /* discovered handles (0: not found) */
     uint16_t ancs_start, ancs_end;
@@ -60,24 +72,42 @@ typedef struct {
     uint16_t values[8];            /* characteristic value handles of the service being discovered */
     uint8_t value_count;
     uint8_t phase;                 /* what the adapter is doing (ancs_nimble.c) */
+    uint8_t epoch;                 /* the link instance: links[epoch % 4] is its procedures' argument */
+    uint8_t pending_clear;         /* CCCDs to clear (1 << ancs_characteristic) once no write is in flight */
     bool link_given;               /* the engine was told link up */
     bool published;                /* ANCS found on the phone */
     bool discovery_wanted;         /* discover again once the write in flight ends */
     bool security_started;
+    bool link_lost;                /* NimBLE failed a procedure with BLE_HS_ENOTCONN: the link is going */
     uint8_t writes_in_flight;      /* GATT writes issued and not answered */
     int8_t resubscribe;            /* an ancs_characteristic to write again once encrypted, or -1 */
     uint32_t cp_token;             /* the Control Point write in flight */
     uint32_t retry_delay_ms;
     uint64_t retry_at;             /* when to start the session again (0: no retry due) */
-    uint32_t last_ms;
-    uint64_t now_ms;
+    ble_npl_time_t last_tick;      /* NimBLE's tick count when last read */
+    uint32_t ticks_per_second;
+    uint64_t ticks;                /* ticks since init (64 bits: does not wrap) */
     struct ble_npl_callout timer;
-    uint8_t rx[512];
+    struct ancs_nimble_link links[4];
+    uint8_t rx[ANCS_NIMBLE_RX_MAX];
 } ancs_nimble;
 
-/* Prepares the adapter (config as in ancs.h: NULL for the defaults). */
+/* Prepares the adapter (config as in ancs.h: NULL for the defaults). The
+ * storage may hold anything; if it holds an adapter initialised before (and
+ * not deinitialised), that one is deinitialised first, as below, and its
+ * on_event hears its session end; BLE_HS_EBUSY if that is refused. */
 int ancs_nimble_init(ancs_nimble *adapter, const ancs_consumer_config *config,
                      ancs_nimble_event_fn *on_event, void *context);
+
+/* Stops the adapter: the session ends (requests end with
+ * ANCS_ERR_SESSION_ENDED, then ANCS_EVENT_SESSION_ENDED; the CCCDs are left
+ * as they are: ancs_consumer_stop() first to unsubscribe), the timer is
+ * stopped and the engine's heap freed; the storage may then be freed or
+ * initialised again. Returns BLE_HS_EBUSY, and changes nothing, while a GATT
+ * procedure of the adapter is pending (NimBLE's callback would reach the
+ * storage): call it again once it ended, or after BLE_GAP_EVENT_DISCONNECT.
+ * 0 otherwise, also on storage not initialised. From the host task. */
+int ancs_nimble_deinit(ancs_nimble *adapter);
 
 /* Every GAP event of the application's connections. Returns 0. */
 int ancs_nimble_gap_event(ancs_nimble *adapter, struct ble_gap_event *event);

@@ -1,0 +1,829 @@
+/*
+ * test_adapter.c — unit tests of the NimBLE adapter (../ancs_nimble.c) on a
+ * fake NimBLE host.
+ *
+ * The adapter is compiled against NimBLE's real headers (the "dummy" NPL
+ * port for the OS types) and linked with the real C API (libancs.a); every
+ * NimBLE function it calls is a stub below. The stubs record each GATT
+ * procedure the adapter starts and leave it pending: the test chooses when
+ * and how it ends, and in what order callbacks and GAP events come (e.g. a
+ * procedure failed with BLE_HS_ENOTCONN before BLE_GAP_EVENT_DISCONNECT, as
+ * ble_gattc_connection_broken() does). The clock is a tick counter the test
+ * moves, converted to milliseconds as NimBLE's FreeRTOS port does (in 32
+ * bits). Callouts fire as the clock passes them.
+ *
+ * Prints "adapter: N passed, N failed"; exits 1 on a failure.
+ * integrations/nimble/test/run.sh builds and runs it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ancs_nimble.h"
+
+/* Weak: against an adapter without it the deinit tests fail instead of the build. */
+int ancs_nimble_deinit(ancs_nimble *adapter) __attribute__((weak));
+
+static int passed, failed;
+static const char *current_test;
+
+#define CHECK(cond, ...) check_((cond), #cond, __LINE__, __VA_ARGS__)
+static void
+check_(bool ok, const char *expr, int line, const char *format, ...)
+{
+    va_list args;
+
+    if (ok) { passed++; return; }
+    failed++;
+    printf("  FAIL %s (line %d: %s): ", current_test, line, expr);
+    va_start(args, format);
+    vprintf(format, args);
+    va_end(args);
+    putchar('\n');
+}
+
+/* ======================================================================
+ * The fake host
+ * ====================================================================== */
+
+/* ---- clock: ticks, milliseconds as FreeRTOS converts them (32-bit product) ---- */
+static ble_npl_time_t fake_ticks;
+static uint32_t fake_hz = 1000;
+
+ble_npl_time_t ble_npl_time_get(void) { return fake_ticks; }
+uint32_t ble_npl_time_ticks_to_ms32(ble_npl_time_t ticks) { return (uint32_t)(ticks * 1000u) / fake_hz; }
+ble_npl_time_t ble_npl_time_ms_to_ticks32(uint32_t ms) { return (uint32_t)(ms * fake_hz) / 1000u; }
+ble_npl_error_t ble_npl_time_ticks_to_ms(ble_npl_time_t ticks, uint32_t *out) { *out = ble_npl_time_ticks_to_ms32(ticks); return 0; }
+ble_npl_error_t ble_npl_time_ms_to_ticks(uint32_t ms, ble_npl_time_t *out) { *out = ble_npl_time_ms_to_ticks32(ms); return 0; }
+
+/* ---- callouts ---- */
+struct fake_callout {
+    struct ble_npl_callout *co;
+    ble_npl_event_fn *fn;
+    void *arg;
+    bool armed;
+    ble_npl_time_t due;
+    struct ble_npl_event event;
+};
+static struct fake_callout callouts[16];
+static int callout_count;
+static int callout_reinit_while_armed;   /* ble_npl_callout_init() on an armed callout */
+static struct ble_npl_eventq default_queue;
+
+static struct fake_callout *
+callout_of(struct ble_npl_callout *co)
+{
+    for (int i = 0; i < callout_count; i++)
+        if (callouts[i].co == co) return &callouts[i];
+    return NULL;
+}
+
+struct ble_npl_eventq *nimble_port_get_dflt_eventq(void) { return &default_queue; }
+
+void
+ble_npl_callout_init(struct ble_npl_callout *co, struct ble_npl_eventq *evq, ble_npl_event_fn *fn, void *arg)
+{
+    struct fake_callout *c = callout_of(co);
+
+    (void)evq;
+    if (!c) { c = &callouts[callout_count++]; c->co = co; }
+    else if (c->armed) callout_reinit_while_armed++;
+    c->fn = fn; c->arg = arg; c->armed = false;
+}
+
+ble_npl_error_t
+ble_npl_callout_reset(struct ble_npl_callout *co, ble_npl_time_t ticks)
+{
+    struct fake_callout *c = callout_of(co);
+
+    if (!c) { printf("  fake: reset of a callout never initialised\n"); abort(); }
+    c->armed = true;
+    c->due = fake_ticks + ticks;
+    return 0;
+}
+
+void ble_npl_callout_stop(struct ble_npl_callout *co) { struct fake_callout *c = callout_of(co); if (c) c->armed = false; }
+bool ble_npl_callout_is_active(struct ble_npl_callout *co) { struct fake_callout *c = callout_of(co); return c && c->armed; }
+
+void *
+ble_npl_event_get_arg(struct ble_npl_event *ev)
+{
+    for (int i = 0; i < callout_count; i++)
+        if (&callouts[i].event == ev) return callouts[i].arg;
+    printf("  fake: event of no callout\n");
+    abort();
+}
+
+/* Whether an armed callout lies inside [start, start + size) (memory about to be freed). */
+static bool
+callout_armed_inside(const void *start, size_t size)
+{
+    for (int i = 0; i < callout_count; i++)
+        if (callouts[i].armed && (const char *)callouts[i].co >= (const char *)start &&
+            (const char *)callouts[i].co < (const char *)start + size)
+            return true;
+    return false;
+}
+
+/* Moves the clock `ticks` on, firing the callouts it passes, in order. */
+static void
+advance(uint32_t ticks)
+{
+    uint32_t left = ticks;
+
+    for (;;) {
+        struct fake_callout *next = NULL;
+        uint32_t best = 0;
+        for (int i = 0; i < callout_count; i++) {
+            uint32_t d = callouts[i].due - fake_ticks;
+            if (callouts[i].armed && d <= left && (!next || d < best)) { next = &callouts[i]; best = d; }
+        }
+        if (!next) break;
+        fake_ticks += best;
+        left -= best;
+        next->armed = false;
+        next->fn(&next->event);
+    }
+    fake_ticks += left;
+}
+
+/* ---- mbufs: real layout (os_mbuf + packet header), malloc'd ---- */
+static struct os_mbuf *
+mbuf_new(const uint8_t *bytes, uint16_t length, bool header)
+{
+    size_t hdr = header ? sizeof(struct os_mbuf_pkthdr) : 0;
+    struct os_mbuf *om = calloc(1, sizeof *om + hdr + length + 1);
+
+    om->om_pkthdr_len = (uint8_t)hdr;
+    om->om_data = om->om_databuf + hdr;
+    om->om_len = length;
+    memcpy(om->om_data, bytes, length);
+    if (header) OS_MBUF_PKTHDR(om)->omp_len = length;
+    return om;
+}
+
+/* A packet of `length` bytes in mbufs of at most `segment` bytes. */
+static struct os_mbuf *
+chain_of(const uint8_t *bytes, uint16_t length, uint16_t segment)
+{
+    uint16_t first = length < segment ? length : segment;
+    struct os_mbuf *head = mbuf_new(bytes, first, true), *tail = head;
+
+    for (uint16_t at = first; at < length; at += segment) {
+        uint16_t n = length - at < segment ? length - at : segment;
+        struct os_mbuf *om = mbuf_new(bytes + at, n, false);
+        SLIST_NEXT(tail, om_next) = om;
+        tail = om;
+    }
+    OS_MBUF_PKTHDR(head)->omp_len = length;
+    return head;
+}
+
+int
+os_mbuf_copydata(const struct os_mbuf *om, int off, int len, void *dst)
+{
+    uint8_t *out = dst;
+
+    for (; om && len > 0; om = SLIST_NEXT(om, om_next)) {
+        if (off >= om->om_len) { off -= om->om_len; continue; }
+        int n = om->om_len - off < len ? om->om_len - off : len;
+        memcpy(out, om->om_data + off, n);
+        out += n; len -= n; off = 0;
+    }
+    return len > 0 ? -1 : 0;
+}
+
+int
+os_mbuf_free_chain(struct os_mbuf *om)
+{
+    while (om) { struct os_mbuf *next = SLIST_NEXT(om, om_next); free(om); om = next; }
+    return 0;
+}
+
+struct os_mbuf *
+ble_hs_mbuf_from_flat(const void *buf, uint16_t len)
+{
+    return chain_of(buf, len, 200);
+}
+
+/* As NimBLE's (ble_hs_mbuf.c): copies at most max_len bytes and returns 0 even when it cut. */
+int
+ble_hs_mbuf_to_flat(const struct os_mbuf *om, void *flat, uint16_t max_len, uint16_t *out_copy_len)
+{
+    uint16_t copy_len = OS_MBUF_PKTLEN(om) <= max_len ? OS_MBUF_PKTLEN(om) : max_len;
+
+    if (os_mbuf_copydata(om, 0, copy_len, flat) != 0) return BLE_HS_EUNKNOWN;
+    if (out_copy_len) *out_copy_len = copy_len;
+    return 0;
+}
+
+/* ---- UUIDs ---- */
+int
+ble_uuid_cmp(const ble_uuid_t *a, const ble_uuid_t *b)
+{
+    if (a->type != b->type) return a->type - b->type;
+    switch (a->type) {
+    case BLE_UUID_TYPE_16: return (int)BLE_UUID16(a)->value - (int)BLE_UUID16(b)->value;
+    case BLE_UUID_TYPE_32: return BLE_UUID32(a)->value == BLE_UUID32(b)->value ? 0 : 1;
+    default: return memcmp(BLE_UUID128(a)->value, BLE_UUID128(b)->value, 16);
+    }
+}
+
+static void
+uuid_copy(ble_uuid_any_t *dst, const ble_uuid_t *src)
+{
+    memset(dst, 0, sizeof *dst);
+    if (src->type == BLE_UUID_TYPE_16) dst->u16 = *BLE_UUID16(src);
+    else if (src->type == BLE_UUID_TYPE_32) dst->u32 = *BLE_UUID32(src);
+    else dst->u128 = *BLE_UUID128(src);
+}
+
+/* ---- connections ---- */
+struct fake_conn { uint16_t handle; uint16_t mtu; bool up; };
+static struct fake_conn conns[4];
+
+static struct fake_conn *
+conn_of(uint16_t handle)
+{
+    for (int i = 0; i < 4; i++) if (conns[i].up && conns[i].handle == handle) return &conns[i];
+    return NULL;
+}
+
+int
+ble_gap_conn_find(uint16_t handle, struct ble_gap_conn_desc *desc)
+{
+    if (!conn_of(handle)) return BLE_HS_ENOTCONN;
+    memset(desc, 0, sizeof *desc);
+    desc->conn_handle = handle;
+    desc->sec_state.encrypted = 1;
+    desc->sec_state.authenticated = 1;
+    desc->sec_state.bonded = 1;
+    return 0;
+}
+
+int ble_gap_security_initiate(uint16_t handle) { return conn_of(handle) ? 0 : BLE_HS_ENOTCONN; }
+uint16_t ble_att_mtu(uint16_t handle) { struct fake_conn *c = conn_of(handle); return c ? c->mtu : 0; }
+
+/* ---- GATT procedures: recorded, pending until the test ends them ---- */
+enum op_kind { OP_DISC_SVC, OP_DISC_CHRS, OP_DISC_DSCS, OP_WRITE, OP_WRITE_LONG };
+struct op {
+    enum op_kind kind;
+    uint16_t conn, handle, start, end;
+    ble_uuid_any_t uuid;
+    uint8_t value[600];
+    uint16_t length;
+    void *cb, *arg;
+    bool done;
+};
+static struct op ops[512];
+static int op_count;
+static int gattc_calls;            /* every ble_gattc_* call, taken or refused */
+static int next_gattc_rc;          /* a refusal to give the next ble_gattc_* call (0: none) */
+
+static struct op *
+new_op(enum op_kind kind, uint16_t conn, int *rc)
+{
+    gattc_calls++;
+    if (next_gattc_rc) { *rc = next_gattc_rc; next_gattc_rc = 0; return NULL; }
+    if (!conn_of(conn)) { *rc = BLE_HS_ENOTCONN; return NULL; }
+    if (op_count == (int)(sizeof ops / sizeof ops[0])) { printf("  fake: too many procedures\n"); abort(); }
+    struct op *o = &ops[op_count++];
+    memset(o, 0, sizeof *o);
+    o->kind = kind; o->conn = conn;
+    *rc = 0;
+    return o;
+}
+
+int
+ble_gattc_disc_svc_by_uuid(uint16_t conn, const ble_uuid_t *uuid, ble_gatt_disc_svc_fn *cb, void *arg)
+{
+    int rc;
+    struct op *o = new_op(OP_DISC_SVC, conn, &rc);
+    if (o) { uuid_copy(&o->uuid, uuid); o->cb = cb; o->arg = arg; }
+    return rc;
+}
+
+int
+ble_gattc_disc_all_chrs(uint16_t conn, uint16_t start, uint16_t end, ble_gatt_chr_fn *cb, void *arg)
+{
+    int rc;
+    struct op *o = new_op(OP_DISC_CHRS, conn, &rc);
+    if (o) { o->start = start; o->end = end; o->cb = cb; o->arg = arg; }
+    return rc;
+}
+
+int
+ble_gattc_disc_all_dscs(uint16_t conn, uint16_t start, uint16_t end, ble_gatt_dsc_fn *cb, void *arg)
+{
+    int rc;
+    struct op *o = new_op(OP_DISC_DSCS, conn, &rc);
+    if (o) { o->start = start; o->end = end; o->cb = cb; o->arg = arg; }
+    return rc;
+}
+
+int
+ble_gattc_write_flat(uint16_t conn, uint16_t handle, const void *data, uint16_t length, ble_gatt_attr_fn *cb, void *arg)
+{
+    int rc;
+    struct op *o = new_op(OP_WRITE, conn, &rc);
+    if (o) {
+        o->handle = handle; o->cb = cb; o->arg = arg;
+        o->length = length < sizeof o->value ? length : sizeof o->value;
+        memcpy(o->value, data, o->length);
+    }
+    return rc;
+}
+
+int
+ble_gattc_write_long(uint16_t conn, uint16_t handle, uint16_t offset, struct os_mbuf *om, ble_gatt_attr_fn *cb, void *arg)
+{
+    int rc;
+    struct op *o = new_op(OP_WRITE_LONG, conn, &rc);
+    (void)offset;
+    if (o) {
+        o->handle = handle; o->cb = cb; o->arg = arg;
+        o->length = OS_MBUF_PKTLEN(om) < sizeof o->value ? OS_MBUF_PKTLEN(om) : sizeof o->value;
+        os_mbuf_copydata(om, 0, o->length, o->value);
+    }
+    os_mbuf_free_chain(om);   /* NimBLE takes the chain, in success and failure */
+    return rc;
+}
+
+/* ---- the phone's GATT database ---- */
+static const ble_uuid128_t ancs_uuid = BLE_UUID128_INIT(
+    0xd0, 0x00, 0x2d, 0x12, 0x1e, 0x4b, 0x0f, 0xa4, 0x99, 0x4e, 0xce, 0xb5, 0x31, 0xf4, 0x05, 0x79);
+static const ble_uuid128_t ns_uuid = BLE_UUID128_INIT(
+    0xbd, 0x1d, 0xa2, 0x99, 0xe6, 0x25, 0x58, 0x8c, 0xd9, 0x42, 0x01, 0x63, 0x0d, 0x12, 0xbf, 0x9f);
+static const ble_uuid128_t cp_uuid = BLE_UUID128_INIT(
+    0xd9, 0xd9, 0xaa, 0xfd, 0xbd, 0x9b, 0x21, 0x98, 0xa8, 0x49, 0xe1, 0x45, 0xf3, 0xd8, 0xd1, 0x69);
+static const ble_uuid128_t ds_uuid = BLE_UUID128_INIT(
+    0xfb, 0x7b, 0x7c, 0xce, 0x6a, 0xb3, 0x44, 0xbe, 0xb5, 0x4b, 0xd6, 0x24, 0xe9, 0xc6, 0xea, 0x22);
+enum { SC_VALUE = 0x03, SC_CCCD = 0x04, NS_VALUE = 0x22, NS_CCCD = 0x23, CP_VALUE = 0x25, DS_VALUE = 0x27, DS_CCCD = 0x28 };
+static const struct { uint16_t def, val; const ble_uuid_t *uuid; } phone_chrs[] = {
+    { 0x02, SC_VALUE, BLE_UUID16_DECLARE(0x2A05) },
+    { 0x21, NS_VALUE, &ns_uuid.u }, { 0x24, CP_VALUE, &cp_uuid.u }, { 0x26, DS_VALUE, &ds_uuid.u },
+};
+static const uint16_t phone_cccds[] = { SC_CCCD, NS_CCCD, DS_CCCD };
+
+static bool
+pending(const struct op *o)
+{
+    return o >= ops && o < ops + op_count && !o->done;
+}
+
+static int
+pending_count(void)
+{
+    int n = 0;
+    for (int i = 0; i < op_count; i++) n += !ops[i].done;
+    return n;
+}
+
+static int
+pending_writes_to(uint16_t handle)
+{
+    int n = 0;
+    for (int i = 0; i < op_count; i++) n += !ops[i].done && (ops[i].kind == OP_WRITE || ops[i].kind == OP_WRITE_LONG) && ops[i].handle == handle;
+    return n;
+}
+
+static struct op *
+first_pending_write_to(uint16_t handle)
+{
+    for (int i = 0; i < op_count; i++)
+        if (!ops[i].done && (ops[i].kind == OP_WRITE || ops[i].kind == OP_WRITE_LONG) && ops[i].handle == handle) return &ops[i];
+    return NULL;
+}
+
+/* Ends a procedure: a write with `status`; a discovery with the phone's database, then BLE_HS_EDONE
+ * (or `status` alone when it is not 0). */
+static void
+finish(struct op *o, int status)
+{
+    struct ble_gatt_error error = { (uint16_t)status, o->handle };
+    struct ble_gatt_error done = { BLE_HS_EDONE, 0 };
+
+    o->done = true;
+    switch (o->kind) {
+    case OP_WRITE: case OP_WRITE_LONG: {
+        struct ble_gatt_attr attr = { .handle = o->handle };
+        ((ble_gatt_attr_fn *)o->cb)(o->conn, &error, &attr, o->arg);
+        break;
+    }
+    case OP_DISC_SVC: {
+        struct ble_gatt_svc svc = { 0 };
+        if (status) { ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &error, NULL, o->arg); break; }
+        if (ble_uuid_cmp(&o->uuid.u, BLE_UUID16_DECLARE(0x1801)) == 0) { svc.start_handle = 0x01; svc.end_handle = 0x05; }
+        if (ble_uuid_cmp(&o->uuid.u, &ancs_uuid.u) == 0) { svc.start_handle = 0x20; svc.end_handle = 0x2F; }
+        uuid_copy(&svc.uuid, &o->uuid.u);
+        if (svc.start_handle) ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &error, &svc, o->arg);
+        ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &done, NULL, o->arg);
+        break;
+    }
+    case OP_DISC_CHRS:
+        if (status) { ((ble_gatt_chr_fn *)o->cb)(o->conn, &error, NULL, o->arg); break; }
+        for (size_t i = 0; i < sizeof phone_chrs / sizeof phone_chrs[0]; i++) {
+            struct ble_gatt_chr chr = { .def_handle = phone_chrs[i].def, .val_handle = phone_chrs[i].val, .properties = 0x1A };
+            if (chr.def_handle < o->start || chr.val_handle > o->end) continue;
+            uuid_copy(&chr.uuid, phone_chrs[i].uuid);
+            ((ble_gatt_chr_fn *)o->cb)(o->conn, &error, &chr, o->arg);
+        }
+        ((ble_gatt_chr_fn *)o->cb)(o->conn, &done, NULL, o->arg);
+        break;
+    case OP_DISC_DSCS:
+        if (status) { ((ble_gatt_dsc_fn *)o->cb)(o->conn, &error, 0, NULL, o->arg); break; }
+        for (size_t i = 0; i < sizeof phone_cccds / sizeof phone_cccds[0]; i++) {
+            struct ble_gatt_dsc dsc = { .handle = phone_cccds[i] };
+            if (dsc.handle < o->start || dsc.handle > o->end) continue;
+            uuid_copy(&dsc.uuid, BLE_UUID16_DECLARE(BLE_GATT_DSC_CLT_CFG_UUID16));
+            ((ble_gatt_dsc_fn *)o->cb)(o->conn, &error, 0, &dsc, o->arg);
+        }
+        ((ble_gatt_dsc_fn *)o->cb)(o->conn, &done, 0, NULL, o->arg);
+        break;
+    }
+}
+
+/* Answers discovery and CCCD writes (status 0) until only Control Point writes (or nothing) wait. */
+static void
+pump(void)
+{
+    for (bool again = true; again;) {
+        again = false;
+        for (int i = 0; i < op_count; i++) {
+            if (ops[i].done || ops[i].handle == CP_VALUE) continue;
+            finish(&ops[i], 0);
+            again = true;
+            break;
+        }
+    }
+}
+
+/* ---- the adapter's events ---- */
+struct recorded {
+    ancs_event_type type;
+    ancs_status status;
+    uint32_t request_id, uid;
+    ancs_session_end session_end;
+    size_t attribute_count;
+    uint16_t length0;
+    uint8_t value0[600];
+};
+static struct recorded events[256];
+static int event_count;
+static char texts[64][160];
+static int text_count;
+static bool verbose;
+
+static void
+on_event(void *context, const ancs_event *e, const char *text)
+{
+    (void)context;
+    if (text) {
+        if (verbose) printf("    adapter: %s\n", text);
+        if (text_count < 64) snprintf(texts[text_count++], sizeof texts[0], "%s", text);
+        return;
+    }
+    if (event_count == 256) return;
+    struct recorded *r = &events[event_count++];
+    memset(r, 0, sizeof *r);
+    r->type = e->type; r->status = e->status; r->request_id = e->request_id; r->uid = e->uid;
+    r->session_end = e->session_end; r->attribute_count = e->attribute_count;
+    if (e->attribute_count) {
+        r->length0 = e->attributes[0].length;
+        memcpy(r->value0, e->attributes[0].value, r->length0 < sizeof r->value0 ? r->length0 : sizeof r->value0);
+    }
+    if (verbose) printf("    event %d status %d request %u\n", (int)e->type, (int)e->status, (unsigned)e->request_id);
+}
+
+static const struct recorded *
+done_of(uint32_t request_id)
+{
+    for (int i = 0; i < event_count; i++)
+        if (events[i].type == ANCS_EVENT_REQUEST_DONE && events[i].request_id == request_id) return &events[i];
+    return NULL;
+}
+
+static int
+count_events(ancs_event_type type)
+{
+    int n = 0;
+    for (int i = 0; i < event_count; i++) n += events[i].type == type;
+    return n;
+}
+
+static bool
+said(const char *words)
+{
+    for (int i = 0; i < text_count; i++) if (strstr(texts[i], words)) return true;
+    return false;
+}
+
+/* ---- GAP events into the adapter ---- */
+static void
+connect_link(ancs_nimble *a, uint16_t handle, uint16_t mtu)
+{
+    struct ble_gap_event e = { .type = BLE_GAP_EVENT_CONNECT };
+
+    for (int i = 0; i < 4; i++) if (!conns[i].up) { conns[i] = (struct fake_conn){ handle, mtu, true }; break; }
+    e.connect.status = 0;
+    e.connect.conn_handle = handle;
+    ancs_nimble_gap_event(a, &e);
+}
+
+/* The link drops as NimBLE tells it (ble_gattc_connection_broken, then ble_gap_conn_broken): the
+ * procedures pending then end with BLE_HS_ENOTCONN (ones started from those callbacks stay: NimBLE
+ * times them out 30 s later), the connection is removed, then BLE_GAP_EVENT_DISCONNECT. Returns
+ * how many ble_gattc_* calls the adapter made from the moment the link broke. */
+static int
+drop_link(ancs_nimble *a, uint16_t handle)
+{
+    int calls = gattc_calls, n = op_count;
+    struct ble_gap_event e = { .type = BLE_GAP_EVENT_DISCONNECT };
+
+    for (int i = 0; i < n; i++)
+        if (!ops[i].done && ops[i].conn == handle) finish(&ops[i], BLE_HS_ENOTCONN);
+    conn_of(handle)->up = false;
+    e.disconnect.reason = BLE_HS_HCI_ERR(BLE_ERR_CONN_SPVN_TMO);
+    e.disconnect.conn.conn_handle = handle;
+    ancs_nimble_gap_event(a, &e);
+    return gattc_calls - calls;
+}
+
+static void
+notify(ancs_nimble *a, uint16_t handle, uint16_t attr, const uint8_t *bytes, uint16_t length)
+{
+    struct ble_gap_event e = { .type = BLE_GAP_EVENT_NOTIFY_RX };
+
+    e.notify_rx.conn_handle = handle;
+    e.notify_rx.attr_handle = attr;
+    e.notify_rx.om = chain_of(bytes, length, 100);   /* several mbufs, as L2CAP reassembles them */
+    ancs_nimble_gap_event(a, &e);
+    os_mbuf_free_chain(e.notify_rx.om);              /* NimBLE frees it after the callback */
+}
+
+static void
+notification_added(ancs_nimble *a, uint16_t handle, uint32_t uid)
+{
+    uint8_t ns[8] = { 0 /* Added */, ANCS_FLAG_POSITIVE_ACTION | ANCS_FLAG_NEGATIVE_ACTION, 4, 1,
+                      uid & 0xFF, (uid >> 8) & 0xFF, (uid >> 16) & 0xFF, uid >> 24 };
+    notify(a, handle, NS_VALUE, ns, sizeof ns);
+}
+
+/* ---- per test ---- */
+static ancs_consumer_config lazy;   /* no display fetches: only the test's requests write */
+
+static void
+reset_fake(const char *name, ble_npl_time_t ticks)
+{
+    current_test = name;
+    fake_ticks = ticks;
+    fake_hz = 1000;
+    memset(conns, 0, sizeof conns);
+    op_count = gattc_calls = next_gattc_rc = 0;
+    event_count = text_count = 0;
+    callout_reinit_while_armed = 0;
+    ancs_consumer_config_default(&lazy);
+    lazy.display_attributes = NULL;
+    lazy.display_attribute_count = 0;
+    lazy.display_app_names = false;
+}
+
+/* Connected, discovered, subscribed: a session. */
+static void
+session(ancs_nimble *a, uint16_t handle, uint16_t mtu)
+{
+    int started = count_events(ANCS_EVENT_SESSION_STARTED);
+
+    connect_link(a, handle, mtu);
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == started + 1, "no session started on 0x%x", handle);
+}
+
+static const ancs_attribute_request message_600[] = { { ANCS_ATTR_MESSAGE, 600 } };
+
+static uint32_t
+fetch_message(ancs_nimble *a, uint32_t uid)
+{
+    uint32_t id = 0;
+    ancs_status s = ancs_nimble_fetch_attributes(a, uid, message_600, 1, &id);
+    CHECK(s == ANCS_OK, "fetch refused: %d", (int)s);
+    return id;
+}
+
+/* A Get Notification Attributes response: uid, Message of `length` bytes (i * 7 + 3). */
+static uint16_t
+message_response(uint8_t *out, uint32_t uid, uint16_t length)
+{
+    uint16_t n = 0;
+    out[n++] = 0;
+    out[n++] = uid & 0xFF; out[n++] = (uid >> 8) & 0xFF; out[n++] = (uid >> 16) & 0xFF; out[n++] = uid >> 24;
+    out[n++] = ANCS_ATTR_MESSAGE; out[n++] = length & 0xFF; out[n++] = length >> 8;
+    for (uint16_t i = 0; i < length; i++) out[n++] = (uint8_t)(i * 7 + 3);
+    return n;
+}
+
+/* ======================================================================
+ * Tests
+ * ====================================================================== */
+
+/* The link drops with a Control Point write pending and another request queued. */
+static void
+test_disconnect_with_write_pending(void)
+{
+    static ancs_nimble a;
+    uint8_t response[64];
+
+    reset_fake("disconnect with a write pending", 1000);
+    CHECK(ancs_nimble_init(&a, &lazy, on_event, NULL) == 0, "init");
+    session(&a, 1, 185);
+    notification_added(&a, 1, 7);
+    uint32_t first = fetch_message(&a, 7);
+    uint32_t second = 0;
+    ancs_nimble_perform_action(&a, 7, ANCS_ACTION_POSITIVE, &second);
+    CHECK(pending_writes_to(CP_VALUE) == 1, "%d Control Point writes at once", pending_writes_to(CP_VALUE));
+    struct op *old_write = first_pending_write_to(CP_VALUE);
+
+    int calls = drop_link(&a, 1);
+    CHECK(calls == 0, "%d GATT procedure(s) started after the link broke (NimBLE would time them out 30 s later "
+          "and terminate the handle)", calls);
+    CHECK(pending_count() == 0, "%d procedure(s) left pending on the dead link", pending_count());
+    CHECK(done_of(first) && done_of(first)->status == ANCS_ERR_SESSION_ENDED, "the written request ended with %d, not session-ended",
+          done_of(first) ? (int)done_of(first)->status : 999);
+    CHECK(done_of(second) && done_of(second)->status == ANCS_ERR_SESSION_ENDED, "the queued request ended with %d, not session-ended",
+          done_of(second) ? (int)done_of(second)->status : 999);
+
+    /* The phone comes back on the same handle. */
+    session(&a, 1, 185);
+    notification_added(&a, 1, 9);
+    uint32_t third = fetch_message(&a, 9);
+    struct op *new_write = first_pending_write_to(CP_VALUE);
+    CHECK(new_write != NULL, "the new link's request was not written");
+    /* A callback of the old link arrives late (e.g. NimBLE's 30 s timeout of a write left on it). */
+    old_write->done = false;
+    finish(old_write, BLE_HS_ETIMEOUT);
+    CHECK(!done_of(third), "the old link's late callback ended the new link's request (status %d)",
+          done_of(third) ? (int)done_of(third)->status : 0);
+    CHECK(pending_count() == (new_write ? 1 : 0), "%d procedures pending after the late callback", pending_count());
+    if (new_write && pending(new_write)) finish(new_write, 0);
+    uint16_t n = message_response(response, 9, 20);
+    notify(&a, 1, DS_VALUE, response, n);
+    CHECK(done_of(third) && done_of(third)->status == ANCS_OK, "the new link's request ended with %d",
+          done_of(third) ? (int)done_of(third)->status : 999);
+}
+
+/* A Data Source notification of MTU 517 − 3 = 514 bytes reaches the engine whole. */
+static void
+test_long_notification(void)
+{
+    static ancs_nimble a;
+    uint8_t response[600];
+
+    reset_fake("514-byte Data Source notification", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 2, 517);
+    notification_added(&a, 2, 5);
+    uint32_t id = fetch_message(&a, 5);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    CHECK(w != NULL, "not written");
+    if (w) finish(w, 0);
+    uint16_t n = message_response(response, 5, 506);
+    CHECK(n == 514, "the response is %u bytes", n);
+    notify(&a, 2, DS_VALUE, response, n);
+    const struct recorded *r = done_of(id);
+    CHECK(r && r->status == ANCS_OK, "the fetch did not end OK (%d)", r ? (int)r->status : 999);
+    CHECK(r && r->attribute_count == 1 && r->length0 == 506 && memcmp(r->value0, response + 8, 506) == 0,
+          "the Message is not the 506 bytes sent (%u)", r ? r->length0 : 0);
+
+    /* Longer than any ATT MTU allows: reported, not cut. */
+    notification_added(&a, 2, 6);
+    id = fetch_message(&a, 6);
+    if ((w = first_pending_write_to(CP_VALUE))) finish(w, 0);
+    n = message_response(response, 6, 515 - 8);
+    int texts_before = text_count;
+    notify(&a, 2, DS_VALUE, response, n);
+    CHECK(!done_of(id) || done_of(id)->status != ANCS_OK, "a 515-byte notification was taken (cut?)");
+    CHECK(text_count > texts_before && said("515"), "a 515-byte notification dropped without a word");
+}
+
+/* The clock: NimBLE's FreeRTOS port converts ticks to ms in 32 bits (at 1 kHz, the ms wrap after
+ * 4 294 967 ticks, 71.6 min), and ticks wrap at 2^32. Neither may fire timeouts. */
+static void
+clock_wrap_at(const char *name, ble_npl_time_t start, uint32_t hz)
+{
+    static ancs_nimble a;
+
+    reset_fake(name, start);
+    fake_hz = hz;
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 3, 185);
+    notification_added(&a, 3, 11);
+    uint32_t id = fetch_message(&a, 11);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    if (w) finish(w, 0);
+    /* 10 s timeout from the write, with the wrap 3 s in; at 5 s the phone announces another
+     * notification (the adapter reads the clock) */
+    for (int i = 0; i < 50; i++) advance(hz / 10);
+    notification_added(&a, 3, 12);
+    for (int i = 0; i < 40; i++) advance(hz / 10);   /* 9 s */
+    CHECK(!done_of(id), "the request ended after 9 s of a 10 s timeout (status %d): the clock jumped at the wrap",
+          done_of(id) ? (int)done_of(id)->status : 0);
+    for (int i = 0; i < 20; i++) advance(hz / 10);   /* 11 s */
+    CHECK(done_of(id) && done_of(id)->status == ANCS_ERR_TIMED_OUT, "no timeout 11 s after the write");
+}
+
+static void
+test_clock_wraps(void)
+{
+    clock_wrap_at("ms wrap of the FreeRTOS conversion (1 kHz)", 4294967u - 3000, 1000);
+    clock_wrap_at("tick counter wrap (1 kHz)", 0xFFFFFFFFu - 3000, 1000);
+    clock_wrap_at("tick counter wrap (128 Hz)", 0xFFFFFFFFu - 384, 128);
+}
+
+/* ancs_consumer_stop: the two unsubscriptions are written one at a time. */
+static void
+test_stop_serializes(void)
+{
+    static ancs_nimble a;
+
+    reset_fake("stop: one CCCD write at a time", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 4, 185);
+    ancs_consumer_stop(ancs_nimble_consumer(&a), 2000);
+    CHECK(pending_count() == 1, "%d GATT writes at once", pending_count());
+    int cleared = 0, most = 0;
+    for (int i = 0; i < 4; i++) {
+        struct op *o = NULL;
+        for (int k = 0; k < op_count; k++) if (!ops[k].done) { o = &ops[k]; break; }
+        if (!o) break;
+        if (pending_count() > most) most = pending_count();
+        if (o->kind == OP_WRITE && (o->handle == NS_CCCD || o->handle == DS_CCCD) && o->length == 2 && !o->value[0]) cleared++;
+        finish(o, 0);
+    }
+    CHECK(most == 1, "%d writes at once", most);
+    CHECK(cleared == 2, "%d CCCDs cleared", cleared);
+    CHECK(count_events(ANCS_EVENT_SESSION_ENDED) == 1, "session not ended");
+}
+
+/* Deinit stops the timer and ends the session: the storage can then be freed. */
+static void
+test_deinit(void)
+{
+    reset_fake("deinit", 1000);
+    CHECK(ancs_nimble_deinit != NULL, "no ancs_nimble_deinit");
+    if (!ancs_nimble_deinit) return;
+    ancs_nimble *a = malloc(sizeof *a);
+    memset(a, 0x5A, sizeof *a);   /* storage that held anything before */
+    CHECK(ancs_nimble_init(a, &lazy, on_event, NULL) == 0, "init on dirty storage");
+    session(a, 5, 185);
+    notification_added(a, 5, 21);
+    uint32_t id = fetch_message(a, 21);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    CHECK(ancs_nimble_deinit(a) == BLE_HS_EBUSY, "deinit with a GATT procedure pending (its callback has the storage) did not refuse");
+    CHECK(!done_of(id), "deinit refused but ended the request");
+    if (w) finish(w, 0);
+    CHECK(callout_armed_inside(a, sizeof *a), "the request's timeout is not armed");
+    CHECK(ancs_nimble_deinit(a) == 0, "deinit");
+    CHECK(done_of(id) && done_of(id)->status == ANCS_ERR_SESSION_ENDED, "the request did not end session-ended");
+    CHECK(count_events(ANCS_EVENT_SESSION_ENDED) == 1, "no session-ended event");
+    CHECK(!callout_armed_inside(a, sizeof *a), "the timer is still armed on the storage");
+    CHECK(ancs_nimble_deinit(a) == 0, "a second deinit");
+    free(a);
+    advance(20000);   /* the fake aborts if an armed callout still points into freed storage */
+    CHECK(pending_count() == 0, "procedures after deinit");
+}
+
+/* Init again on a running adapter: its timer is stopped first, not wiped while armed. */
+static void
+test_init_again(void)
+{
+    static ancs_nimble a;
+
+    reset_fake("init again", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 6, 185);
+    notification_added(&a, 6, 31);
+    uint32_t id = fetch_message(&a, 31);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    if (w) finish(w, 0);
+    CHECK(callout_armed_inside(&a, sizeof a), "the request's timeout is not armed");
+    CHECK(ancs_nimble_init(&a, &lazy, on_event, NULL) == 0, "init again");
+    CHECK(callout_reinit_while_armed == 0, "the timer was initialised again while armed");
+    CHECK(done_of(id) && done_of(id)->status == ANCS_ERR_SESSION_ENDED, "the old session's request did not end (leaked)");
+    /* and it works: a new connection, a session */
+    session(&a, 7, 185);
+}
+
+int
+main(int argc, char **argv)
+{
+    verbose = argc > 1 && !strcmp(argv[1], "-v");
+    test_disconnect_with_write_pending();
+    test_long_notification();
+    test_clock_wraps();
+    test_stop_serializes();
+    test_deinit();
+    test_init_again();
+    printf("adapter: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
