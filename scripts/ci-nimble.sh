@@ -2,17 +2,20 @@
 # CI step for accessory firmware: the C API and the consumer inside NimBLE.
 #
 #   1. the C API's tests (integrations/c/test);
-#   2. NimBLE (pinned in third_party/, checked against its SHA-256 and
+#   2. the adapter's unit tests on a fake NimBLE host (integrations/nimble/test/run.sh:
+#      NimBLE's headers, stub functions, the order of callbacks the test's own);
+#      NimBLE (pinned in third_party/, checked against its SHA-256 and
 #      extracted under .build/nimble)
 #      built with its Linux port and the linux_tcp HCI transport, with the
 #      adapter (integrations/nimble) and the sample accessory, linked with the
 #      core built by Embedded Swift (integrations/c/build.sh);
 #   3. the sample against `ancs provide --central` (the simulated iPhone) on
-#      two Bumble virtual controllers on one virtual link, in six runs:
+#      two Bumble virtual controllers on one virtual link, in seven runs:
 #        mtu23       PreExisting, Added, Modified, Removed, app names, a
 #                    positive and a negative action, 0xA2 for an unknown UID,
 #                    at MTU 23 (no exchange)
 #        mtu517      the same attributes at the MTU the phone asks (517; NimBLE agrees 256)
+#        mtu517max   the same, NimBLE preferring 517 too (--mtu), and a 500-byte Data Source notification
 #        bonded      a second connection re-encrypts with the bond, no pairing
 #        allow       the phone refuses the subscriptions until its user allows notifications
 #        republish   Service Changed: ANCS removed and added again
@@ -82,6 +85,14 @@ if [ "$(cat "$nimble/.extracted" 2>/dev/null)" != "$nimble_sha256" ]; then
 fi
 capi_log=$(timeout 600 integrations/c/build.sh x86_64-unknown-linux-gnu "$root/.build/capi/x86_64-unknown-linux-gnu") || { echo "$capi_log"; exit 1; }
 tables=$(sed -n 's/^UNICODE_TABLES=//p' <<< "$capi_log")
+
+echo "== adapter unit tests (fake NimBLE host)"
+if timeout 600 integrations/nimble/test/run.sh > "$root/.build/nimble/adapter-test.log" 2>&1; then
+  passed=$((passed + 1)); echo "  ok   $(tail -1 "$root/.build/nimble/adapter-test.log")"
+else
+  failed=$((failed + 1)); echo "  FAIL adapter unit tests:"; cat "$root/.build/nimble/adapter-test.log"
+fi
+
 if ! timeout 900 make -s -j2 -f integrations/nimble/linux/Makefile NIMBLE_ROOT="$nimble" BUILD="$root/.build/nimble/build" \
     ANCS_LIB="$root/.build/capi/x86_64-unknown-linux-gnu/libancs.a" UNICODE_TABLES="$tables" > "$root/.build/nimble/make.log" 2>&1; then
   grep -E 'error|Error' "$root/.build/nimble/make.log" | head -20
@@ -150,10 +161,10 @@ has() { grep -Eq "$1" "$dir/sample.lines"; }
 count() { grep -Ec "$1" "$dir/sample.lines"; }
 
 # The interop scenario, at one MTU; actions on the call and on Alice, and a fetch of a UID the phone does not have.
-interop() {  # run mtu
-  local run=$1 mtu=$2
-  echo "== $run: scenario interop.yaml, --mtu $mtu"
-  start "$run" -- --mtu "$mtu" --scenario integrations/nimble/test/interop.yaml --sessions 1 --duration 60
+interop() {  # run mtu [the sample's options]
+  local run=$1 mtu=$2; shift 2
+  echo "== $run: scenario interop.yaml, --mtu $mtu $*"
+  start "$run" "$@" -- --mtu "$mtu" --scenario integrations/nimble/test/interop.yaml --sessions 1 --duration 60
   wait_for '^ready uid=[0-9]+ .*title="Mum"' 30
   wait_for '^ready uid=[0-9]+ .*title="Alice' 10
   local call alice
@@ -164,7 +175,19 @@ interop() {  # run mtu
   send "- ${alice:-0}"; sleep 1
   send "a 4242"; wait_for 'status=162' 10
   wait_for '^removed uid=[0-9]+ .*category=7' 10
+  local voicemail=
+  # 492 bytes of the voicemail's message: a response of 500 bytes, one Data Source notification
+  # (more than MTU 256 carries). Not the 514 bytes MTU 517 allows: the Bumble controller hands the
+  # host a whole L2CAP PDU in one ACL packet, and NimBLE's socket transport reads into 512 bytes
+  # (ble_hci_socket.c rx_data), so an ACL packet over 512 stalls it; test_adapter.c tests 514.
+  if [ "$run" = mtu517max ]; then
+    voicemail=$(uid_of Voicemail)
+    send "m ${voicemail:-0} 492"; wait_for "^done request=[0-9]+ status=0 .*uid=${voicemail:-x} message=" 10
+  fi
   finish
+  if [ -n "$voicemail" ]; then
+    check "$run: a 500-byte Data Source notification whole (492 bytes of message)" test "$(sed -n "s/^done request=[0-9]* status=0 .*uid=$voicemail message=\"\([^\"]*\)\".*/\1/p" "$dir/sample.lines" | head -1 | wc -c)" -eq 493
+  fi
   check "$run: PreExisting notifications shown with their app's name" has '^ready uid=[0-9]+ .* pre-existing name="Calendar" .*title="Team stand-up"'
   check "$run: a long message reassembled whole (256 bytes asked)" test "$(sed -n 's/^ready .*title="Voicemail" message="\([^"]*\)".*/\1/p' "$dir/sample.lines" | head -1 | wc -c)" -eq 257
   check "$run: Added and shown with app name and multi-byte title" has '^ready uid=[0-9]+ .*name="Messages" .*title="Alice — Café 🚲"'
@@ -185,6 +208,10 @@ fi
 if want mtu517; then
   interop mtu517 517
   check "mtu517: the phone asked 517, NimBLE agreed 256" grep -q '^mtu 256' "$out/mtu517/sample.lines"
+fi
+if want mtu517max; then
+  interop mtu517max 517 --mtu 517
+  check "mtu517max: both asked 517, agreed 517" grep -q '^mtu 517' "$out/mtu517max/sample.lines"
 fi
 
 if want bonded; then

@@ -8,6 +8,7 @@
  *   + UID          the notification's positive action (e.g. accept a call)
  *   - UID          its negative action (e.g. dismiss)
  *   a UID          fetch its attributes (Title, Subtitle, Message, Date, action labels)
+ *   m UID MAX      fetch its Message, at most MAX bytes
  *   app BUNDLE-ID  fetch an app's display name
  *   disconnect     end the connection (the phone connects again)
  *   quit           end the connection and exit (also at the end of the input)
@@ -15,7 +16,10 @@
  * This build runs NimBLE's Linux port: the HCI transport is a TCP connection
  * to a controller (a Bumble virtual controller in the project's tests).
  *
- * Usage: ancs-sample [--just-works] [--timeout SECONDS] TCP-PORT
+ * Usage: ancs-sample [--just-works] [--mtu MTU] [--timeout SECONDS] TCP-PORT
+ *
+ * --mtu sets the ATT MTU NimBLE prefers (ble_att_set_preferred_mtu; 23–527,
+ * the build's MYNEWT_VAL_BLE_ATT_PREFERRED_MTU, 256, by default).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -136,6 +140,7 @@ run_command(struct ble_npl_event *event)
     uint32_t id = 0;
     ancs_status status = ANCS_OK;
     unsigned long uid;
+    unsigned max;
     bool ended;
 
     (void)event;
@@ -166,10 +171,13 @@ run_command(struct ble_npl_event *event)
             { ANCS_ATTR_POSITIVE_ACTION_LABEL, 0 }, { ANCS_ATTR_NEGATIVE_ACTION_LABEL, 0 },
         };
         status = ancs_nimble_fetch_attributes(&adapter, (uint32_t)uid, all, sizeof all / sizeof all[0], &id);
+    } else if (command[0] == 'm' && command[1] == ' ' && sscanf(command + 2, "%lu %u", &uid, &max) == 2 && max <= 0xFFFF) {
+        ancs_attribute_request message = { ANCS_ATTR_MESSAGE, (uint16_t)max };
+        status = ancs_nimble_fetch_attributes(&adapter, (uint32_t)uid, &message, 1, &id);
     } else if (!strncmp(command, "app ", 4)) {
         status = ancs_nimble_fetch_app_attributes(&adapter, command + 4, &id);
     } else {
-        printf("unknown command: %s (+ UID, - UID, a UID, app ID, disconnect, quit)\n", command);
+        printf("unknown command: %s (+ UID, - UID, a UID, m UID MAX, app ID, disconnect, quit)\n", command);
         return;
     }
     printf("request=%u: %s\n", (unsigned)id, status == ANCS_OK ? "sent" : ancs_status_name(status));
@@ -302,15 +310,16 @@ main(int argc, char *argv[])
 {
     static struct ble_npl_task host, hci;
     pthread_t input;
-    int port = -1, timeout = 0, just_works = 0;
+    int port = -1, timeout = 0, just_works = 0, mtu = 0;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--just-works")) just_works = 1;
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--mtu") && i + 1 < argc) mtu = atoi(argv[++i]);
         else if (argv[i][0] != '-') port = atoi(argv[i]);
-        else { fprintf(stderr, "usage: ancs-sample [--just-works] [--timeout SECONDS] TCP-PORT\n"); return 64; }
+        else { fprintf(stderr, "usage: ancs-sample [--just-works] [--mtu MTU] [--timeout SECONDS] TCP-PORT\n"); return 64; }
     }
-    if (port <= 0) { fprintf(stderr, "usage: ancs-sample [--just-works] [--timeout SECONDS] TCP-PORT\n"); return 64; }
+    if (port <= 0) { fprintf(stderr, "usage: ancs-sample [--just-works] [--mtu MTU] [--timeout SECONDS] TCP-PORT\n"); return 64; }
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (timeout > 0) { signal(SIGALRM, on_timeout); alarm((unsigned)timeout); }
 
@@ -328,6 +337,7 @@ main(int argc, char *argv[])
     ble_svc_gatt_init();
     ble_svc_gap_device_name_set("ancs-sample");
     ble_store_config_init();
+    if (mtu && ble_att_set_preferred_mtu((uint16_t)mtu) != 0) { printf("error: MTU %d refused\n", mtu); return 64; }
 
     if (ancs_nimble_init(&adapter, NULL, on_event, NULL) != 0) { printf("error: adapter\n"); return 1; }
     ble_npl_event_init(&line_event, run_command, NULL);
