@@ -22,6 +22,9 @@ static const ble_uuid128_t data_source_uuid = BLE_UUID128_INIT(
 #define ATT_ATTRIBUTE_NOT_FOUND 0x0A
 
 enum { FIRST_RETRY_MS = 2000, LAST_RETRY_MS = 60000 };
+/* A Control Point write NimBLE refused for want of buffers (BLE_HS_ENOMEM) is tried again this
+ * much later, this many times, before it is reported failed. */
+enum { ENOMEM_RETRY_MS = 100, ENOMEM_RETRIES = 10 };
 #define ANCS_NIMBLE_MAGIC 0x414E4342u   /* "ANCB": the storage holds an initialised adapter */
 #define LINKS (sizeof ((ancs_nimble *)0)->links / sizeof ((ancs_nimble *)0)->links[0])
 
@@ -207,6 +210,42 @@ on_cp_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt
     return 0;
 }
 
+static int
+write_control_point(ancs_nimble *a, const uint8_t *bytes, size_t length)
+{
+    if (length + 3 <= ble_att_mtu(a->conn))
+        return ble_gattc_write_flat(a->conn, a->cp_value, bytes, (uint16_t)length, on_cp_written, link_arg(a));
+    /* Longer than one Write Request carries (MTU - 3; e.g. Get App
+     * Attributes of a long bundle identifier at MTU 23): a long write,
+     * Prepare Write requests then Execute Write. */
+    struct os_mbuf *om = ble_hs_mbuf_from_flat(bytes, (uint16_t)length);
+    return om ? ble_gattc_write_long(a->conn, a->cp_value, 0, om, on_cp_written, link_arg(a)) : BLE_HS_ENOMEM;
+}
+
+/* A write that did not start is reported from the timer, never from inside the engine's callback:
+ * the engine would write the next command at once, and a stack that keeps refusing would nest a
+ * failure per queued request (each one failed). BLE_HS_ENOMEM is tried again later first. */
+static void
+defer_write_failure(ancs_nimble *a, const uint8_t *bytes, size_t length, uint32_t token, int rc)
+{
+    a->deferred = true;
+    a->deferred_token = token;
+    a->deferred_status = a->cp_value ? ANCS_ERR_TRANSPORT : ATT_ATTRIBUTE_NOT_FOUND;
+    a->deferred_at = now(a);
+    a->deferred_length = 0;
+    if (rc == BLE_HS_ENOMEM && length <= sizeof a->deferred_bytes) {
+        if (bytes != a->deferred_bytes) {   /* a new write (not a try again) */
+            memcpy(a->deferred_bytes, bytes, length);
+            a->deferred_tries = 0;
+        }
+        a->deferred_length = (uint8_t)length;
+    }
+    if (a->deferred_length) {
+        if (a->deferred_tries < ENOMEM_RETRIES) a->deferred_at += ENOMEM_RETRY_MS;
+        else a->deferred_length = 0;   /* report it now */
+    }
+}
+
 static void
 engine_write(void *context, const uint8_t *bytes, size_t length, uint32_t token)
 {
@@ -214,20 +253,34 @@ engine_write(void *context, const uint8_t *bytes, size_t length, uint32_t token)
     int rc = BLE_HS_ENOTCONN;
 
     if (a->link_lost) return;   /* the link is going: its loss ends the request (ANCS_ERR_SESSION_ENDED) */
+    a->deferred = false;
     if (a->cp_value && a->conn != BLE_HS_CONN_HANDLE_NONE && length <= 0xFFFF) {
         a->cp_token = token;
-        if (length + 3 <= ble_att_mtu(a->conn)) {
-            rc = ble_gattc_write_flat(a->conn, a->cp_value, bytes, (uint16_t)length, on_cp_written, link_arg(a));
-        } else {
-            /* Longer than one Write Request carries (MTU - 3; e.g. Get App
-             * Attributes of a long bundle identifier at MTU 23): a long write,
-             * Prepare Write requests then Execute Write. */
-            struct os_mbuf *om = ble_hs_mbuf_from_flat(bytes, (uint16_t)length);
-            rc = om ? ble_gattc_write_long(a->conn, a->cp_value, 0, om, on_cp_written, link_arg(a)) : BLE_HS_ENOMEM;
-        }
+        rc = write_control_point(a, bytes, length);
     }
     if (rc == 0) a->writes_in_flight++;
-    else ancs_consumer_write_result(&a->consumer, token, a->cp_value ? ANCS_ERR_TRANSPORT : ATT_ATTRIBUTE_NOT_FOUND, now(a));
+    else defer_write_failure(a, bytes, length, token, rc);
+}
+
+/* From the timer: a deferred write tried again, or its failure reported. */
+static void
+deferred_write(ancs_nimble *a, uint64_t t)
+{
+    int rc;
+
+    if (!a->deferred || t < a->deferred_at) return;
+    a->deferred = false;
+    if (a->deferred_length && a->conn != BLE_HS_CONN_HANDLE_NONE && a->cp_value) {
+        a->deferred_tries++;
+        a->cp_token = a->deferred_token;
+        rc = write_control_point(a, a->deferred_bytes, a->deferred_length);
+        if (rc == 0) { a->writes_in_flight++; return; }
+        if (rc == BLE_HS_ENOMEM) {
+            defer_write_failure(a, a->deferred_bytes, a->deferred_length, a->deferred_token, rc);
+            if (a->deferred_length) return;
+        }
+    }
+    ancs_consumer_write_result(&a->consumer, a->deferred_token, a->deferred_status, t);
 }
 
 static void
@@ -535,6 +588,7 @@ on_timer(struct ble_npl_event *event)
         say(a, "subscribing again");
         ancs_consumer_link_up(&a->consumer, ble_att_mtu(a->conn), t);
     }
+    deferred_write(a, t);
     ancs_consumer_tick(&a->consumer, t);
     schedule(a);
 }
@@ -547,6 +601,7 @@ schedule(ancs_nimble *a)
 
     if (ancs_consumer_next_deadline(&a->consumer, &deadline)) { next = deadline; due = true; }
     if (a->retry_at && (!due || a->retry_at < next)) { next = a->retry_at; due = true; }
+    if (a->deferred && (!due || a->deferred_at < next)) { next = a->deferred_at; due = true; }
     if (!due) { ble_npl_callout_stop(&a->timer); return; }
     uint64_t wait = next > t ? next - t : 0;
     if (wait > 3600000) wait = 3600000;
@@ -566,6 +621,7 @@ forget_connection(ancs_nimble *a)
     a->link_given = a->published = a->discovery_wanted = a->security_started = a->link_lost = false;
     a->writes_in_flight = 0;
     a->pending_clear = 0;
+    a->deferred = false;   /* the link's loss ends its request */
     a->epoch++;   /* callbacks of the link forgotten are ignored from now on */
     a->resubscribe = -1;
     a->retry_at = 0;

@@ -82,6 +82,14 @@ typedef struct ancs_nimble {
     uint8_t writes_in_flight;      /* GATT writes issued and not answered */
     int8_t resubscribe;            /* an ancs_characteristic to write again once encrypted, or -1 */
     uint32_t cp_token;             /* the Control Point write in flight */
+    /* a Control Point write that did not start: tried again (BLE_HS_ENOMEM) or reported from the timer */
+    bool deferred;
+    uint8_t deferred_tries;
+    uint8_t deferred_length;       /* bytes kept to try again (0: report the failure) */
+    uint32_t deferred_token;
+    ancs_status deferred_status;
+    uint64_t deferred_at;
+    uint8_t deferred_bytes[64];
     uint32_t retry_delay_ms;
     uint64_t retry_at;             /* when to start the session again (0: no retry due) */
     ble_npl_time_t last_tick;      /* NimBLE's tick count when last read */

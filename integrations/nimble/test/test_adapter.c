@@ -279,13 +279,13 @@ struct op {
 static struct op ops[512];
 static int op_count;
 static int gattc_calls;            /* every ble_gattc_* call, taken or refused */
-static int next_gattc_rc;          /* a refusal to give the next ble_gattc_* call (0: none) */
+static int fail_rc, fail_count;    /* the next fail_count ble_gattc_* calls are refused with fail_rc */
 
 static struct op *
 new_op(enum op_kind kind, uint16_t conn, int *rc)
 {
     gattc_calls++;
-    if (next_gattc_rc) { *rc = next_gattc_rc; next_gattc_rc = 0; return NULL; }
+    if (fail_count > 0) { fail_count--; *rc = fail_rc; return NULL; }
     if (!conn_of(conn)) { *rc = BLE_HS_ENOTCONN; return NULL; }
     if (op_count == (int)(sizeof ops / sizeof ops[0])) { printf("  fake: too many procedures\n"); abort(); }
     struct op *o = &ops[op_count++];
@@ -580,7 +580,7 @@ reset_fake(const char *name, ble_npl_time_t ticks)
     fake_ticks = ticks;
     fake_hz = 1000;
     memset(conns, 0, sizeof conns);
-    op_count = gattc_calls = next_gattc_rc = 0;
+    op_count = gattc_calls = fail_rc = fail_count = 0;
     event_count = text_count = 0;
     callout_reinit_while_armed = 0;
     ancs_consumer_config_default(&lazy);
@@ -814,6 +814,55 @@ test_init_again(void)
     session(&a, 7, 185);
 }
 
+/* A Control Point write NimBLE refuses at once: reported later (from the timer), not from inside
+ * the engine's callback, which writes the next command at once (a failure nested per queued
+ * request, each one failed); BLE_HS_ENOMEM is tried again. */
+static void
+test_write_refused(void)
+{
+    static ancs_nimble a;
+    uint8_t response[64];
+    uint16_t n;
+
+    reset_fake("write refused at once", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 8, 185);
+    for (uint32_t uid = 1; uid <= 4; uid++) notification_added(&a, 8, uid);
+    uint32_t r1 = fetch_message(&a, 1), r2 = fetch_message(&a, 2), r3 = fetch_message(&a, 3);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    if (w) finish(w, 0);
+    fail_rc = BLE_HS_ENOMEM;   /* out of buffers for the next three tries */
+    fail_count = 3;
+    int calls = gattc_calls;
+    n = message_response(response, 1, 10);
+    notify(&a, 8, DS_VALUE, response, n);
+    CHECK(done_of(r1) && done_of(r1)->status == ANCS_OK, "the first request");
+    CHECK(gattc_calls - calls == 1, "%d writes tried inside one notification's call (nested)", gattc_calls - calls);
+    CHECK(!done_of(r2) && !done_of(r3), "queued requests failed at once (%d, %d)",
+          done_of(r2) ? (int)done_of(r2)->status : 0, done_of(r3) ? (int)done_of(r3)->status : 0);
+    advance(1000);
+    CHECK(fail_count == 0, "BLE_HS_ENOMEM not tried again (%d refusals left)", fail_count);
+    for (uint32_t uid = 2; uid <= 3; uid++) {
+        w = first_pending_write_to(CP_VALUE);
+        CHECK(w != NULL, "request for %u not written once buffers were free", (unsigned)uid);
+        if (!w) break;
+        finish(w, 0);
+        n = message_response(response, uid, 10);
+        notify(&a, 8, DS_VALUE, response, n);
+    }
+    CHECK(done_of(r2) && done_of(r2)->status == ANCS_OK, "the second request ended %d", done_of(r2) ? (int)done_of(r2)->status : 999);
+    CHECK(done_of(r3) && done_of(r3)->status == ANCS_OK, "the third request ended %d", done_of(r3) ? (int)done_of(r3)->status : 999);
+
+    /* Another refusal: a transport failure, reported after the call returned. */
+    fail_rc = BLE_HS_EUNKNOWN;
+    fail_count = 1;
+    uint32_t r4 = fetch_message(&a, 4);
+    CHECK(!done_of(r4), "the refusal was reported from inside the call");
+    advance(10);
+    CHECK(done_of(r4) && done_of(r4)->status == ANCS_ERR_TRANSPORT, "the refusal was not reported (%d)",
+          done_of(r4) ? (int)done_of(r4)->status : 999);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -824,6 +873,7 @@ main(int argc, char **argv)
     test_stop_serializes();
     test_deinit();
     test_init_again();
+    test_write_refused();
     printf("adapter: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
