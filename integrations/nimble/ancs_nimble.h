@@ -16,11 +16,24 @@
  *   - writes the Control Point, one write at a time (a long write, Prepare
  *     then Execute Write, for a command longer than MTU − 3, such as Get App
  *     Attributes of a long bundle identifier at MTU 23), and reports each
- *     write's ATT result (0xA0–0xA3 as such);
- *   - feeds Notification Source and Data Source notifications, the MTU, the
- *     link's loss, and Service Changed (ANCS removed: the session ends;
- *     ANCS back: it is discovered again and a session starts);
- *   - keeps the engine's timer on a NimBLE callout.
+ *     write's ATT result (0xA0–0xA3 as such); a write NimBLE refuses at
+ *     once is reported from the timer, after trying again every 100 ms (ten
+ *     times) when NimBLE is out of buffers (BLE_HS_ENOMEM);
+ *   - one GATT write at a time: ancs_consumer_stop()'s two CCCD clears go
+ *     one after the other;
+ *   - feeds Notification Source and Data Source notifications (up to 514
+ *     bytes, ATT MTU 517 − 3; a longer one is reported and dropped, never
+ *     cut), the MTU, the link's loss, and Service Changed (ANCS removed: the
+ *     session ends; ANCS back: it is discovered again and a session starts);
+ *   - the link's loss: NimBLE fails the pending GATT procedures with
+ *     BLE_HS_ENOTCONN before BLE_GAP_EVENT_DISCONNECT; nothing is started
+ *     from those callbacks, and the requests end with the link
+ *     (ANCS_ERR_SESSION_ENDED). Each procedure's callback argument names the
+ *     link instance it was started on: a callback of an earlier link (on a
+ *     handle a new connection may have) changes nothing;
+ *   - keeps the engine's timer on a NimBLE callout, its time NimBLE's ticks
+ *     counted in 64 bits (a 32-bit tick count, and FreeRTOS's 32-bit
+ *     conversion to milliseconds, wrap).
  *
  * Pairing, bonding and advertising stay the application's (its
  * ble_hs_cfg.sm_* settings and its store). The application forwards every
