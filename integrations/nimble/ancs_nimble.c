@@ -577,11 +577,20 @@ discover(ancs_nimble *a)
 
 /* ---- time ---- */
 
+static bool
+initialised(const ancs_nimble *a)
+{
+    return a->self == a && a->magic == ANCS_NIMBLE_MAGIC;
+}
+
 static void
 on_timer(struct ble_npl_event *event)
 {
     ancs_nimble *a = ble_npl_event_get_arg(event);
-    uint64_t t = now(a);
+    uint64_t t;
+
+    if (!initialised(a)) return;   /* queued before ancs_nimble_deinit() stopped the timer */
+    t = now(a);
 
     if (a->retry_at && t >= a->retry_at && a->conn != BLE_HS_CONN_HANDLE_NONE) {
         a->retry_at = 0;
@@ -628,12 +637,6 @@ forget_connection(ancs_nimble *a)
     a->retry_delay_ms = FIRST_RETRY_MS;
 }
 
-static bool
-initialised(const ancs_nimble *a)
-{
-    return a->self == a && a->magic == ANCS_NIMBLE_MAGIC;
-}
-
 /* A GATT procedure of the adapter is pending: NimBLE holds a pointer into the storage. */
 static bool
 busy(const ancs_nimble *a)
@@ -662,6 +665,8 @@ ancs_nimble_init(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble
 {
     ancs_status status;
     uint8_t epoch = 0;
+    struct ble_npl_callout timer;
+    bool timer_kept;
 
     if (!a || !on_event) return BLE_HS_EINVAL;
     if (initialised(a)) {   /* its timer may be armed, its engine holds heap: stop them first */
@@ -669,6 +674,10 @@ ancs_nimble_init(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble
         if (rc != 0) return rc;
         epoch = a->epoch;
     }
+    /* A callout initialised on this storage before (and stopped) is kept: NimBLE's NPL has no
+     * callout deinit, and FreeRTOS's creates a timer at each ble_npl_callout_init. */
+    timer_kept = a->self == a && a->timer_magic == ANCS_NIMBLE_MAGIC;
+    if (timer_kept) timer = a->timer;
     memset(a, 0, sizeof *a);
     a->on_event = on_event;
     a->context = context;
@@ -678,10 +687,12 @@ ancs_nimble_init(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble
     a->last_tick = ble_npl_time_get();
     a->ticks_per_second = ble_npl_time_ms_to_ticks32(1000);
     if (a->ticks_per_second == 0) a->ticks_per_second = 1000;
+    if (timer_kept) a->timer = timer;
+    else ble_npl_callout_init(&a->timer, nimble_port_get_dflt_eventq(), on_timer, a);
+    a->self = a;
+    a->timer_magic = ANCS_NIMBLE_MAGIC;
     status = ancs_consumer_init(&a->consumer, config, &engine_callbacks, a);
     if (status != ANCS_OK) return BLE_HS_EINVAL;
-    ble_npl_callout_init(&a->timer, nimble_port_get_dflt_eventq(), on_timer, a);
-    a->self = a;
     a->magic = ANCS_NIMBLE_MAGIC;
     return 0;
 }

@@ -77,6 +77,7 @@ typedef struct ancs_nimble {
     void *context;
     struct ancs_nimble *self;      /* with magic: this storage holds an initialised adapter */
     uint32_t magic;
+    uint32_t timer_magic;          /* the timer was initialised on this storage (kept across init) */
     uint16_t conn;                 /* BLE_HS_CONN_HANDLE_NONE when none */
     /* discovered handles (0: not found) */
     uint16_t ancs_start, ancs_end;
@@ -127,7 +128,10 @@ int ancs_nimble_init(ancs_nimble *adapter, const ancs_consumer_config *config,
  * initialised again. Returns BLE_HS_EBUSY, and changes nothing, while a GATT
  * procedure of the adapter is pending (NimBLE's callback would reach the
  * storage): call it again once it ended, or after BLE_GAP_EVENT_DISCONNECT.
- * 0 otherwise, also on storage not initialised. From the host task. */
+ * 0 otherwise, also on storage not initialised. From the host task. A timer
+ * event NimBLE queued just before is ignored when it runs, but reads the
+ * storage: free it from an event put on the default queue after this call
+ * (NimBLE's NPL cannot take a queued callout event back portably). */
 int ancs_nimble_deinit(ancs_nimble *adapter);
 
 /* Every GAP event of the application's connections. Returns 0. */

@@ -63,12 +63,13 @@ struct fake_callout {
     ble_npl_event_fn *fn;
     void *arg;
     bool armed;
+    int inits;                 /* ble_npl_callout_init calls (FreeRTOS creates a timer at each) */
     ble_npl_time_t due;
     struct ble_npl_event event;
 };
 static struct fake_callout callouts[16];
-static int callout_count;
 static int callout_reinit_while_armed;   /* ble_npl_callout_init() on an armed callout */
+static int callout_count;
 static struct ble_npl_eventq default_queue;
 
 static struct fake_callout *
@@ -89,6 +90,7 @@ ble_npl_callout_init(struct ble_npl_callout *co, struct ble_npl_eventq *evq, ble
     (void)evq;
     if (!c) { c = &callouts[callout_count++]; c->co = co; }
     else if (c->armed) callout_reinit_while_armed++;
+    c->inits++;
     c->fn = fn; c->arg = arg; c->armed = false;
 }
 
@@ -113,6 +115,13 @@ ble_npl_event_get_arg(struct ble_npl_event *ev)
         if (&callouts[i].event == ev) return callouts[i].arg;
     printf("  fake: event of no callout\n");
     abort();
+}
+
+static int
+callout_inits(struct ble_npl_callout *co)
+{
+    for (int i = 0; i < callout_count; i++) if (callouts[i].co == co) return callouts[i].inits;
+    return 0;
 }
 
 /* Whether an armed callout lies inside [start, start + size) (memory about to be freed). */
@@ -810,8 +819,24 @@ test_init_again(void)
     CHECK(ancs_nimble_init(&a, &lazy, on_event, NULL) == 0, "init again");
     CHECK(callout_reinit_while_armed == 0, "the timer was initialised again while armed");
     CHECK(done_of(id) && done_of(id)->status == ANCS_ERR_SESSION_ENDED, "the old session's request did not end (leaked)");
+    CHECK(callout_inits(&a.timer) == 1, "the timer initialised %d times (a FreeRTOS timer leaked each time)", callout_inits(&a.timer));
     /* and it works: a new connection, a session */
     session(&a, 7, 185);
+    /* deinit, then init on the same storage: the timer is still the first one */
+    if (ancs_nimble_deinit) {
+        drop_link(&a, 7);
+        CHECK(ancs_nimble_deinit(&a) == 0, "deinit");
+        CHECK(ancs_nimble_init(&a, &lazy, on_event, NULL) == 0, "init after deinit");
+        event_count = 0;   /* request ids start again */
+        CHECK(callout_inits(&a.timer) == 1, "the timer initialised %d times after deinit and init", callout_inits(&a.timer));
+        session(&a, 8, 185);
+        notification_added(&a, 8, 41);
+        uint32_t r = fetch_message(&a, 41);
+        struct op *o = first_pending_write_to(CP_VALUE);
+        if (o) finish(o, 0);
+        advance(11000);
+        CHECK(done_of(r) && done_of(r)->status == ANCS_ERR_TIMED_OUT, "the kept timer did not time the request out");
+    }
 }
 
 /* A Control Point write NimBLE refuses at once: reported later (from the timer), not from inside
