@@ -270,7 +270,8 @@ deferred_write(ancs_nimble *a, uint64_t t)
 
     if (!a->deferred || t < a->deferred_at) return;
     a->deferred = false;
-    if (a->deferred_length && a->conn != BLE_HS_CONN_HANDLE_NONE && a->cp_value) {
+    if (a->deferred_length && a->conn != BLE_HS_CONN_HANDLE_NONE && a->cp_value &&
+        ancs_consumer_in_session(&a->consumer)) {   /* not after ancs_consumer_stop */
         a->deferred_tries++;
         a->cp_token = a->deferred_token;
         rc = write_control_point(a, a->deferred_bytes, a->deferred_length);

@@ -886,6 +886,17 @@ test_write_refused(void)
     advance(10);
     CHECK(done_of(r4) && done_of(r4)->status == ANCS_ERR_TRANSPORT, "the refusal was not reported (%d)",
           done_of(r4) ? (int)done_of(r4)->status : 999);
+
+    /* Out of buffers, then the application stops the session: the command is not written later. */
+    fail_rc = BLE_HS_ENOMEM;
+    fail_count = 1;
+    uint32_t r5 = fetch_message(&a, 4);
+    ancs_consumer_stop(ancs_nimble_consumer(&a), 100000);
+    CHECK(done_of(r5) && done_of(r5)->status != ANCS_OK, "stop did not end the request");
+    pump();
+    advance(1000);
+    pump();
+    CHECK(!first_pending_write_to(CP_VALUE), "a Control Point write after the session was stopped");
 }
 
 int
