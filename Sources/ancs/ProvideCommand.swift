@@ -153,17 +153,14 @@ struct ProvideCommand: AsyncParsableCommand {
                         try await provider.remove(uid)
                         view.notification("removed", key: key, uid: uid, notification)
                     case .fault(let fault):
+                        // Each applied, then reported (ANCS removed or added as a service change).
                         switch fault {
-                        case .sharing(let on): await provider.setSharing(on)
-                        case .notificationSourceQuiet(let quiet): await provider.setNotificationSourceQuiet(quiet)
-                        case .forgetSubscriptions: await provider.forgetSubscriptions()
+                        case .sharing(let on): await provider.setSharing(on); view.fault(fault)
+                        case .notificationSourceQuiet(let quiet): await provider.setNotificationSourceQuiet(quiet); view.fault(fault)
+                        case .forgetSubscriptions: await provider.forgetSubscriptions(); view.fault(fault)
                         case .forgetBond: view.fault(fault, count: try await server.forgetBonds())
                         case .removeANCS(let indicated): view.serviceChange(try await server.unpublishANCS(serviceChanged: indicated))
                         case .addANCS(let indicated): view.serviceChange(try await server.publishANCS(serviceChanged: indicated))
-                        }
-                        switch fault {
-                        case .sharing, .notificationSourceQuiet, .forgetSubscriptions: view.fault(fault)
-                        case .forgetBond, .removeANCS, .addANCS: break
                         }
                     }
                 } catch {
