@@ -433,7 +433,7 @@ private struct RandomRun {
         let open = submitted.filter { completions[$0] == 0 }.count
         check(consumer.pendingRequestCount == open, "engine has \(consumer.pendingRequestCount) pending, \(open) requests not ended")
         if let deadline = consumer.nextDeadline {
-            check(open > 0 || !consumer.entries.isEmpty || consumer.writeInFlight != nil, "a deadline \(deadline) with nothing pending")
+            check(open > 0 || !consumer.entries.isEmpty || !consumer.writeSlot.isFree, "a deadline \(deadline) with nothing pending")
         }
     }
 }

@@ -2,25 +2,56 @@
 // to ATT MTU − 3 bytes per GATT notification, reassembled by the NC with
 // `DataSourceReassembler`.
 
+/// An attribute tuple of either response: its AttributeID and its value.
+/// The two kinds share one lookup and one merge (their code is the same).
+protocol AttributeTuple {
+    associatedtype ID: RawRepresentable where ID.RawValue == UInt8
+    var id: ID { get }
+    var value: AttributeValue { get }
+    init(rawID: UInt8, value: AttributeValue)
+}
+
+extension Array where Element: AttributeTuple {
+    /// The first value for `id`, if there is one.
+    func value(for id: Element.ID) -> AttributeValue? {
+        for attribute in self where attribute.id.rawValue == id.rawValue { return attribute.value }
+        return nil
+    }
+
+    /// Takes each fetched attribute: in place of the one with its id, else after the others.
+    @inline(never)
+    mutating func merge(_ fetched: [Element]) {
+        for attribute in fetched {
+            if let index = firstIndex(where: { $0.id.rawValue == attribute.id.rawValue }) {
+                self[index] = attribute
+            } else {
+                append(attribute)
+            }
+        }
+    }
+}
+
 /// One attribute tuple of a Get Notification Attributes response.
-public struct NotificationAttribute: Hashable, Sendable, CustomStringConvertible {
+public struct NotificationAttribute: AttributeTuple, Hashable, Sendable, CustomStringConvertible {
     public var id: NotificationAttributeID
     public var value: AttributeValue
     public init(_ id: NotificationAttributeID, _ value: AttributeValue) {
         self.id = id
         self.value = value
     }
+    init(rawID: UInt8, value: AttributeValue) { self.init(NotificationAttributeID(rawValue: rawID), value) }
     public var description: String { "\(id)=\(value.count) bytes" }
 }
 
 /// One attribute tuple of a Get App Attributes response.
-public struct AppAttribute: Hashable, Sendable {
+public struct AppAttribute: AttributeTuple, Hashable, Sendable {
     public var id: AppAttributeID
     public var value: AttributeValue
     public init(_ id: AppAttributeID, _ value: AttributeValue) {
         self.id = id
         self.value = value
     }
+    init(rawID: UInt8, value: AttributeValue) { self.init(AppAttributeID(rawValue: rawID), value) }
 }
 
 /// Get Notification Attributes response (CommandID 0).
@@ -34,10 +65,7 @@ public struct NotificationAttributesResponse: Hashable, Sendable {
     }
 
     /// The first value for `id`, if the response has it.
-    public subscript(id: NotificationAttributeID) -> AttributeValue? {
-        for attribute in attributes where attribute.id == id { return attribute.value }
-        return nil
-    }
+    public subscript(id: NotificationAttributeID) -> AttributeValue? { attributes.value(for: id) }
 }
 
 /// Get App Attributes response (CommandID 1). The AppIdentifier is kept as
@@ -64,10 +92,7 @@ public struct AppAttributesResponse: Hashable, Sendable {
         self.attributes = attributes
     }
 
-    public subscript(id: AppAttributeID) -> AttributeValue? {
-        for attribute in attributes where attribute.id == id { return attribute.value }
-        return nil
-    }
+    public subscript(id: AppAttributeID) -> AttributeValue? { attributes.value(for: id) }
 }
 
 /// A complete Data Source response.

@@ -44,14 +44,19 @@
 // request timeout after it was issued if it never does. That holds across
 // sessions on a link that stays up (Service Changed, stop): the next
 // session's first write waits for the last one's result; a link that drops
-// takes its write with it.
+// takes its write with it. The write slot (`WriteSlot`):
+//
+//   free ──write issued──► busy ──result──► free
+//   busy ──its entry abandoned (cancel, timeout, session end)──► abandoned
+//   abandoned ──result | its deadline | link down or up──► free
 //
 // Ready to show (with `eagerAttributes`): every live notification in the
-// model carries its display state,
+// model carries its display stage (`DisplayStage`),
 //
-//   wanted ──fetch written──► fetching ──attributes──► naming ──app name ended──► shown (.ready, later .updated)
-//                                 │                       └── (name cached, refused, or not wanted) ──► shown
-//                                 └── failed ──► .displayFailed
+//   wanted ──fetch written──► fetching ──attributes──► naming ──app name ended──► settled (.ready, later .updated)
+//                                 │                       └── (name cached, refused, or not wanted) ──► settled
+//                                 ├── Modified after the write ──► fetching(again) ──ended──► wanted
+//                                 └── failed ──► settled (.displayFailed)
 //
 // so the display's fetches cost no application request: they are written
 // when nothing the application asked for is queued, live notifications
@@ -68,10 +73,29 @@ public struct Consumer: Sendable {
         case active
     }
 
+    /// Where an entry stands; a written one carries its deadline: the
+    /// write and the response must end by then.
     enum EntryState: Hashable, Sendable {
         case queued
-        case writing(WriteToken)
-        case awaitingResponse
+        case writing(WriteToken, deadline: Timestamp)
+        case awaitingResponse(deadline: Timestamp)
+    }
+
+    /// The Control Point write in flight: ATT allows one at a time.
+    enum WriteSlot: Hashable, Sendable {
+        case free
+        /// The write of the entry in state `.writing` with this token.
+        case busy(WriteToken)
+        /// A write no request waits on any more (cancelled, timed out,
+        /// session ended): its result is still awaited, but only until
+        /// `deadline`. `responseKey` is the reassembler's key of its
+        /// response, forgotten if the write fails (no response follows,
+        /// spec "Errors"); nil when the reassembler no longer has it.
+        case abandoned(WriteToken, deadline: Timestamp, responseKey: UInt32?)
+
+        var isFree: Bool {
+            if case .free = self { true } else { false }
+        }
     }
 
     struct Entry: Sendable {
@@ -80,19 +104,29 @@ public struct Consumer: Sendable {
         var bytes: [UInt8]
         /// The application's requests waiting on it.
         var waiters: Waiters
-        /// The display's fetch of this notification's attributes.
-        var display: NotificationUID?
-        /// The display's fetch of an app's name.
-        var appName: Bool
+        /// The display fetches this notification's attributes with it.
+        var displayFetch: NotificationUID?
+        /// The display asks an app's name with it.
+        var asksAppName: Bool
         var state: EntryState
-        /// Set when its write is issued: the write and the response must end by then.
-        var deadline: Timestamp?
+        var deadline: Timestamp? {
+            switch state {
+            case .queued: nil
+            case .writing(_, let deadline), .awaitingResponse(let deadline): deadline
+            }
+        }
+        var isQueued: Bool {
+            if case .queued = state { true } else { false }
+        }
+        func isWriting(_ token: WriteToken) -> Bool {
+            if case .writing(token, _) = state { true } else { false }
+        }
         var expectsResponse: Bool { bytes[0] != CommandID.performNotificationAction.rawValue }
         /// What its response must look like (read from `bytes`, sharing
         /// them); nil for Perform Notification Action, which has none.
         var request: DataSourceRequest? { DataSourceRequest(encoded: bytes) }
         /// Nobody waits for it any more.
-        var isUnwanted: Bool { waiters.isEmpty && display == nil && !appName }
+        var isUnwanted: Bool { waiters.isEmpty && displayFetch == nil && !asksAppName }
         /// Whether the command names this notification: Get Notification
         /// Attributes and Perform Notification Action carry its UID after
         /// their CommandID (Get App Attributes names an app).
@@ -142,24 +176,30 @@ public struct Consumer: Sendable {
     }
 
     /// Where a notification stands on its way to being shown (with eager attributes).
-    enum DisplayPhase: Hashable, Sendable {
+    enum DisplayStage: Hashable, Sendable {
         /// Nothing to do: lazy, shown, or its fetch failed.
-        case none
+        case settled
         /// Its attributes are to be fetched.
         case wanted
-        /// A fetch of its attributes is queued or written.
-        case fetching
+        /// A fetch of its attributes is queued or written; `again`: it was
+        /// Modified after the fetch was written (which may have read the old
+        /// content), so it is fetched again when this one ends.
+        case fetching(again: Bool)
         /// Its attributes are in; its app's name is being asked.
         case naming
     }
 
     struct Tracked: Sendable {
         var notification: ConsumerNotification
-        var display: DisplayPhase = .none
+        var stage = DisplayStage.settled
         /// `.ready` was told: the next show is `.updated`.
         var shown = false
-        /// Modified while its fetch was written: fetch again when it ends.
-        var stale = false
+        var isWanted: Bool {
+            if case .wanted = stage { true } else { false }
+        }
+        var isNaming: Bool {
+            if case .naming = stage { true } else { false }
+        }
     }
 
     public let configuration: ConsumerConfiguration
@@ -234,15 +274,7 @@ public struct Consumer: Sendable {
     }
 
     var entries: [Entry] = []
-    var writeInFlight: WriteToken?
-    /// When the write in flight was issued, plus the request timeout.
-    var writeDeadline = Timestamp.zero
-    /// No request waits on the write in flight any more (cancelled, timed out,
-    /// session ended): its result is still awaited, but only until `writeDeadline`.
-    var writeAbandoned = false
-    /// The reassembler's key of the abandoned write's response: forgotten if
-    /// the write fails, since no response follows (spec: "Errors").
-    var abandonedResponseKey: UInt32?
+    var writeSlot = WriteSlot.free
     var reassembler: DataSourceReassembler
     var nextRequest: UInt32 = 0
     var nextEntryKey: UInt32 = 0
@@ -261,7 +293,7 @@ public struct Consumer: Sendable {
     public var isInSession: Bool { phase == .subscribingNotificationSource || phase == .active }
 
     /// With eager attributes the engine fetches what each notification needs to be shown.
-    var displays: Bool { !configuration.eagerAttributes.isEmpty }
+    var fetchesForDisplay: Bool { !configuration.eagerAttributes.isEmpty }
 
     /// Application requests not yet ended (waiting to be written, being written, or awaiting a response).
     public var pendingRequestCount: Int {
@@ -277,8 +309,8 @@ public struct Consumer: Sendable {
         for entry in entries {
             if let deadline = entry.deadline, earliest == nil || deadline < earliest! { earliest = deadline }
         }
-        if writeInFlight != nil, writeAbandoned, earliest == nil || writeDeadline < earliest! {
-            earliest = writeDeadline
+        if case .abandoned(_, let deadline, _) = writeSlot, earliest == nil || deadline < earliest! {
+            earliest = deadline
         }
         return earliest
     }
@@ -499,15 +531,16 @@ public struct Consumer: Sendable {
     /// The answer to a `.writeControlPoint` action (also for a write of a
     /// session that ended while the link stayed up: the link is free again).
     public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
-        if writeInFlight == token {
-            writeInFlight = nil
-            if writeAbandoned, result != .success, let key = abandonedResponseKey {
-                reassembler.cancel(key, responseMayFollow: false)
-            }
-            writeAbandoned = false
-            abandonedResponseKey = nil
+        switch writeSlot {
+        case .busy(token):
+            writeSlot = .free
+        case .abandoned(token, _, let key):
+            writeSlot = .free
+            if result != .success, let key { reassembler.cancel(key, responseMayFollow: false) }
+        default:
+            break
         }
-        if let index = entries.firstIndex(where: { $0.state == .writing(token) }) {
+        if let index = entries.firstIndex(where: { $0.isWriting(token) }) {
             if result != .success {
                 let entry = entries.removeOutOfLine(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: false)
@@ -516,7 +549,7 @@ public struct Consumer: Sendable {
                 }
                 finish(entry, .failure(ConsumerError(result)), into: &actions)
             } else if entries[index].expectsResponse {
-                entries[index].state = .awaitingResponse
+                if case .writing(_, let deadline) = entries[index].state { entries[index].state = .awaitingResponse(deadline: deadline) }
             } else {
                 finish(entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
             }
@@ -602,7 +635,7 @@ public struct Consumer: Sendable {
             // Its response is still consumed if it comes; whoever waited hears it timed out.
             finish(abandon(at: index), .failure(.timedOut), into: &actions)
         }
-        if writeInFlight != nil, writeAbandoned, writeDeadline <= now {
+        if case .abandoned(_, let deadline, _) = writeSlot, deadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
             forgetWriteInFlight()
         }
@@ -672,13 +705,18 @@ public struct Consumer: Sendable {
         return (id, actions)
     }
 
+    /// Adds an entry for `bytes`, last, and returns its index.
     @discardableResult
-    private mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, display: NotificationUID? = nil, appName: Bool = false) -> Int {
-        nextEntryKey &+= 1
-        entries.append(Entry(
-            key: nextEntryKey, bytes: bytes, waiters: Waiters(waiter),
-            display: display, appName: appName, state: .queued, deadline: nil))
+    private mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil) -> Int {
+        entries.append(newEntry(bytes, waiter: waiter, displayFetch: displayFetch))
         return entries.count - 1
+    }
+
+    private mutating func newEntry(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil, asksAppName: Bool = false) -> Entry {
+        nextEntryKey &+= 1
+        return Entry(
+            key: nextEntryKey, bytes: bytes, waiters: Waiters(waiter),
+            displayFetch: displayFetch, asksAppName: asksAppName, state: .queued)
     }
 
     /// Issues the next write if the link allows one (one in flight, pipelining
@@ -687,10 +725,10 @@ public struct Consumer: Sendable {
     /// (a write in flight, the pipeline full, or nothing left to ask), so an
     /// input that changed none of that need not pump.
     private mutating func pump(at now: Timestamp, into actions: inout [ConsumerAction]) {
-        guard phase == .active, writeInFlight == nil else { return }
+        guard phase == .active, writeSlot.isFree else { return }
         var outstanding = 0
-        for entry in entries where entry.state != .queued && entry.expectsResponse { outstanding += 1 }
-        if let index = entries.firstIndex(where: { $0.state == .queued }) {
+        for entry in entries where !entry.isQueued && entry.expectsResponse { outstanding += 1 }
+        if let index = entries.firstIndex(where: { $0.isQueued }) {
             if entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
             write(at: index, now, into: &actions)
             return
@@ -698,21 +736,21 @@ public struct Consumer: Sendable {
         guard outstanding < configuration.pipeliningDepth else { return }
         // Each turn either writes, or settles one wanted notification without a write.
         while wantedCount > 0, dataSourceAvailable, let next = nextWanted() {
-            model[next].display = .fetching
+            model[next].stage = .fetching(again: false)
             wantedCount -= 1
             let uid = model[next].notification.uid
             let command = ControlPointCommand.getNotificationAttributes(
                 GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
             guard let bytes = try? command.encode() else {
-                model[next].display = .none
+                model[next].stage = .settled
                 continue
             }
             if let index = entryIndex(bytes) {
                 // The application asked for the same, already written: it answers both.
-                entries[index].display = uid
+                entries[index].displayFetch = uid
                 continue
             }
-            write(at: enqueue(bytes, waiter: nil, display: uid), now, into: &actions)
+            write(at: enqueue(bytes, waiter: nil, displayFetch: uid), now, into: &actions)
             return
         }
     }
@@ -723,12 +761,8 @@ public struct Consumer: Sendable {
         if let request = entries[index].request {
             reassembler.expect(request, id: entries[index].key)
         }
-        entries[index].state = .writing(token)
-        entries[index].deadline = now.adding(nanoseconds: requestTimeout)
-        writeInFlight = token
-        writeDeadline = now.adding(nanoseconds: requestTimeout)
-        writeAbandoned = false
-        abandonedResponseKey = nil
+        entries[index].state = .writing(token, deadline: now.adding(nanoseconds: requestTimeout))
+        writeSlot = .busy(token)
         actions.appendOutOfLine(.writeControlPoint(entries[index].bytes, token))
     }
 
@@ -737,7 +771,7 @@ public struct Consumer: Sendable {
     /// of a phone that held many), each in arrival order.
     private func nextWanted() -> Int? {
         var preExisting: Int?
-        for index in model.indices where model[index].display == .wanted {
+        for index in model.indices where model[index].isWanted {
             if !model[index].notification.isPreExisting { return index }
             if preExisting == nil { preExisting = index }
         }
@@ -746,17 +780,17 @@ public struct Consumer: Sendable {
 
     /// The display wants the notification at `index` fetched (again).
     private mutating func want(_ index: Int) {
-        guard displays, dataSourceAvailable else { return }
-        switch model[index].display {
-        case .none, .naming:
-            model[index].display = .wanted
+        guard fetchesForDisplay, dataSourceAvailable else { return }
+        switch model[index].stage {
+        case .settled, .naming:
+            model[index].stage = .wanted
             wantedCount += 1
         case .fetching:
             // A fetch of it is queued or written: a written one may have read
             // the old content; a queued one reads the new.
             let uid = model[index].notification.uid
-            if let fetch = entries.firstIndex(where: { $0.display == uid }), entries[fetch].state != .queued {
-                model[index].stale = true
+            if let fetch = entries.firstIndex(where: { $0.displayFetch == uid }), !entries[fetch].isQueued {
+                model[index].stage = .fetching(again: true)
             }
         case .wanted:
             break
@@ -764,9 +798,10 @@ public struct Consumer: Sendable {
     }
 
     /// Removes a notification from the model, keeping `wantedCount` right.
+    @inline(never)
     private mutating func forget(at index: Int) -> Tracked {
         let tracked = model.remove(at: index)
-        if tracked.display == .wanted { wantedCount -= 1 }
+        if tracked.isWanted { wantedCount -= 1 }
         return tracked
     }
 
@@ -785,9 +820,7 @@ public struct Consumer: Sendable {
     }
 
     private mutating func forgetWriteInFlight() {
-        writeInFlight = nil
-        writeAbandoned = false
-        abandonedResponseKey = nil
+        writeSlot = .free
     }
 
     private mutating func remember(unknownApp identifier: [UInt8]) {
@@ -804,11 +837,10 @@ public struct Consumer: Sendable {
         switch entry.state {
         case .queued:
             break
-        case .writing(let token):
+        case .writing(let token, let deadline):
             // The write still occupies the link until its result comes.
-            if writeInFlight == token {
-                writeAbandoned = true
-                abandonedResponseKey = entry.key
+            if case .busy(token) = writeSlot {
+                writeSlot = .abandoned(token, deadline: deadline, responseKey: entry.key)
             }
             reassembler.cancel(entry.key, responseMayFollow: true)
         case .awaitingResponse:
@@ -824,23 +856,22 @@ public struct Consumer: Sendable {
     @inline(never)
     private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
         actions.complete(entry.waiters, result)
-        if let uid = entry.display { displayFetchEnded(uid, result, into: &actions) }
-        if entry.appName, let identifier = entry.request?.appIdentifierBytes {
+        if let uid = entry.displayFetch { displayFetchEnded(uid, result, into: &actions) }
+        if entry.asksAppName, let identifier = entry.request?.appIdentifierBytes {
             appNameEnded(identifier, into: &actions)
         }
     }
 
     private mutating func displayFetchEnded(_ uid: NotificationUID, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
-        guard let index = modelIndex(uid), model[index].display == .fetching else { return }
-        if model[index].stale {
+        guard let index = modelIndex(uid), case .fetching(let again) = model[index].stage else { return }
+        if again {
             // Modified while this fetch was written: fetch the new content.
-            model[index].stale = false
-            model[index].display = .wanted
+            model[index].stage = .wanted
             wantedCount += 1
             return
         }
         guard result.error == nil else {
-            model[index].display = .none
+            model[index].stage = .settled
             switch result.error {
             case .sessionEnded?, .notificationRemoved?, .cancelled?: break
             case let error?: actions.appendOutOfLine(.emit(.displayFailed(uid, error)))
@@ -852,34 +883,30 @@ public struct Consumer: Sendable {
               let identifier = model[index].notification[.appIdentifier]?.bytes, !identifier.isEmpty,
               cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
         else { return show(at: index, into: &actions) }
-        model[index].display = .naming
+        model[index].stage = .naming
         let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
         guard let bytes = try? command.encode() else { return show(at: index, into: &actions) }
         if let existing = entryIndex(bytes) {
             // Asked once: a fetch of this app's name already queued or
             // written (the display's, or an application's identical
             // request) serves every notification of it.
-            entries[existing].appName = true
+            entries[existing].asksAppName = true
         } else {
             // Ahead of the application's queued requests: a notification is waiting on it.
-            let entry = Entry(
-                key: nextEntryKey &+ 1, bytes: bytes, waiters: Waiters(nil),
-                display: nil, appName: true, state: .queued, deadline: nil)
-            nextEntryKey &+= 1
-            entries.insert(entry, at: entries.firstIndex { $0.state == .queued } ?? entries.count)
+            entries.insert(newEntry(bytes, waiter: nil, asksAppName: true), at: entries.firstIndex { $0.isQueued } ?? entries.count)
         }
     }
 
     /// An app-name fetch ended (answered, refused or failed): the
     /// notifications waiting on it are shown, with the name if it came.
     private mutating func appNameEnded(_ identifier: [UInt8], into actions: inout [ConsumerAction]) {
-        for index in model.indices where model[index].display == .naming {
+        for index in model.indices where model[index].isNaming {
             if model[index].notification[.appIdentifier]?.withBytes({ $0.elementsEqual(identifier) }) == true { show(at: index, into: &actions) }
         }
     }
 
     private mutating func show(at index: Int, into actions: inout [ConsumerAction]) {
-        model[index].display = .none
+        model[index].stage = .settled
         let notification = model[index].notification
         var appName: AttributeValue?
         if let identifier = notification[.appIdentifier]?.bytes { appName = displayName(ofAppBytes: identifier) }
@@ -892,20 +919,14 @@ public struct Consumer: Sendable {
         switch response {
         case .notificationAttributes(let value):
             if let index = modelIndex(value.notificationUID) {
-                model[index].notification.merge(value.attributes)
+                model[index].notification.attributes.merge(value.attributes)
             }
             actions.appendOutOfLine(.emit(.attributes(value)))
         case .appAttributes(let value):
             let cached = cacheIndex(value.appIdentifierBytes)
             var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
             if appCache.count >= configuration.maximumCachedApps { appCache.remove(at: 0) }  // not removeFirst(): one removal code for the cache in firmware
-            for attribute in value.attributes {
-                if let index = merged.attributes.firstIndex(where: { $0.id == attribute.id }) {
-                    merged.attributes[index] = attribute
-                } else {
-                    merged.attributes.append(attribute)
-                }
-            }
+            merged.attributes.merge(value.attributes)
             appCache.append(merged)
             actions.appendOutOfLine(.emit(.appAttributes(value)))
         }
@@ -918,7 +939,7 @@ public struct Consumer: Sendable {
     private mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < entries.count {
-            if entries[index].state == .queued, entries[index].names(uid) {
+            if entries[index].isQueued, entries[index].names(uid) {
                 finish(entries.removeOutOfLine(at: index), .failure(.notificationRemoved), into: &actions)
             } else {
                 index += 1
@@ -951,18 +972,21 @@ public struct Consumer: Sendable {
         entries.removeAll()
         model.removeAll()
         wantedCount = 0
-        for entry in ended {
-            actions.complete(entry.waiters, .failure(.sessionEnded))
-        }
-        reassembler = DataSourceReassembler(configuration: reassembler.configuration)
         // A write still in flight on a link that stays up (Service Changed,
         // stop) answers nothing in the next session, but ATT allows one
         // write at a time: the next session's first write waits for its
-        // result, or for its deadline. (linkDown and linkUp forget it.)
-        if writeInFlight != nil {
-            writeAbandoned = true
-            abandonedResponseKey = nil
+        // result, or for its deadline. (linkDown and linkUp forget it.) The
+        // new reassembler has no response to forget if it fails.
+        if case .abandoned(let token, let deadline, _) = writeSlot {
+            writeSlot = .abandoned(token, deadline: deadline, responseKey: nil)
         }
+        for entry in ended {
+            if case .writing(let token, let deadline) = entry.state {
+                writeSlot = .abandoned(token, deadline: deadline, responseKey: nil)
+            }
+            actions.complete(entry.waiters, .failure(.sessionEnded))
+        }
+        reassembler = DataSourceReassembler(configuration: reassembler.configuration)
         appCache.removeAll()
         unknownApps.removeAll()
         dataSourceAvailable = false

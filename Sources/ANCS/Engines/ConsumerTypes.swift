@@ -185,22 +185,9 @@ public struct ConsumerNotification: Hashable, Sendable {
         self.attributes = attributes
     }
 
-    public subscript(id: NotificationAttributeID) -> AttributeValue? {
-        for attribute in attributes where attribute.id == id { return attribute.value }
-        return nil
-    }
+    public subscript(id: NotificationAttributeID) -> AttributeValue? { attributes.value(for: id) }
 
     public var appIdentifier: String? { self[.appIdentifier]?.string }
-
-    mutating func merge(_ fetched: [NotificationAttribute]) {
-        for attribute in fetched {
-            if let index = attributes.firstIndex(where: { $0.id == attribute.id }) {
-                attributes[index] = attribute
-            } else {
-                attributes.append(attribute)
-            }
-        }
-    }
 }
 
 /// How the consumer behaves; every field has a sensible default.

@@ -26,7 +26,7 @@
 // until a notification begins like an outstanding request's response, each
 // notification is dropped as unsolicited, never charged to the next request.
 //
-// Per-tuple and per-response steps (store, finishTuple, completeResponse,
+// Per-tuple and per-response steps (keepValue, finishTuple, completeResponse,
 // fail) are kept out of line: inlined into every phase that reaches them
 // they made the byte loop much larger in a firmware image, for a few per
 // cent fewer instructions per response. So are the header's byte-by-byte
@@ -341,7 +341,7 @@ public struct DataSourceReassembler: Sendable {
                 offset += take
                 received += take
                 if received == length {
-                    store()
+                    keepValue()
                     finishTuple(handler)
                 }
                 continue
@@ -532,16 +532,18 @@ public struct DataSourceReassembler: Sendable {
             valuesLength += 3
         }
         guard length > 0 else {
-            store()
+            keepValue()
             finishTuple(handler)
             return
         }
         phase = .value
     }
 
-    /// The value of `length` bytes just collected after its tuple's ID and Length.
+    /// The value of `length` bytes just collected after its tuple's ID and
+    /// Length is complete: the response's values now end after it (when
+    /// the response is being kept at all).
     @inline(never)
-    private mutating func store() {
+    private mutating func keepValue() {
         guard collecting else { return }
         valuesLength += length
     }
@@ -563,32 +565,30 @@ public struct DataSourceReassembler: Sendable {
             // The response's values in one allocation; each value is its part.
             let values = valuesLength == 0 ? [] : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
             if finished.request.commandID == .getNotificationAttributes {
-                var attributes: [NotificationAttribute] = []
-                attributes.reserveCapacity(tupleIndex)
-                forEachValue(in: values) { attributes.append(NotificationAttribute(NotificationAttributeID(rawValue: $0), $1)) }
-                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: attributes)
+                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: attributes(in: values))
                 handler(.response(finished.id, .notificationAttributes(response)))
             } else {
-                var attributes: [AppAttribute] = []
-                attributes.reserveCapacity(tupleIndex)
-                forEachValue(in: values) { attributes.append(AppAttribute(AppAttributeID(rawValue: $0), $1)) }
-                let response = AppAttributesResponse(appIdentifierBytes: finished.request.appIdentifierBytes ?? [], attributes: attributes)
+                let response = AppAttributesResponse(appIdentifierBytes: finished.request.appIdentifierBytes ?? [], attributes: attributes(in: values))
                 handler(.response(finished.id, .appAttributes(response)))
             }
         }
         resetResponse()
     }
 
-    /// Each value of the current response in `values` (its tuples as
-    /// `scratch` holds them), with its AttributeID, in order.
+    /// The attributes of the current response, from `values` (its tuples
+    /// as `scratch` holds them), in order. One copy for both kinds of
+    /// response (the two specializations are the same code).
     @inline(never)
-    private func forEachValue(in values: [UInt8], _ body: (UInt8, AttributeValue) -> Void) {
+    private func attributes<Attribute: AttributeTuple>(in values: [UInt8]) -> [Attribute] {
+        var attributes: [Attribute] = []
+        attributes.reserveCapacity(tupleIndex)
         var start = 0
         while start < valuesLength {
             let count = readUInt16LE(values, at: start + 1)
-            body(values[start], AttributeValue(in: values, start: start + 3, count: count))
+            attributes.append(Attribute(rawID: values[start], value: AttributeValue(in: values, start: start + 3, count: count)))
             start += 3 + count
         }
+        return attributes
     }
 
     /// Fails the current request once; the rest of its response is framed and dropped.
