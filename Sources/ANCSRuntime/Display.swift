@@ -22,17 +22,17 @@ public struct DisplayPolicy: Hashable, Sendable {
         self.refreshOnModified = refreshOnModified
     }
 
-    /// What a display that shows everything wants: app, title, subtitle,
-    /// message, date and the action labels, each within a screen's reach.
-    public static let standardAttributes: [NotificationAttributeRequest] = [
-        NotificationAttributeRequest(.appIdentifier),
-        NotificationAttributeRequest(.title, maxLength: 64),
-        NotificationAttributeRequest(.subtitle, maxLength: 64),
-        NotificationAttributeRequest(.message, maxLength: 240),
-        NotificationAttributeRequest(.date),
-        NotificationAttributeRequest(.positiveActionLabel),
-        NotificationAttributeRequest(.negativeActionLabel),
-    ]
+    /// What a display that shows everything wants: the core's list
+    /// (`ConsumerConfiguration.displayAttributes`: app, title, message,
+    /// date) with the subtitle after the title and the action labels last.
+    public static let standardAttributes: [NotificationAttributeRequest] = {
+        var attributes = ConsumerConfiguration.displayAttributes
+        let title = attributes.firstIndex { $0.id == .title }.map { $0 + 1 } ?? attributes.count
+        attributes.insert(NotificationAttributeRequest(.subtitle, maxLength: 64), at: title)
+        attributes.append(NotificationAttributeRequest(.positiveActionLabel))
+        attributes.append(NotificationAttributeRequest(.negativeActionLabel))
+        return attributes
+    }()
 
     public static let standard = DisplayPolicy()
 }

@@ -249,7 +249,11 @@ public struct ConsumerConfiguration: Hashable, Sendable {
 
     public static var `default`: ConsumerConfiguration { ConsumerConfiguration() }
 
-    /// What a display that shows everything wants for each notification.
+    /// What a small display shows of each notification (the firmware's and
+    /// the C API's default): app, title, message and date, each within a
+    /// screen's reach. The one list of the project's: the runtime's
+    /// `DisplayPolicy.standardAttributes` is this one with the subtitle and
+    /// the action labels added.
     public static let displayAttributes: [NotificationAttributeRequest] = [
         NotificationAttributeRequest(.appIdentifier),
         NotificationAttributeRequest(.title, maxLength: 64),
