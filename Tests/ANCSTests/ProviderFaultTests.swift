@@ -5,9 +5,6 @@ import Testing
 // accessories (README: "Act as an iPhone", faults): sharing off, Notification
 // Source quiet, subscriptions forgotten in silence.
 
-private let phone = ConnectionID(1)
-private let watch = ConnectionID(2)
-
 private let message = ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice", message: "On my way")
 
 /// A provider with `connections` connected and subscribed to both characteristics.
@@ -19,14 +16,6 @@ private func subscribed(_ connections: [ConnectionID] = [phone]) -> Provider {
         _ = provider.setSubscription(connection, .notificationSource, enabled: true)
     }
     return provider
-}
-
-private func sourceEvents(_ actions: [ProviderAction], to connection: ConnectionID) throws -> [NotificationSourceEvent] {
-    var events: [NotificationSourceEvent] = []
-    for case .notify(let target, .notificationSource, let bytes) in actions where target == connection {
-        events.append(try NotificationSourceEvent.decode(bytes))
-    }
-    return events
 }
 
 private func writeResult(_ actions: [ProviderAction]) -> ATTResult? {
