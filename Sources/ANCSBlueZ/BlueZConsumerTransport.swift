@@ -39,6 +39,12 @@ public struct PairingRequest: Sendable {
 ///   with ATT error: 0xa2" (`BlueZ.result`); a Control Point write while
 ///   another is in progress answers `InProgress`, so writes are serialized
 ///   and retried.
+///
+/// One job per file: adapter set-up and closing here; the link as the object
+/// tree tells it (BlueZLinkTracking.swift); `--device` (BlueZDevicePolicy.swift);
+/// the GATT operations and their retries (BlueZOperations.swift); the
+/// subscription watchdog (BlueZWatchdog.swift); one process per adapter
+/// (AdapterLock.swift).
 public actor BlueZConsumerTransport: GATTClientTransport {
     public struct Options: Sendable {
         /// `hci0`; nil: the first powered adapter.
@@ -63,38 +69,42 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     }
 
     public nonisolated let events: AsyncThrowingStream<GATTClientEvent, any Error>
-    private let sink: AsyncThrowingStream<GATTClientEvent, any Error>.Continuation
-    private let bus: DBusConnection
-    private let options: Options
-    private let status: @Sendable (BlueZStatus) -> Void
-    private let prompt: @Sendable (PairingRequest) async -> Bool
+    let sink: AsyncThrowingStream<GATTClientEvent, any Error>.Continuation
+    let bus: DBusConnection
+    let options: Options
+    let status: @Sendable (BlueZStatus) -> Void
+    let prompt: @Sendable (PairingRequest) async -> Bool
 
     /// The adapter in use (`/org/bluez/hci0`) and its address.
     public private(set) var adapterPath = ""
     public private(set) var adapterAddress = ""
-    private var tree = BlueZObjects()
-    private var device: String?
-    private var linkIsUp = false
-    private var ancsPublished = true
-    private var characteristics: [ANCSCharacteristic: String] = [:] {
+    var tree = BlueZObjects()
+    var device: String?
+    var linkIsUp = false
+    var ancsPublished = true
+    var characteristics: [ANCSCharacteristic: String] = [:] {
         didSet { kinds = Dictionary(characteristics.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first }) }
     }
     /// The ANCS characteristic at each object path of the link: computed
     /// when objects appear or go, read for every value that arrives.
-    private var kinds: [String: ANCSCharacteristic] = [:]
+    var kinds: [String: ANCSCharacteristic] = [:]
     /// How many times the object tree was rescanned (`reassess`): when
     /// objects or properties change, never for a value once the link is up.
-    private(set) var rescans = 0
-    private var subscribed: Set<ANCSCharacteristic> = []
+    var rescans = 0
+    var subscribed: Set<ANCSCharacteristic> = []
     /// Notification Source values that came before the engine asked for them
     /// in this link (a bonded reconnection: bluetoothd re-enables them itself).
-    private var heldNotifications: [[UInt8]] = []
-    private var notificationSourceRequested = false
-    private var controlPointBusy = false
-    private var controlPointWaiters: [CheckedContinuation<Void, Never>] = []
-    private var tasks: [Task<Void, Never>] = []
-    private var closing = false
-    private var lock: AdapterLock?
+    var heldNotifications: [[UInt8]] = []
+    var notificationSourceRequested = false
+    var controlPointBusy = false
+    var controlPointWaiters: [CheckedContinuation<Void, Never>] = []
+    var tasks: [Task<Void, Never>] = []
+    var closing = false
+    var lock: AdapterLock?
+
+    /// Devices `--device` shuts out that are connected: each is told to
+    /// disconnect once per connection, and the person is told.
+    var refused: Set<String> = []
 
     private init(bus: DBusConnection, options: Options, status: @escaping @Sendable (BlueZStatus) -> Void,
                  prompt: @escaping @Sendable (PairingRequest) async -> Bool) {
@@ -128,7 +138,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         return transport
     }
 
-    private func setUp() async throws(TransportError) {
+    func setUp() async throws(TransportError) {
         let signals: AsyncStream<DBusSignal>
         do {
             signals = try await bus.signals([
@@ -168,7 +178,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         reassess()
     }
 
-    private func chooseAdapter() throws(TransportError) {
+    func chooseAdapter() throws(TransportError) {
         let adapters = tree.adapters
         guard !adapters.isEmpty else {
             throw TransportError(.unavailable, "bluetoothd sees no Bluetooth adapter (check `ancs doctor`, rfkill and the kernel's btusb)")
@@ -185,7 +195,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         adapterAddress = tree.property(adapterPath, BlueZName.adapter, "Address")?.string ?? adapterPath
     }
 
-    private func prepareAdapter() async throws(TransportError) {
+    func prepareAdapter() async throws(TransportError) {
         let adapterName = adapterPath.split(separator: "/").last.map(String.init) ?? adapterPath
         do {
             if tree.property(adapterPath, BlueZName.adapter, "Powered")?.bool != true {
@@ -240,321 +250,5 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         for waiter in controlPointWaiters { waiter.resume() }
         controlPointWaiters.removeAll()
     }
-
-    // MARK: - Signals
-
-    private func busEnded() {
-        guard !closing else { return }
-        closing = true
-        sink.finish(throwing: TransportError(.stackEnded, "the D-Bus connection to bluetoothd closed"))
-    }
-
-    private func handle(_ signal: DBusSignal) {
-        switch (signal.interface, signal.member) {
-        case (BlueZName.objectManager, "InterfacesAdded"):
-            guard let path = signal.arguments.first?.string, let interfaces = signal.arguments.dropFirst().first?.interfaces else { return }
-            tree.added(path, interfaces)
-        case (BlueZName.objectManager, "InterfacesRemoved"):
-            guard let path = signal.arguments.first?.string, let names = signal.arguments.dropFirst().first?.strings else { return }
-            tree.removed(path, names)
-        case (BlueZName.properties, "PropertiesChanged"):
-            guard let interface = signal.arguments.first?.string, let changed = signal.arguments.dropFirst().first?.dictionary else { return }
-            let invalidated = signal.arguments.dropFirst(2).first?.strings ?? []
-            // A value first: the link may have to come up for it.
-            if interface == BlueZName.characteristic, let value = changed["Value"]?.bytes {
-                let others = changed.filter { $0.key != "Value" }
-                if !others.isEmpty || !invalidated.isEmpty { tree.changed(signal.path, interface, others, invalidated: invalidated) }
-                // A value changes nothing in the tree: the link's paths are
-                // known once it is up, so a Data Source fragment costs no rescan.
-                if !linkIsUp || !others.isEmpty || !invalidated.isEmpty { reassess(valueArrived: true) }
-                deliver(value, from: signal.path)
-                return
-            }
-            tree.changed(signal.path, interface, changed, invalidated: invalidated)
-            if interface == BlueZName.characteristic, let mtu = changed["MTU"]?.integer, linkIsUp, characteristics.values.contains(signal.path) {
-                sink.yield(.mtuChanged(mtu))
-            }
-            if interface == BlueZName.device, signal.path == device || device == nil {
-                report(deviceChanges: changed, at: signal.path)
-            }
-        case ("org.freedesktop.DBus", "NameOwnerChanged"):
-            if signal.arguments.count == 3, signal.arguments[2].string == "", !closing {
-                closing = true
-                sink.finish(throwing: TransportError(.stackEnded, "bluetoothd stopped (org.bluez left the system bus)"))
-            }
-            return
-        default:
-            return
-        }
-        reassess()
-    }
-
-    private func report(deviceChanges changed: [String: DBusValue], at path: String) {
-        let address = address(of: path)
-        guard accepts(path) else { return }
-        if changed["Paired"]?.bool == true {
-            status(BlueZStatus(kind: .paired, message: "paired with \(address)\(tree.property(path, BlueZName.device, "Bonded")?.bool == true ? " (bonded)" : "")"))
-            Task { [bus] in
-                try? await bus.setProperty(destination: BlueZName.service, path: path, interface: BlueZName.device, "Trusted", .boolean(true))
-            }
-        }
-    }
-
-    /// Whether `--device` lets this device connect.
-    private func accepts(_ devicePath: String) -> Bool {
-        guard let wanted = options.device else { return true }
-        return address(of: devicePath).uppercased() == wanted.uppercased()
-    }
-
-    /// The device's address: as bluetoothd knows it, else from its object
-    /// path (`dev_AA_BB_…`). The one lookup of it here.
-    private func address(of devicePath: String) -> String {
-        tree.property(devicePath, BlueZName.device, "Address")?.string ?? BlueZAgent.address(of: devicePath)
-    }
-
-    /// Whether the agent may let this device pair (or use a service), and its address.
-    func pairingVerdict(_ devicePath: String) -> (allowed: Bool, address: String) {
-        (accepts(devicePath), address(of: devicePath))
-    }
-
-    /// Devices `--device` shuts out that are connected: each is told to
-    /// disconnect once per connection, and the person is told.
-    private var refused: Set<String> = []
-
-    private func refuseOtherDevices() {
-        guard options.device != nil else { return }
-        for path in tree.devices(under: adapterPath) {
-            guard isConnected(path), !accepts(path) else {
-                refused.remove(path)
-                continue
-            }
-            guard refused.insert(path).inserted else { continue }
-            let address = address(of: path)
-            status(BlueZStatus(kind: .warning, message: "\(address) connected; disconnecting it: not the --device phone"))
-            Task { [bus] in
-                _ = try? await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.device, member: "Disconnect",
-                                        timeout: .seconds(10))
-            }
-        }
-    }
-
-    private func isConnected(_ path: String) -> Bool {
-        tree.property(path, BlueZName.device, "Connected")?.bool == true
-    }
-
-    /// Moves the link state to what the object tree says, telling the engine.
-    private func reassess(valueArrived: Bool = false) {
-        guard !closing else { return }
-        rescans += 1
-        refuseOtherDevices()
-        if let current = device {
-            if tree.objects[current]?[BlueZName.device] == nil || !isConnected(current) {
-                let address = address(of: current)
-                if linkIsUp {
-                    linkIsUp = false
-                    status(BlueZStatus(kind: .disconnected, message: "\(address) disconnected; waiting for it to come back"))
-                    sink.yield(.linkDown)
-                }
-                endLink()
-                device = nil
-            }
-        }
-        if device == nil {
-            device = tree.devices(under: adapterPath).first { isConnected($0) && accepts($0) && !tree.ancsCharacteristics(of: $0).isEmpty }
-            if let device {
-                let address = address(of: device)
-                status(BlueZStatus(kind: .connected, message: "\(address) connected (\(tree.property(device, BlueZName.device, "Name")?.string ?? "unnamed"))"))
-            }
-        }
-        guard let device else { return }
-        let found = tree.ancsCharacteristics(of: device)
-        var current: [ANCSCharacteristic: String] = [:]
-        for item in found { current[item.kind] = item.path }
-        let complete = current[.notificationSource] != nil && current[.controlPoint] != nil
-        if !linkIsUp {
-            let resolved = tree.property(device, BlueZName.device, "ServicesResolved")?.bool == true
-            guard complete, resolved || valueArrived else { return }
-            characteristics = current
-            linkIsUp = true
-            ancsPublished = true
-            let mtu = current.values.compactMap { tree.property($0, BlueZName.characteristic, "MTU")?.integer }.max() ?? 23
-            let info = LinkInfo(mtu: mtu, peer: address(of: device),
-                                isEncrypted: tree.property(device, BlueZName.device, "Paired")?.bool == true,
-                                isBonded: tree.property(device, BlueZName.device, "Bonded")?.bool == true)
-            sink.yield(.linkUp(info))
-            return
-        }
-        if ancsPublished && !complete {
-            ancsPublished = false
-            subscribed.removeAll()
-            notificationSourceRequested = false
-            characteristics = [:]
-            status(BlueZStatus(kind: .serviceChanged, message: "the iPhone withdrew ANCS (Service Changed); waiting for it to come back"))
-            sink.yield(.serviceChanged(published: false))
-        } else if !ancsPublished && complete {
-            ancsPublished = true
-            characteristics = current
-            status(BlueZStatus(kind: .serviceChanged, message: "ANCS is back (Service Changed); subscribing again"))
-            sink.yield(.serviceChanged(published: true))
-        } else if ancsPublished {
-            characteristics = current
-        }
-    }
-
-    private func endLink() {
-        characteristics = [:]
-        subscribed.removeAll()
-        heldNotifications.removeAll()
-        notificationSourceRequested = false
-        ancsPublished = true
-    }
-
-    private func deliver(_ value: [UInt8], from path: String) {
-        guard linkIsUp, let kind = kinds[path] else { return }
-        if kind == .notificationSource && !notificationSourceRequested {
-            heldNotifications.append(value)
-            return
-        }
-        sink.yield(.notification(kind, value))
-    }
-
-    // MARK: - Operations
-
-    public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
-        guard linkIsUp, let path = characteristics[characteristic] else { return .transportFailure }
-        if characteristic == .notificationSource {
-            // The engine now listens to Notification Source: hand over what came early.
-            notificationSourceRequested = true
-            for value in heldNotifications { sink.yield(.notification(.notificationSource, value)) }
-            heldNotifications.removeAll()
-        }
-        let deadline = ContinuousClock.now + options.permissionWait
-        var delay = Duration.seconds(1)
-        var told = false
-        while true {
-            do {
-                _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
-                                       member: "StartNotify", timeout: .seconds(35))
-                subscribed.insert(characteristic)
-                if told { status(BlueZStatus(kind: .resubscribed, message: "notifications allowed; subscribed to \(characteristic)")) }
-                return .success
-            } catch {
-                guard linkIsUp, characteristics[characteristic] == path else { return .transportFailure }
-                let waitable = error.name == "org.bluez.Error.InProgress" || error.name == "org.bluez.Error.NotPermitted"
-                    || error.name == "org.bluez.Error.NotAuthorized" || error.name == "org.bluez.Error.AuthenticationFailed"
-                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(.insufficientAuthentication)
-                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(.insufficientEncryption)
-                guard waitable, ContinuousClock.now + delay < deadline else {
-                    return BlueZ.result(errorName: error.name, message: error.message)
-                }
-                if error.name != "org.bluez.Error.InProgress" {
-                    told = true
-                    status(BlueZStatus(kind: .waitingForPermission,
-                                       message: "the iPhone refused \(characteristic) (\(error.message.isEmpty ? error.name : error.message)): allow notifications for this accessory on the iPhone (Settings › Bluetooth › ⓘ › Share System Notifications); retrying in \(delay.components.seconds) s"))
-                }
-                try? await Task.sleep(for: error.name == "org.bluez.Error.InProgress" ? .milliseconds(200) : delay)
-                if error.name != "org.bluez.Error.InProgress" { delay = min(delay * 2, .seconds(15)) }
-            }
-        }
-    }
-
-    public func unsubscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
-        guard let path = characteristics[characteristic] else { return .transportFailure }
-        subscribed.remove(characteristic)
-        do {
-            _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
-                                   member: "StopNotify", timeout: .seconds(10))
-            return .success
-        } catch {
-            return BlueZ.result(errorName: error.name, message: error.message)
-        }
-    }
-
-    public func writeControlPoint(_ value: [UInt8]) async -> ATTResult {
-        // One write at a time: bluetoothd answers a second one InProgress.
-        while controlPointBusy && !closing {
-            await withCheckedContinuation { controlPointWaiters.append($0) }
-        }
-        controlPointBusy = true
-        defer {
-            controlPointBusy = false
-            if !controlPointWaiters.isEmpty { controlPointWaiters.removeFirst().resume() }
-        }
-        let deadline = ContinuousClock.now + .seconds(35)
-        while true {
-            guard linkIsUp, !closing, let path = characteristics[.controlPoint] else { return .transportFailure }
-            do {
-                _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic, member: "WriteValue",
-                                       [.bytes(value), .properties(["type": .string("request")])], timeout: .seconds(35))
-                return .success
-            } catch {
-                if error.name == "org.bluez.Error.InProgress", ContinuousClock.now < deadline {
-                    try? await Task.sleep(for: .milliseconds(50))
-                    continue
-                }
-                return BlueZ.result(errorName: error.name, message: error.message)
-            }
-        }
-    }
-
-    // MARK: - Watchdog
-
-    /// A subscription bluetoothd dropped without telling (Notifying false
-    /// while the link is up) is made again: StopNotify, then StartNotify.
-    /// bluetoothd keeps one notify session per client and answers a
-    /// StartNotify from a client that has one at once, writing no CCCD: the
-    /// phone would never see the subscription made again.
-    private func watchdog() async {
-        guard linkIsUp, ancsPublished else { return }
-        for characteristic in [ANCSCharacteristic.dataSource, .notificationSource] where subscribed.contains(characteristic) {
-            guard let path = characteristics[characteristic],
-                  tree.property(path, BlueZName.characteristic, "Notifying")?.bool == false else { continue }
-            _ = try? await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
-                                    member: "StopNotify", timeout: .seconds(10))
-            do {
-                _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
-                                       member: "StartNotify", timeout: .seconds(35))
-                status(BlueZStatus(kind: .resubscribed, message: "\(characteristic) had stopped notifying; subscribed again"))
-            } catch {
-                status(BlueZStatus(kind: .warning, message: "\(characteristic) stopped notifying and StartNotify failed: \(error)"))
-            }
-        }
-    }
 }
-
-/// One `ancs listen` per adapter: an abstract Unix socket named after the
-/// adapter's address, held for the life of the process (the kernel frees it
-/// when the process ends, however it ends).
-final class AdapterLock: @unchecked Sendable {
-    private let descriptor: Int32
-
-    struct Failure: Error { var message: String }
-
-    init(_ adapterAddress: String) throws(Failure) {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Failure(message: "socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let name = Array("swift-ancs/listen/\(adapterAddress)".utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            buffer[0] = 0  // abstract namespace
-            for (i, byte) in name.prefix(buffer.count - 1).enumerated() { buffer[i + 1] = byte }
-        }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + min(name.count, 106))
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard result == 0 else {
-            let busy = errno == EADDRINUSE
-            Glibc.close(fd)
-            throw Failure(message: busy
-                ? "another ancs listen is already using the adapter \(adapterAddress); stop it first (one consumer per adapter)"
-                : "cannot take the adapter lock: \(String(cString: strerror(errno)))")
-        }
-        descriptor = fd
-    }
-
-    deinit { Glibc.close(descriptor) }
-}
-
 #endif

@@ -1,0 +1,148 @@
+#if os(Linux)
+import ANCS
+import ANCSDBus
+import ANCSRuntime
+import Foundation
+
+// The link as bluetoothd's object tree tells it: D-Bus signals kept in a
+// local copy of the tree, the link state moved to what it says, and the
+// values of the ANCS characteristics handed to the engine.
+extension BlueZConsumerTransport {
+    func busEnded() {
+        guard !closing else { return }
+        closing = true
+        sink.finish(throwing: TransportError(.stackEnded, "the D-Bus connection to bluetoothd closed"))
+    }
+
+    func handle(_ signal: DBusSignal) {
+        switch (signal.interface, signal.member) {
+        case (BlueZName.objectManager, "InterfacesAdded"):
+            guard let path = signal.arguments.first?.string, let interfaces = signal.arguments.dropFirst().first?.interfaces else { return }
+            tree.added(path, interfaces)
+        case (BlueZName.objectManager, "InterfacesRemoved"):
+            guard let path = signal.arguments.first?.string, let names = signal.arguments.dropFirst().first?.strings else { return }
+            tree.removed(path, names)
+        case (BlueZName.properties, "PropertiesChanged"):
+            guard let interface = signal.arguments.first?.string, let changed = signal.arguments.dropFirst().first?.dictionary else { return }
+            let invalidated = signal.arguments.dropFirst(2).first?.strings ?? []
+            // A value first: the link may have to come up for it.
+            if interface == BlueZName.characteristic, let value = changed["Value"]?.bytes {
+                let others = changed.filter { $0.key != "Value" }
+                if !others.isEmpty || !invalidated.isEmpty { tree.changed(signal.path, interface, others, invalidated: invalidated) }
+                // A value changes nothing in the tree: the link's paths are
+                // known once it is up, so a Data Source fragment costs no rescan.
+                if !linkIsUp || !others.isEmpty || !invalidated.isEmpty { reassess(valueArrived: true) }
+                deliver(value, from: signal.path)
+                return
+            }
+            tree.changed(signal.path, interface, changed, invalidated: invalidated)
+            if interface == BlueZName.characteristic, let mtu = changed["MTU"]?.integer, linkIsUp, characteristics.values.contains(signal.path) {
+                sink.yield(.mtuChanged(mtu))
+            }
+            if interface == BlueZName.device, signal.path == device || device == nil {
+                report(deviceChanges: changed, at: signal.path)
+            }
+        case ("org.freedesktop.DBus", "NameOwnerChanged"):
+            if signal.arguments.count == 3, signal.arguments[2].string == "", !closing {
+                closing = true
+                sink.finish(throwing: TransportError(.stackEnded, "bluetoothd stopped (org.bluez left the system bus)"))
+            }
+            return
+        default:
+            return
+        }
+        reassess()
+    }
+
+    func report(deviceChanges changed: [String: DBusValue], at path: String) {
+        let address = address(of: path)
+        guard accepts(path) else { return }
+        if changed["Paired"]?.bool == true {
+            status(BlueZStatus(kind: .paired, message: "paired with \(address)\(tree.property(path, BlueZName.device, "Bonded")?.bool == true ? " (bonded)" : "")"))
+            Task { [bus] in
+                try? await bus.setProperty(destination: BlueZName.service, path: path, interface: BlueZName.device, "Trusted", .boolean(true))
+            }
+        }
+    }
+
+    func isConnected(_ path: String) -> Bool {
+        tree.property(path, BlueZName.device, "Connected")?.bool == true
+    }
+
+    /// Moves the link state to what the object tree says, telling the engine.
+    func reassess(valueArrived: Bool = false) {
+        guard !closing else { return }
+        rescans += 1
+        refuseOtherDevices()
+        if let current = device {
+            if tree.objects[current]?[BlueZName.device] == nil || !isConnected(current) {
+                let address = address(of: current)
+                if linkIsUp {
+                    linkIsUp = false
+                    status(BlueZStatus(kind: .disconnected, message: "\(address) disconnected; waiting for it to come back"))
+                    sink.yield(.linkDown)
+                }
+                endLink()
+                device = nil
+            }
+        }
+        if device == nil {
+            device = tree.devices(under: adapterPath).first { isConnected($0) && accepts($0) && !tree.ancsCharacteristics(of: $0).isEmpty }
+            if let device {
+                let address = address(of: device)
+                status(BlueZStatus(kind: .connected, message: "\(address) connected (\(tree.property(device, BlueZName.device, "Name")?.string ?? "unnamed"))"))
+            }
+        }
+        guard let device else { return }
+        let found = tree.ancsCharacteristics(of: device)
+        var current: [ANCSCharacteristic: String] = [:]
+        for item in found { current[item.kind] = item.path }
+        let complete = current[.notificationSource] != nil && current[.controlPoint] != nil
+        if !linkIsUp {
+            let resolved = tree.property(device, BlueZName.device, "ServicesResolved")?.bool == true
+            guard complete, resolved || valueArrived else { return }
+            characteristics = current
+            linkIsUp = true
+            ancsPublished = true
+            let mtu = current.values.compactMap { tree.property($0, BlueZName.characteristic, "MTU")?.integer }.max() ?? 23
+            let info = LinkInfo(mtu: mtu, peer: address(of: device),
+                                isEncrypted: tree.property(device, BlueZName.device, "Paired")?.bool == true,
+                                isBonded: tree.property(device, BlueZName.device, "Bonded")?.bool == true)
+            sink.yield(.linkUp(info))
+            return
+        }
+        if ancsPublished && !complete {
+            ancsPublished = false
+            subscribed.removeAll()
+            notificationSourceRequested = false
+            characteristics = [:]
+            status(BlueZStatus(kind: .serviceChanged, message: "the iPhone withdrew ANCS (Service Changed); waiting for it to come back"))
+            sink.yield(.serviceChanged(published: false))
+        } else if !ancsPublished && complete {
+            ancsPublished = true
+            characteristics = current
+            status(BlueZStatus(kind: .serviceChanged, message: "ANCS is back (Service Changed); subscribing again"))
+            sink.yield(.serviceChanged(published: true))
+        } else if ancsPublished {
+            characteristics = current
+        }
+    }
+
+    func endLink() {
+        characteristics = [:]
+        subscribed.removeAll()
+        heldNotifications.removeAll()
+        notificationSourceRequested = false
+        ancsPublished = true
+    }
+
+    func deliver(_ value: [UInt8], from path: String) {
+        guard linkIsUp, let kind = kinds[path] else { return }
+        if kind == .notificationSource && !notificationSourceRequested {
+            heldNotifications.append(value)
+            return
+        }
+        sink.yield(.notification(kind, value))
+    }
+}
+#endif
