@@ -445,15 +445,16 @@ public struct Consumer: Sendable {
             actions.appendOutOfLine(.emit(.added(announced)))
             if let index = modelIndex(uid) { want(index) }
         case .modified:
-            let known = modelIndex(uid)
-            var notification = known.map { model[$0].notification } ?? announced
-            notification.eventFlags = event.eventFlags
-            notification.categoryID = event.categoryID
-            notification.categoryCount = event.categoryCount
-            // Modified does not make a notification younger.
-            if let known { model[known].notification = notification } else { insert(notification, into: &actions) }
-            actions.appendOutOfLine(.emit(.modified(notification)))
-            if let index = modelIndex(uid), known == nil || configuration.refreshOnModified { want(index) }
+            // Modified does not make a notification younger: a known one is
+            // changed in place (its attributes kept), an unknown one added.
+            let known = modelIndex(uid) != nil
+            if !known { insert(announced, into: &actions) }
+            guard let index = modelIndex(uid) else { break }
+            model[index].notification.eventFlags = event.eventFlags
+            model[index].notification.categoryID = event.categoryID
+            model[index].notification.categoryCount = event.categoryCount
+            actions.appendOutOfLine(.emit(.modified(model[index].notification)))
+            if !known || configuration.refreshOnModified { want(index) }
         case .removed:
             var removed = modelIndex(uid).map { forget(at: $0).notification } ?? announced
             removed.categoryCount = event.categoryCount
@@ -870,12 +871,11 @@ public struct Consumer: Sendable {
             wantedCount += 1
             return
         }
-        guard result.error == nil else {
+        if case .failure(let error) = result {
             model[index].stage = .settled
-            switch result.error {
-            case .sessionEnded?, .notificationRemoved?, .cancelled?: break
-            case let error?: actions.appendOutOfLine(.emit(.displayFailed(uid, error)))
-            case nil: break
+            switch error {
+            case .sessionEnded, .notificationRemoved, .cancelled: break
+            default: actions.appendOutOfLine(.emit(.displayFailed(uid, error)))
             }
             return
         }

@@ -38,7 +38,9 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public static let zero = Timestamp(nanoseconds: 0)
 
-    /// This moment plus `nanoseconds`, saturated.
+    /// This moment plus `nanoseconds`, saturated. (Out of line: one copy
+    /// for the engines' many deadlines.)
+    @inline(never)
     func adding(nanoseconds other: Int64) -> Timestamp {
         let (sum, overflow) = nanoseconds.addingReportingOverflow(other)
         return Timestamp(nanoseconds: overflow ? (other < 0 ? .min : .max) : sum)
