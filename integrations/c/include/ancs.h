@@ -139,6 +139,9 @@ typedef struct {
     uint16_t max_length; /* Title, Subtitle, Message: the most bytes wanted; ignored for the others */
 } ancs_attribute_request;
 
+/* Every numeric field left 0 takes its default: a zero-initialised
+ * configuration (with display_attributes set, or lazy without) works as the
+ * defaults do. The two booleans are taken as given. */
 typedef struct {
     uint32_t request_timeout_ms;   /* default 10 000 */
     uint8_t pipelining_depth;      /* commands whose response is due at once; default 1 */

@@ -347,16 +347,22 @@ public func ancsConsumerInit(
         guard request.id <= NotificationAttributeID.negativeActionLabel.rawValue else { return invalidArgument }
         display.append(NotificationAttributeRequest(NotificationAttributeID(rawValue: request.id), maxLength: request.max_length))
     }
+    // A numeric field left 0 takes its default (ancs.h): a zero-initialised
+    // configuration is not a 1 ms timeout, a model of one notification, or
+    // a consumer refusing every AppIdentifier and Date.
+    var defaults = ancs_consumer_config()
+    ancsConsumerConfigDefault(&defaults)
+    func value<T: BinaryInteger>(_ setting: T, _ fallback: T) -> Int { Int(setting == 0 ? fallback : setting) }
     let configuration = ConsumerConfiguration(
-        requestTimeout: .milliseconds(Int64(settings.request_timeout_ms == 0 ? 1 : settings.request_timeout_ms)),
-        pipeliningDepth: Int(settings.pipelining_depth),
+        requestTimeout: .milliseconds(Int64(value(settings.request_timeout_ms, defaults.request_timeout_ms))),
+        pipeliningDepth: value(settings.pipelining_depth, defaults.pipelining_depth),
         eagerAttributes: display,
         eagerAppNames: settings.display_app_names,
         refreshOnModified: settings.refresh_on_modified,
-        maximumNotifications: Int(settings.max_notifications),
-        maximumCachedApps: Int(settings.max_cached_apps),
-        maximumRequests: Int(settings.max_requests),
-        unlimitedValueLength: Int(settings.unlimited_value_length))
+        maximumNotifications: value(settings.max_notifications, defaults.max_notifications),
+        maximumCachedApps: value(settings.max_cached_apps, defaults.max_cached_apps),
+        maximumRequests: value(settings.max_requests, defaults.max_requests),
+        unlimitedValueLength: value(settings.unlimited_value_length, defaults.unlimited_value_length))
     // The storage's previous contents are not looked at (they may be anything).
     let raw = UnsafeMutableRawPointer(storage)
     (raw + instanceOffset).bindMemory(to: Instance.self, capacity: 1).initialize(to: Instance(

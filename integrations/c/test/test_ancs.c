@@ -308,6 +308,32 @@ static void test_defaults(void) {
           c.display_attributes[2].id == ANCS_ATTR_MESSAGE && c.display_attributes[2].max_length == 256, "display attributes");
 }
 
+/* A configuration left zero-initialised (but for what to show) works as the
+ * defaults do: a zero timeout is not 1 ms, a zero length bound does not refuse
+ * every AppIdentifier and Date, a zero bound on notifications does not keep
+ * only one. */
+static void test_zero_configuration(void) {
+    static const ancs_attribute_request unbounded[] = { { ANCS_ATTR_APP_IDENTIFIER, 0 }, { ANCS_ATTR_DATE, 0 } };
+    ancs_consumer_config c;
+    memset(&c, 0, sizeof c);
+    c.display_attributes = unbounded;
+    c.display_attribute_count = 2;
+    phone p = { .mtu = 23 };
+    start(&H, &p, &c);
+    send_notification(&H, &p, 0, 0, 4, 21);
+    CHECK(ancs_consumer_tick(&H.consumer, p.now + 5) == ANCS_OK, "tick");
+    CHECK(count_events(&H, ANCS_EVENT_DISPLAY_FAILED) == 0, "nothing timed out 5 ms after its write");
+    for (uint32_t uid = 22; uid <= 23; uid++) send_notification(&H, &p, 0, 0, 4, uid);
+    pump(&H, &p);
+    CHECK(count_events(&H, ANCS_EVENT_DISPLAY_FAILED) == 0, "no response refused as too long");
+    CHECK(count_events(&H, ANCS_EVENT_REMOVED) == 0, "no notification dropped from the model");
+    for (uint32_t uid = 21; uid <= 23; uid++) {
+        seen_event *r = find_event(&H, ANCS_EVENT_READY, uid);
+        CHECK(r && !strcmp(r->app_identifier, app_of(uid)), "notification %u ready with its AppIdentifier", uid);
+    }
+    ancs_consumer_deinit(&H.consumer);
+}
+
 static void test_ready_one_byte_at_a_time(void) {
     phone p = { .mtu = 23, .chunk = 1 };
     start(&H, &p, NULL);
@@ -594,6 +620,7 @@ int main(void) {
     struct { const char *name; void (*run)(void); } tests[] = {
         { "storage and arguments", test_storage_and_arguments },
         { "defaults", test_defaults },
+        { "a zero-initialised configuration works as the defaults", test_zero_configuration },
         { "ready to show, a response split one byte at a time", test_ready_one_byte_at_a_time },
         { "a value cut inside a UTF-8 sequence", test_cut_inside_utf8 },
         { "100 notifications at connection, MTU 23", NULL },
