@@ -330,7 +330,7 @@ public struct Consumer: Sendable {
     /// The link is up (connected, encrypted, ANCS discovered) with this ATT MTU.
     public mutating func linkUp(mtu: Int, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if phase != .idle { endSession(.linkDown, into: &actions) }
-        forgetWriteInFlight()  // a new link has no write in flight
+        writeSlot = .free  // a new link has no write in flight
         self.mtu = mtu
         if published { startSubscribing(into: &actions) }
     }
@@ -347,7 +347,7 @@ public struct Consumer: Sendable {
 
     public mutating func linkDown(at now: Timestamp, into actions: inout [ConsumerAction]) {
         endSession(.linkDown, into: &actions)
-        forgetWriteInFlight()  // the link took it
+        writeSlot = .free  // the link took it
         mtu = nil
         published = true  // and its GATT database: the next link's discovery tells anew
     }
@@ -541,7 +541,7 @@ public struct Consumer: Sendable {
         default:
             break
         }
-        if let index = entries.firstIndex(where: { $0.isWriting(token) }) {
+        if let index = entries.firstIndex(where: { $0.isWriting(token) }), case .writing(_, let deadline) = entries[index].state {
             if result != .success {
                 let entry = entries.removeOutOfLine(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: false)
@@ -550,7 +550,7 @@ public struct Consumer: Sendable {
                 }
                 finish(entry, .failure(ConsumerError(result)), into: &actions)
             } else if entries[index].expectsResponse {
-                if case .writing(_, let deadline) = entries[index].state { entries[index].state = .awaitingResponse(deadline: deadline) }
+                entries[index].state = .awaitingResponse(deadline: deadline)
             } else {
                 finish(entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
             }
@@ -638,7 +638,7 @@ public struct Consumer: Sendable {
         }
         if case .abandoned(_, let deadline, _) = writeSlot, deadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
-            forgetWriteInFlight()
+            writeSlot = .free
         }
         pump(at: now, into: &actions)
     }
@@ -818,10 +818,6 @@ public struct Consumer: Sendable {
     @inline(never)
     private func entryIndex(key: UInt32) -> Int? {
         entries.firstIndex { $0.key == key }
-    }
-
-    private mutating func forgetWriteInFlight() {
-        writeSlot = .free
     }
 
     private mutating func remember(unknownApp identifier: [UInt8]) {
