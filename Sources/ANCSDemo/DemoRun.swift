@@ -402,8 +402,6 @@ public final class DemoRun: @unchecked Sendable {
             waiting.removeValue(forKey: uid)
             summary.failedRequests += 1
             emit(.failed(uid, error))
-        case .subscriptionRetry:
-            break  // the demo's phone answers every subscription
         }
     }
 

@@ -57,6 +57,7 @@ extension ANCSJSON {
             case .unsubscribed: text = "unsubscribed"
             case .serviceUnpublished: text = "serviceUnpublished"
             case .subscriptionFailed: text = "subscriptionFailed"
+            case .resubscribing: text = "resubscribing"
             }
             return .object([("event", .string("sessionEnded")), ("reason", .string(text))])
         case .protocolError(let error):
@@ -71,7 +72,27 @@ extension ANCSJSON {
             return .object(members)
         case .displayFailed(let uid, let error):
             return .object([("event", .string("displayFailed")), ("uid", .integer(Int(uid.rawValue))), ("error", .string(error.description))])
+        case .health(let health):
+            return .object([("event", .string("health"))] + healthMembers(health))
         }
+    }
+
+    /// A health state's members: `state`, and what it carries (the
+    /// characteristic and ATT error of a refusal, the reason for subscribing
+    /// again); `remedy` says what to do on the iPhone, when there is something.
+    public static func healthMembers(_ health: ConsumerHealth) -> [(String, JSON)] {
+        var members: [(String, JSON)] = [("state", .string(health.identifier))]
+        switch health {
+        case .waitingForPermission(let characteristic, let code):
+            members.append(("characteristic", .string(characteristic.identifier)))
+            members.append(("attError", .string(code.description)))
+        case .resubscribing(let reason):
+            members.append(("reason", .string(reason.identifier)))
+        case .healthy, .notShared, .bondLost:
+            break
+        }
+        if let remedy = health.remedy { members.append(("remedy", .string(remedy))) }
+        return members
     }
 
     static func attributes(_ attributes: [NotificationAttribute], includeContents: Bool) -> JSON {

@@ -126,6 +126,8 @@ public actor ConsumerClient {
     /// App attributes fetched in this session, by AppIdentifier.
     public var appAttributes: [String: AppAttributesResponse] { driver.engine.appAttributes }
     public var isInSession: Bool { driver.engine.isInSession }
+    /// Whether notifications reach the accessory (told as `.consumer(.health(_))` on each change).
+    public var health: ConsumerHealth { driver.engine.health }
     /// Requests not yet ended.
     public var pendingRequestCount: Int { driver.engine.pendingRequestCount }
     /// An app's DisplayName, if fetched in this session.
@@ -281,7 +283,6 @@ public actor ConsumerClient {
             case .ready(let item): tell(.ready(item))
             case .updated(let item): tell(.updated(item))
             case .displayFailed(let uid, let error): tell(.displayFailed(uid, error))
-            case .subscriptionRetry(let delay): tell(.subscriptionRetry(after: delay))
             }
         }
         rearmTimer()

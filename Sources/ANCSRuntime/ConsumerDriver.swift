@@ -52,10 +52,6 @@ public struct ConsumerDriver<Waiter> {
         case updated(DisplayedNotification)
         /// With a display policy: its attributes could not be fetched.
         case displayFailed(NotificationUID, ConsumerError)
-        /// The phone refused or never answered a subscription, on a link that
-        /// stays up: the driver subscribes again after this long (doubling
-        /// up to a minute; a new link starts over).
-        case subscriptionRetry(after: Duration)
     }
 
     public private(set) var engine: Consumer
@@ -68,12 +64,6 @@ public struct ConsumerDriver<Waiter> {
     var inFlight: Operation?
     var waiters: [ConsumerRequestID: Waiter] = [:]
     var finished = false
-    /// After the phone refused (or never answered) a subscription on a link
-    /// that stays up: when to subscribe again, and the wait after that one.
-    var subscriptionRetry: Timestamp?
-    var subscriptionRetryDelay = ConsumerDriver.firstSubscriptionRetry
-    static var firstSubscriptionRetry: Duration { .seconds(2) }
-    static var longestSubscriptionRetry: Duration { .seconds(60) }
 
     public init(configuration: ConsumerConfiguration = .default, display: DisplayPolicy? = nil) {
         var configuration = configuration
@@ -86,11 +76,8 @@ public struct ConsumerDriver<Waiter> {
         self.display = display
     }
 
-    /// The earliest request deadline: call `tick` then.
-    public var nextDeadline: Timestamp? {
-        guard let retry = subscriptionRetry else { return engine.nextDeadline }
-        return engine.nextDeadline.map { min($0, retry) } ?? retry
-    }
+    /// The engine's next deadline (a request's, a retry's, the probe's): call `tick` then.
+    public var nextDeadline: Timestamp? { engine.nextDeadline }
     /// The host's requests whose waiter has not been resumed yet.
     public var waitingRequestCount: Int { waiters.count }
     /// The operation the transport is working on, if any.
@@ -103,12 +90,12 @@ public struct ConsumerDriver<Waiter> {
         switch event {
         case .linkUp(let link):
             newGeneration()
-            resetSubscriptionRetry()
             return perform(engine.linkUp(mtu: link.mtu, at: now), at: now)
         case .linkDown:
             newGeneration()
-            resetSubscriptionRetry()
             return perform(engine.linkDown(at: now), at: now)
+        case .bondLost:
+            return perform(engine.bondLost(at: now), at: now)
         case .notification(.notificationSource, let bytes):
             return perform(engine.received(notificationSource: bytes, at: now), at: now)
         case .notification(.dataSource, let bytes):
@@ -177,19 +164,7 @@ public struct ConsumerDriver<Waiter> {
 
     public mutating func tick(at now: Timestamp) -> [Output] {
         guard !finished else { return [] }
-        var outputs = perform(engine.tick(now), at: now)
-        if let retry = subscriptionRetry, retry <= now {
-            // The phone did not let the session start: ask again (an iPhone
-            // refuses until the person allows notifications for the accessory).
-            subscriptionRetry = nil
-            outputs += perform(engine.serviceChanged(published: true, at: now), at: now)
-        }
-        return outputs
-    }
-
-    mutating func resetSubscriptionRetry() {
-        subscriptionRetry = nil
-        subscriptionRetryDelay = Self.firstSubscriptionRetry
+        return perform(engine.tick(now), at: now)
     }
 
     /// The host stops listening to the transport: the session ends as a link
@@ -238,14 +213,7 @@ public struct ConsumerDriver<Waiter> {
             case .emit(.displayFailed(let uid, let error)):
                 outputs.append(.displayFailed(uid, error))
             case .emit(let event):
-                if case .sessionEnded(.subscriptionFailed) = event, !finished {
-                    subscriptionRetry = now + subscriptionRetryDelay
-                    outputs.append(.event(event))
-                    outputs.append(.subscriptionRetry(after: subscriptionRetryDelay))
-                    subscriptionRetryDelay = min(subscriptionRetryDelay * 2, Self.longestSubscriptionRetry)
-                } else {
-                    outputs.append(.event(event))
-                }
+                outputs.append(.event(event))
             }
         }
         if shouldStart { startNext(into: &outputs) }

@@ -97,11 +97,6 @@ public enum ConsumerClientEvent: Hashable, Sendable {
     /// With a display policy: its attributes could not be fetched (it is
     /// not shown; the session goes on).
     case displayFailed(NotificationUID, ConsumerError)
-    /// The phone refused or never answered a subscription (told just before
-    /// as `sessionEnded(.subscriptionFailed)`) and the link is still up: the
-    /// client subscribes again after this long, doubling up to a minute
-    /// (an iPhone refuses until the person allows notifications).
-    case subscriptionRetry(after: Duration)
 }
 
 /// Tells which notifications a new session only announces again: after a

@@ -84,6 +84,11 @@ public enum GATTClientEvent: Hashable, Sendable {
     /// (true) or gone (false).
     case serviceChanged(published: Bool)
     case mtuChanged(Int)
+    /// The phone no longer has this accessory's bond: reconnecting, the link
+    /// could not be encrypted (key missing). The transport drops its stale
+    /// bond and lets the phone pair again; the consumer tells
+    /// `.health(.bondLost)` until the phone answers again.
+    case bondLost
 }
 
 /// The NC's view of a GATT client, one link at a time.

@@ -51,9 +51,6 @@ final class ConsumerView: @unchecked Sendable {
             if json { printJSON(ANCSJSON.consumerEvent(.updated(shown.notification, appName: shown.appName.map { AttributeValue($0) as AttributeValue }))) }
             if let title = shown.title { titles[shown.uid] = title }
             line(TerminalLine.updated(shown) + " · uid \(shown.uid.rawValue)")
-        case .subscriptionRetry(let delay):
-            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-            statusLine(String(format: "the phone did not let the session start (it refused or never answered the subscription: on an iPhone, allow notifications for this accessory); subscribing again in %.0f s", seconds))
         case .displayFailed(let uid, let error):
             if json { printJSON(ANCSJSON.consumerEvent(.displayFailed(uid, error))) }
             line("  notification \(uid) could not be fetched: \(error)")
@@ -79,9 +76,37 @@ final class ConsumerView: @unchecked Sendable {
             line("  Data Source unavailable (\(result)): titles and messages cannot be fetched")
         case .unknownEvent(let event):
             line("  unknown event \(event.eventID) for uid \(event.notificationUID)")
+        case .health(let health):
+            statusLine(Self.healthLine(health))
         case .added, .modified, .attributes, .appAttributes, .completed, .ready, .updated, .displayFailed:
             break  // shown once ready (the client tells it); requests report themselves (`completed`)
         }
+    }
+
+    /// The one line that says what a health state means, and what to do on
+    /// the iPhone when the accessory cannot recover by itself.
+    static func healthLine(_ health: ConsumerHealth) -> String {
+        let what: String
+        switch health {
+        case .healthy:
+            what = "notifications reach this accessory again"
+        case .waitingForPermission(let characteristic, let code):
+            what = "the phone refused \(characteristic) (\(code)); asking again"
+        case .notShared:
+            what = "the phone does not share its notifications with this accessory"
+        case .resubscribing(let reason):
+            let why: String
+            switch reason {
+            case .probeUnanswered: why = "the phone did not answer the liveness check"
+            case .notificationSourceSilent: why = "nothing came from the phone for a long time"
+            case .subscriptionLost: why = "the phone no longer holds this accessory's subscriptions"
+            case .sharingRestored: why = "the phone shares its notifications again"
+            }
+            what = "\(why): subscribing again"
+        case .bondLost:
+            what = "the phone no longer has this accessory's bond"
+        }
+        return health.remedy.map { "\(what) — \($0)" } ?? what
     }
 
     /// A request the person made has ended.

@@ -92,7 +92,9 @@ struct ProvideInteropOptionsTests {
         #expect(firstRefusal < firstShown)
         #expect(shown.contains(.consumer(.dataSourceUnavailable(.attError(.insufficientAuthorization)))),
                 "the Data Source subscription is refused too")
-        #expect(shown.contains { if case .subscriptionRetry = $0 { true } else { false } })
+        #expect(shown.contains(.consumer(.health(.waitingForPermission(.dataSource, .insufficientAuthorization)))),
+                "the refusal is told as a health state, with its ATT code")
+        #expect(shown.contains(.consumer(.health(.healthy))), "and the recovery")
         // Shown in the session that started once notifications were allowed.
         let lastStart = try #require(shown.lastIndex(of: .consumer(.sessionStarted)))
         #expect(lastStart < firstShown)

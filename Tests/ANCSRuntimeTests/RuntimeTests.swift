@@ -17,7 +17,13 @@ private struct Rig {
     let consumer: ConsumerClient
     let running: Task<Void, any Error>
 
+    /// Liveness (the probe, the silence limit) off: these tests move the
+    /// clock by hand, and a probe due at a session's start would take the
+    /// write a test means for its request (LivenessRuntimeTests turn it on).
     init(configuration: ConsumerConfiguration = .default) {
+        var configuration = configuration
+        configuration.probeInterval = .zero
+        configuration.silenceLimit = .zero
         provider = ProviderServer(transport: link.server)
         consumer = ConsumerClient(transport: link.client, configuration: configuration, clock: clock)
         running = Task { [provider, consumer] in

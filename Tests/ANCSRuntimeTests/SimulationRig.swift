@@ -20,8 +20,17 @@ final class SimulationRig: @unchecked Sendable {
     private(set) var consumerRunEnded: Result<Void, any Error>?
     private(set) var providerRunEnded: Result<Void, any Error>?
 
-    init(mtu: Int = 185, interval: Duration = .milliseconds(30), configuration: ConsumerConfiguration = .default, display: DisplayPolicy? = nil,
-         apps: [(String, String)] = [("com.apple.MobileSMS", "Messages")]) {
+    /// Without `liveness` the consumer's probe and silence limit are off:
+    /// with them a session is never idle (the probe's timer always runs),
+    /// and each step would run to its limit, probing. The liveness tests
+    /// turn them on.
+    init(mtu: Int = 185, interval: Duration = .milliseconds(30), configuration: ConsumerConfiguration = .default, liveness: Bool = false,
+         display: DisplayPolicy? = nil, apps: [(String, String)] = [("com.apple.MobileSMS", "Messages")]) {
+        var configuration = configuration
+        if !liveness {
+            configuration.probeInterval = .zero
+            configuration.silenceLimit = .zero
+        }
         link = SimulatedLink(in: simulation, to: server, configuration: .init(mtu: mtu, connectionInterval: interval))
         provider = ProviderServer(transport: server)
         consumer = ConsumerClient(transport: link.client, configuration: configuration, display: display,

@@ -225,11 +225,8 @@ struct SubscriptionRetryTests {
     static func operations(_ outputs: [Driver.Output]) -> [Driver.Operation] {
         outputs.compactMap { if case .startOperation(let operation) = $0 { operation } else { nil } }
     }
-    static func retries(_ outputs: [Driver.Output]) -> [Duration] {
-        outputs.compactMap { if case .subscriptionRetry(let delay) = $0 { delay } else { nil } }
-    }
 
-    @Test("after both subscriptions fail on a link that stays up, the client says so and subscribes again (2 s, then 4 s, …); once the phone answers, the session runs")
+    @Test("after both subscriptions fail on a link that stays up, the engine subscribes again every retry interval (15 s); once the phone answers, the session runs, with only the new session's liveness probe scheduled")
     func retriesUntilThePhoneAnswers() throws {
         var driver = Driver(display: .standard)
         var now = Timestamp.zero
@@ -245,22 +242,22 @@ struct SubscriptionRetryTests {
             #expect(notificationSource.kind == .subscribe(.notificationSource))
             let outputs = driver.operationEnded(notificationSource, .transportFailure, at: now)
             ended += outputs.filter { if case .event(.sessionEnded(.subscriptionFailed)) = $0 { true } else { false } }.count
-            delays += Self.retries(outputs)
             let retryAt = try #require(driver.nextDeadline, "round \(round): a retry is scheduled")
+            delays.append(retryAt - now)
             #expect(Self.operations(driver.tick(at: now + .milliseconds(1))).isEmpty)
             now = retryAt
             pending = Self.operations(driver.tick(at: now))
         }
         #expect(ended == 2)
-        #expect(delays == [.seconds(2), .seconds(4)])
+        #expect(delays == [.seconds(15), .seconds(15)])
         // Now the phone answers: the session starts and nothing more is scheduled.
         let dataSource = try #require(pending.first)
         #expect(dataSource.kind == .subscribe(.dataSource))
         let notificationSource = try #require(Self.operations(driver.operationEnded(dataSource, .success, at: now)).first)
         _ = driver.operationEnded(notificationSource, .success, at: now)
-        #expect(driver.nextDeadline == nil)
+        #expect(driver.nextDeadline == now)  // the new session's probe
         #expect(driver.engine.isInSession)
-        // A new link starts the backoff over.
+        // A link that drops takes every timer with it.
         _ = driver.handle(.linkDown, at: now)
         #expect(driver.nextDeadline == nil)
     }

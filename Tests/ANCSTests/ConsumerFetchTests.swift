@@ -264,7 +264,8 @@ extension ConsumerTests {
         _ = consumer.subscriptionCompleted(.dataSource, .transportFailure, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero)).isEmpty)
-        #expect(consumer.nextDeadline == nil)
+        // Only the retry of the Data Source subscription is due.
+        #expect(consumer.nextDeadline == Timestamp(.seconds(15)))
     }
 
     // MARK: Notification actions

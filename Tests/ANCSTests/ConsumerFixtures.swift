@@ -18,6 +18,17 @@ let standardAttributes: [NotificationAttributeRequest] = [
 
 let insufficientAuthentication = ATTResult.attError(.insufficientAuthentication)
 
+extension ConsumerConfiguration {
+    /// Without the liveness probe and the silence limit: the tests that
+    /// predate them read `nextDeadline` as the requests' deadlines alone.
+    var withoutLiveness: ConsumerConfiguration {
+        var configuration = self
+        configuration.probeInterval = .zero
+        configuration.silenceLimit = .zero
+        return configuration
+    }
+}
+
 func at(milliseconds: Int64) -> Timestamp { Timestamp(.milliseconds(milliseconds)) }
 
 func uid(_ raw: UInt32) -> NotificationUID { NotificationUID(raw) }
@@ -48,9 +59,10 @@ func displayNameResponse(_ app: String, _ name: String) -> AppAttributesResponse
     AppAttributesResponse(appIdentifier: app, attributes: [AppAttribute(.displayName, AttributeValue(name))])
 }
 
-/// A consumer whose session is up: link up, Data Source then Notification Source subscribed.
+/// A consumer whose session is up: link up, Data Source then Notification
+/// Source subscribed (liveness off: `withoutLiveness`).
 func sessionConsumer(_ configuration: ConsumerConfiguration = .default) -> Consumer {
-    var consumer = Consumer(configuration: configuration)
+    var consumer = Consumer(configuration: configuration.withoutLiveness)
     _ = consumer.linkUp(mtu: 23, at: .zero)
     _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
     _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)

@@ -413,6 +413,8 @@ private struct RandomRun {
             check(consumer.notifications[notification.uid] != nil, "\(notification.uid) shown but not in the model")
         case .attributes, .appAttributes, .unknownEvent, .protocolError, .dataSourceUnavailable, .displayFailed:
             check(inSession, "\(event) outside a session")
+        case .health:
+            break  // told whenever the phone's answers change it, in a session or not
         }
     }
 
@@ -433,7 +435,8 @@ private struct RandomRun {
         let open = submitted.filter { completions[$0] == 0 }.count
         check(consumer.pendingRequestCount == open, "engine has \(consumer.pendingRequestCount) pending, \(open) requests not ended")
         if let deadline = consumer.nextDeadline {
-            check(open > 0 || !consumer.entries.isEmpty || !consumer.writeSlot.isFree, "a deadline \(deadline) with nothing pending")
+            let liveness = consumer.probeTime != nil || consumer.watchesSilence
+            check(open > 0 || !consumer.entries.isEmpty || !consumer.writeSlot.isFree || liveness, "a deadline \(deadline) with nothing pending")
         }
     }
 }

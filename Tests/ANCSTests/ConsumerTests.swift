@@ -51,7 +51,8 @@ struct ConsumerTests {
         var consumer = Consumer()
         _ = consumer.linkUp(mtu: 23, at: .zero)
         #expect(consumer.subscriptionCompleted(.dataSource, insufficientAuthentication, at: .zero)
-            == [.emit(.sessionStarted), .emit(.dataSourceUnavailable(insufficientAuthentication)), .subscribe(.notificationSource)])
+            == [.emit(.sessionStarted), .emit(.dataSourceUnavailable(insufficientAuthentication)),
+                .emit(.health(.waitingForPermission(.dataSource, .insufficientAuthentication))), .subscribe(.notificationSource)])
         #expect(consumer.subscriptionCompleted(.notificationSource, .success, at: .zero) == [])
         #expect(consumer.isInSession)
         #expect(!consumer.dataSourceAvailable)
@@ -85,6 +86,8 @@ struct ConsumerTests {
         #expect(ended == [
             .emit(.completed(queued, .failure(.sessionEnded))),
             .emit(.sessionEnded(.subscriptionFailed(insufficientAuthentication))),
+            // The refusal is a state of the consumer's, with its ATT code (asked again later).
+            .emit(.health(.waitingForPermission(.notificationSource, .insufficientAuthentication))),
         ])
         #expect(!consumer.isInSession)
         #expect(consumer.notifications.isEmpty)

@@ -14,6 +14,34 @@
 //   subscribingNotificationSource ──NS subscription failed──► idle   (sessionEnded)
 //   any ──linkDown | stop | ANCS unpublished──► idle                  (sessionEnded if one began)
 //   idle ──ANCS published (link up)──► subscribingDataSource
+//   idle | active without DS ──retryInterval after the NS (DS) subscription
+//        failed──► subscribingDataSource (the session ended first: subscribe again)
+//   any session ──subscribe again (unsubscribe both, then as at link up)──► subscribingDataSource
+//
+// Health (`ConsumerHealth`, README "When notifications stop"): what the
+// phone's answers say about whether notifications reach the accessory.
+//
+//   healthy ──a subscription (or a write) refused with an ATT error──► waitingForPermission
+//           (asked again retryInterval after the phone's last answer)
+//   healthy ──two Control Point writes refused 0x03 in a row──► notShared
+//           (no display fetches; a probe every retryInterval)
+//   healthy ──probe unanswered; NS silent for silenceLimit; a write
+//           answered 0xFD──► resubscribing
+//   healthy ──host: the phone forgot the bond──► bondLost
+//   waitingForPermission ──what was refused works (subscribed; an NS event;
+//                          a write answered)──► healthy
+//   resubscribing | bondLost ──an NS event, a write answered──► healthy
+//   notShared ──an NS event, a write answered──► resubscribing (sharingRestored)
+//
+// The probe, Get Notification Attributes (AppIdentifier) for UID 0xFFFFFFFF
+// (not live: a working phone answers 0xA2), goes out only when nothing is
+// queued, written or wanted, `probeInterval` after the phone was last heard,
+// and does not count against the pipelining depth: an application request
+// waits at most for the probe's write result. Retries take the same turn
+// (`probeTime`), at `retryInterval`.
+// Subscribing again is decided where it cannot be made (in the
+// reassembler's handler, in a loop over the entries) and made by `pump`,
+// which ends every input.
 //
 // "ANCS unpublished" belongs to the link it was told on: a link that drops
 // takes it along, since the next link has a new GATT database (a host whose
@@ -280,6 +308,25 @@ public struct Consumer: Sendable {
     var nextEntryKey: UInt32 = 0
     var nextToken: UInt32 = 0
 
+    // Liveness and health, after the fields every input touches (their
+    // offsets stay small: short loads and stores in Thumb code).
+    /// Whether notifications reach the accessory, as the phone's answers tell.
+    public private(set) var health: ConsumerHealth = .healthy
+    /// When anything last came from the phone (a notification, a write or subscription result).
+    var lastHeard = Timestamp.zero
+    /// When Notification Source last spoke (or the session became active).
+    var lastSourceEvent = Timestamp.zero
+    /// The entry key of the liveness probe while it is queued or written.
+    var probeKey: UInt32?
+    /// Probe as soon as nothing is in flight (a new session).
+    var probeSoon = false
+    /// The last Control Point write was refused with 0x03 (two in a row: not shared).
+    var lastWriteNotPermitted = false
+    /// The application stopped the session (`stop`), and none started since.
+    var stopped = false
+    /// Subscribe again, for this reason, when the input's work is done (`pump`).
+    var pendingResubscribe: ResubscribeReason?
+
     /// `configuration.requestTimeout`, in nanoseconds.
     let requestTimeout: Int64
 
@@ -303,16 +350,50 @@ public struct Consumer: Sendable {
     }
 
     /// The earliest deadline of a written request (or of an abandoned
-    /// write's result): call `tick` then.
+    /// write's result), a retry, the probe or the silence limit: call `tick` then.
     public var nextDeadline: Timestamp? {
         var earliest: Timestamp?
-        for entry in entries {
-            if let deadline = entry.deadline, earliest == nil || deadline < earliest! { earliest = deadline }
+        func consider(_ deadline: Timestamp?) {
+            if let deadline, earliest == nil || deadline < earliest! { earliest = deadline }
         }
-        if case .abandoned(_, let deadline, _) = writeSlot, earliest == nil || deadline < earliest! {
-            earliest = deadline
-        }
+        for entry in entries { consider(entry.deadline) }
+        if case .abandoned(_, let deadline, _) = writeSlot { consider(deadline) }
+        consider(probeTime)
+        if watchesSilence { consider(lastSourceEvent.adding(nanoseconds: configuration.silenceNanoseconds)) }
         return earliest
+    }
+
+    /// When the next liveness step is due, if one may go: with the link up
+    /// and ANCS published, no subscription being made, nothing queued,
+    /// written or wanted, and no probe out. What was refused (a
+    /// subscription, or Control Point writes) is asked again
+    /// `retryInterval` after the phone was last heard; else the probe goes
+    /// `probeInterval` after it (or at once, after subscribing again).
+    /// `tick` takes the step: subscribe again when a subscription is
+    /// missing, else write the probe.
+    var probeTime: Timestamp? {
+        guard mtu != nil, published, !stopped, phase == .idle || phase == .active, probeKey == nil,
+              entries.isEmpty, writeSlot.isFree, wantedCount == 0 else { return nil }
+        // (Idle: no Data Source either. One 0x03 asks again soon: two tell "not shared".)
+        let retrying = !dataSourceAvailable || isRefused || lastWriteNotPermitted
+        let interval = retrying ? configuration.retryNanoseconds : configuration.probeNanoseconds
+        guard interval > 0 else { return nil }
+        return probeSoon && !retrying ? lastHeard : lastHeard.adding(nanoseconds: interval)
+    }
+
+    /// Notification Source's silence is watched in an active session that is shared.
+    var watchesSilence: Bool { configuration.silenceNanoseconds > 0 && phase == .active && !isNotShared }
+
+    var isNotShared: Bool {
+        if case .notShared = health { true } else { false }
+    }
+
+    /// The phone refused something: a subscription, or Control Point writes.
+    var isRefused: Bool {
+        switch health {
+        case .waitingForPermission, .notShared: true
+        default: false
+        }
     }
 
     /// The cached display name of an app, if fetched in this session.
@@ -332,6 +413,7 @@ public struct Consumer: Sendable {
         if phase != .idle { endSession(.linkDown, into: &actions) }
         writeSlot = .free  // a new link has no write in flight
         self.mtu = mtu
+        lastHeard = now
         if published { startSubscribing(into: &actions) }
     }
 
@@ -360,11 +442,8 @@ public struct Consumer: Sendable {
 
     /// The application ends the session: unsubscribe, forget everything.
     public mutating func stop(at now: Timestamp, into actions: inout [ConsumerAction]) {
-        if phase != .idle {
-            actions.appendOutOfLine(.unsubscribe(.notificationSource))
-            if dataSourceAvailable { actions.appendOutOfLine(.unsubscribe(.dataSource)) }
-        }
-        endSession(.unsubscribed, into: &actions)
+        unsubscribe(.unsubscribed, into: &actions)
+        stopped = true  // no retry: nothing starts again until the link or ANCS does
     }
 
     public mutating func stop(at now: Timestamp) -> [ConsumerAction] {
@@ -392,6 +471,7 @@ public struct Consumer: Sendable {
 
     /// The result of a `.subscribe` action.
     public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
+        lastHeard = now
         switch (phase, characteristic) {
         case (.subscribingDataSource, .dataSource):
             dataSourceAvailable = result == .success
@@ -399,13 +479,17 @@ public struct Consumer: Sendable {
             actions.appendOutOfLine(.emit(.sessionStarted))
             // After sessionStarted: it tells about this session.
             if !dataSourceAvailable { actions.appendOutOfLine(.emit(.dataSourceUnavailable(result))) }
+            subscription(.dataSource, result, into: &actions)
             actions.appendOutOfLine(.subscribe(.notificationSource))
         case (.subscribingNotificationSource, .notificationSource):
             if result == .success {
                 phase = .active
+                lastSourceEvent = now
+                subscription(.notificationSource, result, into: &actions)
                 pump(at: now, into: &actions)
             } else {
                 endSession(.subscriptionFailed(result), into: &actions)
+                subscription(.notificationSource, result, into: &actions)
             }
         default:
             break  // a late answer from an earlier session
@@ -427,6 +511,7 @@ public struct Consumer: Sendable {
     /// A Notification Source notification, read in place (no copy).
     public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard isInSession else { return }
+        lastHeard = now
         let event: NotificationSourceEvent
         do {
             event = try NotificationSourceEvent.decode(bytes)
@@ -434,6 +519,8 @@ public struct Consumer: Sendable {
             actions.appendOutOfLine(.emit(.protocolError(error)))
             return
         }
+        lastSourceEvent = now
+        works(.notificationSource, into: &actions)
         let uid = event.notificationUID
         // The notification as this event tells it (what the model does not know yet).
         let announced = ConsumerNotification(
@@ -532,6 +619,29 @@ public struct Consumer: Sendable {
     /// The answer to a `.writeControlPoint` action (also for a write of a
     /// session that ended while the link stayed up: the link is free again).
     public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
+        lastHeard = now
+        // What the answer says of the phone, before the entry ends (a
+        // display fetch refused while not shared is wanted again, not failed).
+        switch result {
+        case .success:
+            answered(.controlPoint, into: &actions)  // taken: not refused, though not yet answered
+        case .attError(let code):
+            switch code.rawValue {
+            case 0x03:  // Write Not Permitted
+                if lastWriteNotPermitted && !isNotShared { setHealth(.notShared, into: &actions) }
+                lastWriteNotPermitted = true
+            case 0x05, 0x08, 0x0C, 0x0F:  // insufficient authentication, authorization, key size, encryption
+                refused(.controlPoint, result, into: &actions)
+            case 0xFD:  // CCCD improperly configured: the phone holds no subscription of ours
+                if isInSession { pendingResubscribe = .subscriptionLost }
+            case 0xA0...0xA3:  // an ANCS error is an answer
+                answered(.dataSource, into: &actions)  // as a response would be
+            default:
+                break
+            }
+        case .transportFailure:
+            break
+        }
         switch writeSlot {
         case .busy(token):
             writeSlot = .free
@@ -640,7 +750,14 @@ public struct Consumer: Sendable {
             // Its result never came: stop waiting, so later requests proceed.
             writeSlot = .free
         }
+        if watchesSilence, lastSourceEvent.adding(nanoseconds: configuration.silenceNanoseconds) <= now {
+            pendingResubscribe = .notificationSourceSilent
+        }
         pump(at: now, into: &actions)
+        if let due = probeTime, due <= now {
+            // A subscription missing (refused, or failed): subscribe again; else probe.
+            if phase == .active && dataSourceAvailable { writeProbe(at: now, into: &actions) } else { restartSession(into: &actions) }
+        }
     }
 
     public mutating func tick(_ now: Timestamp) -> [ConsumerAction] {
@@ -664,18 +781,9 @@ public struct Consumer: Sendable {
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
         case .getAppAttributes(let request):
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
-            if let cached = cachedApp(appIdentifierBytes: request.appIdentifierBytes) {
-                // Answered from the cache when it has every attribute asked.
-                var attributes: [AppAttribute] = []
-                for attribute in request.attributes {
-                    guard let value = cached[attribute] else { break }
-                    attributes.append(AppAttribute(attribute, value))
-                }
-                if attributes.count == request.attributes.count {
-                    let answer = AppAttributesResponse(appIdentifierBytes: request.appIdentifierBytes, attributes: attributes)
-                    actions.complete(id, .success(.appAttributes(answer)))
-                    return id
-                }
+            if let answer = cachedAnswer(request) {
+                actions.complete(id, .success(.appAttributes(answer)))
+                return id
             }
         case .performNotificationAction(let request):
             let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
@@ -706,6 +814,15 @@ public struct Consumer: Sendable {
         return (id, actions)
     }
 
+    /// The answer to `request` from the session's cache, when it has every
+    /// attribute asked: the cached attributes of the app (those asked, and
+    /// any others fetched in the session).
+    private func cachedAnswer(_ request: GetAppAttributes) -> AppAttributesResponse? {
+        guard let cached = cacheIndex(request.appIdentifierBytes) else { return nil }
+        for attribute in request.attributes where appCache[cached].attributes.value(for: attribute) == nil { return nil }
+        return appCache[cached]
+    }
+
     /// Adds an entry for `bytes`, last, and returns its index.
     @discardableResult
     private mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil) -> Int {
@@ -726,15 +843,19 @@ public struct Consumer: Sendable {
     /// (a write in flight, the pipeline full, or nothing left to ask), so an
     /// input that changed none of that need not pump.
     private mutating func pump(at now: Timestamp, into actions: inout [ConsumerAction]) {
+        if let reason = pendingResubscribe { resubscribe(reason, into: &actions) }
         guard phase == .active, writeSlot.isFree else { return }
         var outstanding = 0
-        for entry in entries where !entry.isQueued && entry.expectsResponse { outstanding += 1 }
-        if let index = entries.firstIndex(where: { $0.isQueued }) {
+        // The probe's response never holds back a request.
+        for entry in entries where !entry.isQueued && entry.expectsResponse && entry.key != probeKey { outstanding += 1 }
+        // An app's name first (a notification waits on it), then in order.
+        if let index = entries.firstIndex(where: { $0.isQueued && $0.asksAppName }) ?? entries.firstIndex(where: { $0.isQueued }) {
             if entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
             write(at: index, now, into: &actions)
             return
         }
         guard outstanding < configuration.pipeliningDepth else { return }
+        guard !isNotShared else { return }
         // Each turn either writes, or settles one wanted notification without a write.
         while wantedCount > 0, dataSourceAvailable, let next = nextWanted() {
             model[next].stage = .fetching(again: false)
@@ -852,6 +973,10 @@ public struct Consumer: Sendable {
     /// callers they grow the firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
     @inline(never)
     private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
+        if entry.key == probeKey {
+            probeKey = nil
+            return probeEnded(result)
+        }
         actions.complete(entry.waiters, result)
         if let uid = entry.displayFetch { displayFetchEnded(uid, result, into: &actions) }
         if entry.asksAppName, let identifier = entry.request?.appIdentifierBytes {
@@ -870,7 +995,9 @@ public struct Consumer: Sendable {
         if case .failure(let error) = result {
             model[index].stage = .settled
             switch error {
-            case .sessionEnded, .notificationRemoved, .cancelled: break
+            // Refused as not shared: the health says so (and sharing again
+            // starts a new session, which announces it anew).
+            case .sessionEnded, .notificationRemoved, .cancelled, .att(.writeNotPermitted): break
             default: actions.appendOutOfLine(.emit(.displayFailed(uid, error)))
             }
             return
@@ -888,8 +1015,8 @@ public struct Consumer: Sendable {
             // request) serves every notification of it.
             entries[existing].asksAppName = true
         } else {
-            // Ahead of the application's queued requests: a notification is waiting on it.
-            entries.insert(newEntry(bytes, waiter: nil, asksAppName: true), at: entries.firstIndex { $0.isQueued } ?? entries.count)
+            // Written ahead of the application's queued requests (`pump`): a notification is waiting on it.
+            entries.append(newEntry(bytes, waiter: nil, asksAppName: true))
         }
     }
 
@@ -956,8 +1083,144 @@ public struct Consumer: Sendable {
         model.append(Tracked(notification: notification))
     }
 
+    // MARK: - Health
+
+    /// The host found that the phone no longer has this accessory's bond
+    /// (reconnecting, encryption failed for a missing key): told as
+    /// `.health(.bondLost)` until the phone answers again, after pairing anew.
+    public mutating func bondLost(at now: Timestamp, into actions: inout [ConsumerAction]) {
+        if case .bondLost = health { return }
+        setHealth(.bondLost, into: &actions)
+    }
+
+    public mutating func bondLost(at now: Timestamp) -> [ConsumerAction] {
+        var actions: [ConsumerAction] = []
+        bondLost(at: now, into: &actions)
+        return actions
+    }
+
+    /// Tells a new state (each caller makes sure that it is a change, with
+    /// a pattern rather than an `==` of the whole enum: smaller firmware).
+    @inline(never)
+    private mutating func setHealth(_ state: ConsumerHealth, into actions: inout [ConsumerAction]) {
+        health = state
+        actions.appendOutOfLine(.emit(.health(state)))
+    }
+
+    /// A Control Point write was taken (`.controlPoint`) or answered by
+    /// ANCS (an ANCS error: `.dataSource`, as a response would be).
+    private mutating func answered(_ what: ANCSCharacteristic, into actions: inout [ConsumerAction]) {
+        lastWriteNotPermitted = false
+        works(what, into: &actions)
+    }
+
+    /// The phone answered: a Notification Source event
+    /// (`.notificationSource`), a Control Point write taken (`.controlPoint`)
+    /// or answered by ANCS (`.dataSource`). A state it disproves ends, and
+    /// the consumer is healthy again. A refused Control Point ends with a
+    /// write taken or answered; subscribing again needs ANCS itself to
+    /// answer (a phone whose subscriptions are gone still takes writes);
+    /// a refused subscription ends only when it is made (`subscription`).
+    /// (A subscription made proves nothing more than itself: with sharing
+    /// off, the phone accepts them all.)
+    @inline(never)
+    private mutating func works(_ what: ANCSCharacteristic, into actions: inout [ConsumerAction]) {
+        switch health {
+        case .healthy:
+            return
+        case .waitingForPermission(let refused, _):
+            guard refused == .controlPoint && what != .notificationSource else { return }
+        case .notShared:
+            // Shared again: a new session hears what the phone holds (the
+            // phone may not announce it, and the fetches refused meanwhile
+            // are asked anew).
+            pendingResubscribe = .sharingRestored
+            return
+        case .resubscribing:
+            guard what != .controlPoint else { return }
+        case .bondLost:
+            break
+        }
+        setHealth(.healthy, into: &actions)
+    }
+
+    /// A subscription's result: made, it ends the wait for its refusal;
+    /// refused, the consumer waits for the person.
+    @inline(never)
+    private mutating func subscription(_ what: ANCSCharacteristic, _ result: ATTResult, into actions: inout [ConsumerAction]) {
+        guard result == .success else { return refused(what, result, into: &actions) }
+        if case .waitingForPermission(what, _) = health { setHealth(.healthy, into: &actions) }
+    }
+
+    /// The phone refused `what` with `result`: waiting for the person
+    /// (an ATT error keeps its code: never a transport failure), and
+    /// asking again at the retry interval (`probeTime`).
+    @inline(never)
+    private mutating func refused(_ what: ANCSCharacteristic, _ result: ATTResult, into actions: inout [ConsumerAction]) {
+        guard case .attError(let code) = result else { return }
+        // Told once per code: both subscriptions refused in one attempt,
+        // or attempt after attempt, is one state (the first refused named).
+        if case .waitingForPermission(_, code) = health {} else { setHealth(.waitingForPermission(what, code), into: &actions) }
+    }
+
+    /// Writes the liveness probe: Get Notification Attributes (AppIdentifier)
+    /// for UID 0xFFFFFFFF, which is not live (iOS numbers notifications up
+    /// from 0; were it live, its attributes would come back, an answer too).
+    private mutating func writeProbe(at now: Timestamp, into actions: inout [ConsumerAction]) {
+        probeSoon = false
+        let bytes: [UInt8] = [
+            CommandID.getNotificationAttributes.rawValue, 0xFF, 0xFF, 0xFF, 0xFF,
+            NotificationAttributeID.appIdentifier.rawValue,
+        ]
+        let index = enqueue(bytes, waiter: nil)
+        probeKey = entries[index].key
+        write(at: index, now, into: &actions)
+    }
+
+    /// The probe ended. An ANCS error (0xA2), or attributes, are the answer
+    /// of a working phone, and a refusal was judged with the write's result;
+    /// no answer means the phone no longer listens: subscribe again (in `pump`).
+    private mutating func probeEnded(_ result: ConsumerResult) {
+        // (A write that failed never reached the phone: the link is going.)
+        if case .failure(.timedOut) = result { pendingResubscribe = .probeUnanswered }
+    }
+
+    /// Subscribes again for `reason`, decided during this input.
+    private mutating func resubscribe(_ reason: ResubscribeReason, into actions: inout [ConsumerAction]) {
+        pendingResubscribe = nil
+        guard isInSession else { return }
+        // Confirmed by the new session's first probe; if the last one was
+        // never confirmed, only after the probe interval (no loop of
+        // subscribing and probing a phone that does not answer).
+        var soon = true
+        if case .resubscribing = health { soon = false }
+        setHealth(.resubscribing(reason), into: &actions)
+        restartSession(into: &actions)
+        probeSoon = soon
+    }
+
+    /// Subscribes again: off, then on, so that the phone sees a new
+    /// subscription and announces what it holds; the session ends
+    /// (`.resubscribing`) and a new one starts as at link up.
+    private mutating func restartSession(into actions: inout [ConsumerAction]) {
+        unsubscribe(.resubscribing, into: &actions)
+        if mtu != nil && published { startSubscribing(into: &actions) }
+    }
+
+    /// Unsubscribes what the session subscribed, and ends it.
+    @inline(never)
+    private mutating func unsubscribe(_ reason: SessionEndReason, into actions: inout [ConsumerAction]) {
+        if phase != .idle {
+            actions.appendOutOfLine(.unsubscribe(.notificationSource))
+            if dataSourceAvailable { actions.appendOutOfLine(.unsubscribe(.dataSource)) }
+        }
+        endSession(reason, into: &actions)
+    }
+
     private mutating func startSubscribing(into actions: inout [ConsumerAction]) {
         phase = .subscribingDataSource
+        stopped = false
+        probeSoon = true  // each session is probed once it is idle: a phone that refuses or ignores it is told at once
         actions.appendOutOfLine(.subscribe(.dataSource))
     }
 
@@ -982,10 +1245,11 @@ public struct Consumer: Sendable {
             }
             actions.complete(entry.waiters, .failure(.sessionEnded))
         }
-        reassembler = DataSourceReassembler(configuration: reassembler.configuration)
+        reassembler.reset()
         appCache.removeAll()
         unknownApps.removeAll()
         dataSourceAvailable = false
+        probeKey = nil
         phase = .idle
         if hadSession { actions.appendOutOfLine(.emit(.sessionEnded(reason))) }
     }

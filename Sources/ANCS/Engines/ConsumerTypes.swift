@@ -33,6 +33,89 @@ public enum SessionEndReason: Hashable, Sendable {
     case serviceUnpublished
     /// Subscribing to Notification Source failed with this result.
     case subscriptionFailed(ATTResult)
+    /// The consumer subscribes again (`ConsumerHealth.resubscribing`): a new
+    /// session follows, and the phone announces its notifications anew.
+    case resubscribing
+}
+
+/// Whether notifications reach the accessory, as far as the consumer can
+/// tell, and what the person has to do when they do not. Told as
+/// `ConsumerEvent.health` on each change (README: "When notifications stop").
+public enum ConsumerHealth: Hashable, Sendable {
+    /// Nothing says otherwise. Told after another state: recovered.
+    case healthy
+    /// The phone refused a subscription (or a Control Point write) with
+    /// this ATT error, typically 0x05 Insufficient Authentication or 0x08
+    /// Insufficient Authorization: it waits for pairing, or for the person
+    /// to allow the accessory. The consumer asks again every
+    /// `ConsumerConfiguration.retryInterval`.
+    case waitingForPermission(ANCSCharacteristic, ATTErrorCode)
+    /// Control Point writes were refused with 0x03 Write Not Permitted twice
+    /// in a row: "Share System Notifications" is off for this accessory on
+    /// the iPhone (Settings › Bluetooth › ⓘ), or its prompt is still open.
+    /// The consumer stops fetching, probes at the retry interval, and shows
+    /// notifications once sharing is on.
+    case notShared
+    /// Writing both subscriptions again (off, then on), and why.
+    case resubscribing(ResubscribeReason)
+    /// The phone no longer has this accessory's bond (the reconnection
+    /// could not encrypt): the host drops its stale bond and pairs again.
+    case bondLost
+}
+
+/// Why the consumer subscribes again on a link that stays up.
+public enum ResubscribeReason: Hashable, Sendable {
+    /// The liveness probe was not answered by its deadline.
+    case probeUnanswered
+    /// Nothing came on Notification Source for `ConsumerConfiguration.silenceLimit`.
+    case notificationSourceSilent
+    /// A Control Point write was answered 0xFD (CCCD improperly configured):
+    /// the phone holds no subscription of this accessory's.
+    case subscriptionLost
+    /// A Control Point write was answered again after "not shared": the
+    /// phone's notifications are asked for anew.
+    case sharingRestored
+}
+
+extension ConsumerHealth {
+    /// The state's name as an identifier: `healthy`, `waitingForPermission`,
+    /// `notShared`, `resubscribing`, `bondLost`.
+    public var identifier: String {
+        switch self {
+        case .healthy: "healthy"
+        case .waitingForPermission: "waitingForPermission"
+        case .notShared: "notShared"
+        case .resubscribing: "resubscribing"
+        case .bondLost: "bondLost"
+        }
+    }
+
+    /// What the person does on the iPhone, or nil when the accessory
+    /// recovers by itself.
+    public var remedy: String? {
+        switch self {
+        case .healthy, .resubscribing:
+            nil
+        case .notShared:
+            "on the iPhone: Settings › Bluetooth › ⓘ next to this accessory › turn on Share System Notifications"
+        case .waitingForPermission:
+            "on the iPhone: accept the pairing request, then allow notifications for this accessory (Settings › Bluetooth › ⓘ › Share System Notifications)"
+        case .bondLost:
+            "the iPhone forgot this accessory: accept its pairing request again"
+        }
+    }
+}
+
+extension ResubscribeReason {
+    /// The reason's name as an identifier (`probeUnanswered`, ...).
+    public var identifier: String {
+        switch self {
+        case .probeUnanswered: "probeUnanswered"
+        case .notificationSourceSilent: "notificationSourceSilent"
+        case .subscriptionLost: "subscriptionLost"
+        case .sharingRestored: "sharingRestored"
+        }
+    }
 }
 
 /// Everything the application hears from the Consumer engine.
@@ -70,6 +153,8 @@ public enum ConsumerEvent: Hashable, Sendable {
     /// With eager attributes: the notification's attributes could not be
     /// fetched (not told for a notification removed or a session ended first).
     case displayFailed(NotificationUID, ConsumerError)
+    /// Whether notifications reach the accessory changed (`Consumer.health`).
+    case health(ConsumerHealth)
 }
 
 /// How an application request ended.
@@ -224,6 +309,34 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     public var maximumRequests: Int
     /// Longest value accepted for an attribute asked without a max length.
     public var unlimitedValueLength: Int
+    /// Liveness: after this long with nothing heard from the phone and
+    /// nothing in flight, write a probe (Get Notification Attributes for
+    /// UID 0xFFFFFFFF, which is not live: a working phone answers 0xA2).
+    /// Unanswered by `requestTimeout`, the consumer subscribes again.
+    /// Default 15 minutes; `.zero`: no probe.
+    public var probeInterval: Duration {
+        get { .nanoseconds(probeNanoseconds) }
+        set { probeNanoseconds = Timestamp.nanoseconds(newValue) }
+    }
+    /// With nothing on Notification Source for this long, subscribe again.
+    /// Default 6 hours; `.zero`: never.
+    public var silenceLimit: Duration {
+        get { .nanoseconds(silenceNanoseconds) }
+        set { silenceNanoseconds = Timestamp.nanoseconds(newValue) }
+    }
+    /// The wait, after the phone's last answer, before asking again what it
+    /// refused or what failed: a subscription (written again), or Control
+    /// Point writes (a probe). Default 15 seconds; `.zero`: never asked again.
+    public var retryInterval: Duration {
+        get { .nanoseconds(retryNanoseconds) }
+        set { retryNanoseconds = Timestamp.nanoseconds(newValue) }
+    }
+    // Kept as nanoseconds (set as properties, not through `init`): the
+    // engine compares them with timestamps as they are, and a firmware
+    // keeping the defaults links no Duration arithmetic for them.
+    var probeNanoseconds: Int64 = 15 * 60 * 1_000_000_000
+    var silenceNanoseconds: Int64 = 6 * 3600 * 1_000_000_000
+    var retryNanoseconds: Int64 = 15 * 1_000_000_000
 
     public init(
         requestTimeout: Duration = .seconds(10),

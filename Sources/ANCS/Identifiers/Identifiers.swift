@@ -223,6 +223,8 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let invalidOffset = ATTErrorCode(rawValue: 0x07)
     /// ATT 0x08 Insufficient Authorization.
     public static let insufficientAuthorization = ATTErrorCode(rawValue: 0x08)
+    /// ATT 0x0C Insufficient Encryption Key Size.
+    public static let insufficientEncryptionKeySize = ATTErrorCode(rawValue: 0x0C)
     /// ATT 0x0D Invalid Attribute Value Length.
     public static let invalidAttributeValueLength = ATTErrorCode(rawValue: 0x0D)
     /// ATT 0x0E Unlikely Error.

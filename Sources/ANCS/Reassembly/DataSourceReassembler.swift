@@ -210,6 +210,13 @@ public struct DataSourceReassembler: Sendable {
                 handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: 0), at: received)))
             }
         }
+        reset()
+    }
+
+    /// Forgets every request and the response being received (its buffer
+    /// is kept for the next responses).
+    mutating func reset() {
+        checkNotFeeding()
         streaming = false
         queue = []
         resetResponse()

@@ -1,0 +1,217 @@
+// Liveness and health on the engine's virtual clock: what iPhones do in the
+// field (README, "When notifications stop"), each case to its recovery.
+
+import Testing
+@testable import ANCS
+
+@Suite("Consumer: liveness and health")
+struct ConsumerLivenessTests {
+    static let minute: Int64 = 60_000
+    static let probeUID = NotificationUID(0xFFFF_FFFF)
+
+    /// A consumer in a session with the default liveness settings, its
+    /// first probe (at the session's start) answered 0xA2 at `now`.
+    func livelyConsumer(_ configuration: ConsumerConfiguration = .default, at now: Timestamp = .zero) throws -> Consumer {
+        var consumer = Consumer(configuration: configuration)
+        _ = consumer.linkUp(mtu: 23, at: now)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: now)
+        #expect(try writes(consumer.subscriptionCompleted(.notificationSource, .success, at: now)).isEmpty)
+        // The new session's probe is due at once (written by `tick`).
+        #expect(consumer.nextDeadline == now)
+        let probe = try onlyWrite(consumer.tick(now))
+        #expect(Self.isProbe(probe))
+        #expect(consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: now).isEmpty)
+        return consumer
+    }
+
+    static func isProbe(_ write: Write) -> Bool {
+        write.command == .getNotificationAttributes(GetNotificationAttributes(notificationUID: probeUID, attributes: [NotificationAttributeRequest(.appIdentifier)]))
+    }
+
+    static func healthEvents(_ actions: [ConsumerAction]) -> [ConsumerHealth] {
+        events(actions).compactMap { if case .health(let state) = $0 { state } else { nil } }
+    }
+
+    /// Subscribing again: both subscriptions off, the session ended, Data Source subscribed anew.
+    static func resubscribed(_ actions: [ConsumerAction]) -> Bool {
+        actions.contains(.unsubscribe(.notificationSource)) && actions.contains(.unsubscribe(.dataSource))
+            && actions.contains(.emit(.sessionEnded(.resubscribing))) && actions.contains(.subscribe(.dataSource))
+    }
+
+    @Test("A quiet session is probed after the probe interval (GNA AppIdentifier for UID 0xFFFFFFFF); a 0xA2 answer changes nothing, and the next probe is an interval later")
+    func probeAnswered() throws {
+        var consumer = try livelyConsumer()
+        #expect(consumer.nextDeadline == at(milliseconds: 15 * Self.minute))
+        #expect(consumer.tick(at(milliseconds: 15 * Self.minute - 1)).isEmpty)
+        let probe = try onlyWrite(consumer.tick(at(milliseconds: 15 * Self.minute)))
+        #expect(Self.isProbe(probe))
+        #expect(consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15 * Self.minute)).isEmpty)
+        #expect(consumer.health == .healthy)
+        #expect(consumer.nextDeadline == at(milliseconds: 30 * Self.minute))
+    }
+
+    @Test("The probe never holds back an application request: with a pipelining depth of 1, a fetch asked while the probe awaits its response is written at the probe's write result")
+    func probeDoesNotDelay() throws {
+        var consumer = try livelyConsumer()
+        _ = consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 1))
+        let probe = try onlyWrite(consumer.tick(at(milliseconds: 16 * Self.minute)))
+        let (_, queued) = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 16 * Self.minute))
+        #expect(try writes(queued).isEmpty)  // one write at a time (ATT)
+        let fetch = try onlyWrite(consumer.writeCompleted(probe.token, .success, at: at(milliseconds: 16 * Self.minute)))
+        #expect(fetch.command == standardCommand(7))
+    }
+
+    @Test("A probe with no answer by the request timeout: subscribe again (off, then on); the new session's probe answered: healthy")
+    func probeUnanswered() throws {
+        var consumer = try livelyConsumer()
+        let start = 15 * Self.minute
+        let probe = try onlyWrite(consumer.tick(at(milliseconds: start)))
+        _ = consumer.writeCompleted(probe.token, .success, at: at(milliseconds: start))  // written; no response follows
+        let actions = consumer.tick(at(milliseconds: start + 10_000))
+        #expect(Self.healthEvents(actions) == [.resubscribing(.probeUnanswered)])
+        #expect(Self.resubscribed(actions))
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: start + 10_100))
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: start + 10_100))
+        let again = try onlyWrite(consumer.tick(at(milliseconds: start + 10_100)))
+        #expect(Self.isProbe(again))
+        #expect(Self.healthEvents(consumer.writeCompleted(again.token, .attError(.invalidParameter), at: at(milliseconds: start + 10_200))) == [.healthy])
+    }
+
+    @Test("A phone that never answers again: after one quick confirmation, subscribing again is not repeated faster than the probe interval")
+    func noTightLoop() throws {
+        var consumer = try livelyConsumer()
+        var now = 15 * Self.minute
+        var resubscriptions: [Int64] = []
+        while now < 2 * 60 * Self.minute {
+            let actions = consumer.tick(at(milliseconds: now))
+            if Self.resubscribed(actions) {
+                resubscriptions.append(now)
+                _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: now))
+                _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: now))
+            }
+            for write in try writes(actions) { _ = consumer.writeCompleted(write.token, .success, at: at(milliseconds: now)) }
+            now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
+        }
+        // The new session's probe goes at once, and times out after the
+        // request timeout; after that unconfirmed one, a probe interval apart.
+        #expect(resubscriptions.count >= 3)
+        #expect(resubscriptions.dropFirst().first == resubscriptions.first.map { $0 + 10_000 })
+        for (earlier, later) in zip(resubscriptions.dropFirst(), resubscriptions.dropFirst(2)) {
+            #expect(later - earlier >= 15 * Self.minute)
+        }
+    }
+
+    @Test("Notification Source silent for the silence limit while the Control Point answers every probe: subscribe again, at 6 hours")
+    func silence() throws {
+        var consumer = try livelyConsumer()
+        var now: Int64 = 0
+        while true {
+            now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
+            let actions = consumer.tick(at(milliseconds: now))
+            if Self.resubscribed(actions) {
+                #expect(Self.healthEvents(actions) == [.resubscribing(.notificationSourceSilent)])
+                break
+            }
+            let probe = try onlyWrite(actions)
+            _ = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: now))
+        }
+        #expect(now == 6 * 60 * Self.minute)
+    }
+
+    @Test("Sharing off: the phone takes both subscriptions, refuses the probe with 0x03, and the retry 15 s later too: not shared, told once, nothing fetched; sharing on: subscribe again, healthy at the next answer")
+    func notShared() throws {
+        var consumer = Consumer(configuration: ConsumerConfiguration(eagerAttributes: standardAttributes))
+        _ = consumer.linkUp(mtu: 23, at: .zero)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+        let first = try onlyWrite(consumer.tick(.zero))
+        #expect(Self.isProbe(first))
+        #expect(Self.healthEvents(consumer.writeCompleted(first.token, .attError(.writeNotPermitted), at: .zero)).isEmpty)
+        #expect(consumer.nextDeadline == at(milliseconds: 15_000))
+        let second = try onlyWrite(consumer.tick(at(milliseconds: 15_000)))
+        #expect(Self.isProbe(second))
+        #expect(Self.healthEvents(consumer.writeCompleted(second.token, .attError(.writeNotPermitted), at: at(milliseconds: 15_000))) == [.notShared])
+        // Still refused: the same state, not told again.
+        let third = try onlyWrite(consumer.tick(at(milliseconds: 30_000)))
+        #expect(Self.healthEvents(consumer.writeCompleted(third.token, .attError(.writeNotPermitted), at: at(milliseconds: 30_000))).isEmpty)
+        #expect(consumer.health == .notShared)
+        // Sharing turned on: the next probe is answered.
+        let fourth = try onlyWrite(consumer.tick(at(milliseconds: 45_000)))
+        let restored = consumer.writeCompleted(fourth.token, .attError(.invalidParameter), at: at(milliseconds: 45_000))
+        #expect(Self.healthEvents(restored) == [.resubscribing(.sharingRestored)])
+        #expect(Self.resubscribed(restored))
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 45_100))
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 45_100))
+        // The phone announces what it holds: healthy, and the notification is fetched.
+        let announced = consumer.received(notificationSource: sourceEvent(.added, 3, flags: .preExisting), at: at(milliseconds: 45_200))
+        #expect(Self.healthEvents(announced) == [.healthy])
+        #expect(try onlyWrite(announced).command == standardCommand(3))
+    }
+
+    @Test("A subscription refused with 0x05 keeps its code (waiting for permission, told once), is asked again every retry interval, and the session runs once the phone allows it")
+    func subscriptionRefused() throws {
+        var consumer = Consumer()
+        _ = consumer.linkUp(mtu: 23, at: .zero)
+        let refused = consumer.subscriptionCompleted(.dataSource, insufficientAuthentication, at: .zero)
+        #expect(Self.healthEvents(refused) == [.waitingForPermission(.dataSource, .insufficientAuthentication)])
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
+        #expect(consumer.nextDeadline == at(milliseconds: 15_000))
+        let retry = consumer.tick(at(milliseconds: 15_000))
+        #expect(retry.contains(.subscribe(.dataSource)) && retry.contains(.unsubscribe(.notificationSource)))
+        #expect(Self.healthEvents(consumer.subscriptionCompleted(.dataSource, insufficientAuthentication, at: at(milliseconds: 15_100))).isEmpty)
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 15_100))
+        let allowed = consumer.tick(at(milliseconds: 30_100))
+        #expect(allowed.contains(.subscribe(.dataSource)))
+        #expect(Self.healthEvents(consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 30_200))) == [.healthy])
+    }
+
+    @Test("A refused Notification Source subscription ends the session; it is subscribed again after the retry interval, not after stop")
+    func notificationSourceRefused() throws {
+        var consumer = Consumer()
+        _ = consumer.linkUp(mtu: 23, at: .zero)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
+        let refused = consumer.subscriptionCompleted(.notificationSource, .attError(.insufficientAuthorization), at: .zero)
+        #expect(Self.healthEvents(refused) == [.waitingForPermission(.notificationSource, .insufficientAuthorization)])
+        #expect(!consumer.isInSession)
+        #expect(consumer.tick(at(milliseconds: 15_000)) == [.subscribe(.dataSource)])
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 15_000))
+        _ = consumer.subscriptionCompleted(.notificationSource, .attError(.insufficientAuthorization), at: at(milliseconds: 15_000))
+        _ = consumer.stop(at: at(milliseconds: 16_000))
+        #expect(consumer.nextDeadline == nil)
+        #expect(consumer.tick(at(milliseconds: 60_000)).isEmpty)
+    }
+
+    @Test("A write answered 0xFD (CCCD improperly configured): the phone holds no subscription; subscribe again")
+    func cccdImproperlyConfigured() throws {
+        var consumer = try livelyConsumer()
+        _ = consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 1))
+        let (id, fetch) = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 2))
+        let write = try onlyWrite(fetch)
+        let actions = consumer.writeCompleted(write.token, .attError(ATTErrorCode(rawValue: 0xFD)), at: at(milliseconds: 3))
+        #expect(Self.healthEvents(actions) == [.resubscribing(.subscriptionLost)])
+        #expect(Self.resubscribed(actions))
+        #expect(results(actions, for: id).count == 1)
+    }
+
+    @Test("Bond lost is told once, and the next answer after pairing anew is healthy")
+    func bondLost() throws {
+        var consumer = try livelyConsumer()
+        #expect(Self.healthEvents(consumer.bondLost(at: at(milliseconds: 5))) == [.bondLost])
+        #expect(consumer.bondLost(at: at(milliseconds: 6)).isEmpty)
+        #expect(Self.healthEvents(consumer.received(notificationSource: sourceEvent(.added, 1), at: at(milliseconds: 7))) == [.healthy])
+    }
+
+    @Test("Liveness off (probe interval, silence limit and retry interval zero): no deadline in a quiet session, and a refusal is not asked again")
+    func off() throws {
+        var configuration = ConsumerConfiguration()
+        configuration.probeInterval = .zero
+        configuration.silenceLimit = .zero
+        configuration.retryInterval = .zero
+        var consumer = Consumer(configuration: configuration)
+        _ = consumer.linkUp(mtu: 23, at: .zero)
+        _ = consumer.subscriptionCompleted(.dataSource, insufficientAuthentication, at: .zero)
+        #expect(try writes(consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)).isEmpty)
+        #expect(consumer.nextDeadline == nil)
+        #expect(consumer.health == .waitingForPermission(.dataSource, .insufficientAuthentication))
+    }
+}
