@@ -6,7 +6,9 @@ import Testing
 /// The faults of real iPhones that the simulated phone (`ProviderServer` on
 /// a `SimulatedLink`) reproduces, seen from a `ConsumerClient`: what reaches
 /// the accessory and what its requests get. Each on a fast link and on a
-/// slow one (1 s connection interval).
+/// slow one (1 s connection interval). The consumer's liveness checks are
+/// off here (`SimulationRig`): these tests show the faults themselves;
+/// LivenessRuntimeTests shows the consumer recovering from each.
 @Suite struct PhoneFaultTests {
     static let intervals: [Duration] = [.milliseconds(30), .milliseconds(1000)]
 

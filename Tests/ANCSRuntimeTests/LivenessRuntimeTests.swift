@@ -1,0 +1,157 @@
+import ANCS
+import ANCSRuntime
+import ANCSSimulation
+import Testing
+
+/// The faults of real iPhones (README, "When notifications stop") against a
+/// `ConsumerClient` with its liveness checks on (the defaults: a probe every
+/// 15 minutes, a silence limit of 6 hours, a retry every 15 seconds), on the
+/// simulated phone and link, fast and slow (1 s connection interval). After
+/// each fault the consumer recovers by itself and shows the next
+/// notification; hours pass on the virtual clock in milliseconds.
+@Suite struct LivenessRuntimeTests {
+    static let intervals: [Duration] = [.milliseconds(30), .milliseconds(1000)]
+    /// One probe interval, and what a probe and a subscription take on the slow link.
+    static let probeInterval = ConsumerConfiguration.default.probeInterval
+    static let roundTrips: Duration = .seconds(20)
+
+    static func note(_ title: String) -> ProviderNotification {
+        ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: title)
+    }
+
+    static func healthEvents(_ rig: SimulationRig) -> [ConsumerHealth] {
+        rig.consumerEvents.compactMap { if case .health(let state) = $0 { state } else { nil } }
+    }
+
+    /// Connects and lets the session start (and its first probe be answered).
+    static func connected(interval: Duration) -> SimulationRig {
+        let rig = SimulationRig(interval: interval, liveness: true)
+        rig.link.connect()
+        rig.simulation.run(for: roundTrips)
+        return rig
+    }
+
+    /// Adds a notification on the phone without waiting for the link to be quiet.
+    static func add(_ title: String, to rig: SimulationRig) -> Task<NotificationUID, any Error> {
+        let provider = rig.provider
+        return rig.simulation.spawn { try await provider.add(note(title)) }
+    }
+
+    /// Runs until `task` has finished (not until the link is idle: with the
+    /// probe's timer running it never is), and returns its value.
+    static func value<T: Sendable>(of rig: SimulationRig, _ task: Task<T, any Error>) throws -> T {
+        let done = Box<Result<T, any Error>>()
+        rig.simulation.spawn { done.value = await task.result }
+        rig.simulation.run(while: { done.value == nil }, limit: .seconds(60))
+        guard let outcome = done.value else { throw SimulationRigError("the task did not finish") }
+        return try outcome.get()
+    }
+
+    /// Runs until `uid` is in the consumer's model, at most `limit`; returns how long it took.
+    static func time(until uid: NotificationUID, in rig: SimulationRig, limit: Duration) async -> Duration? {
+        let start = rig.simulation.now
+        let consumer = rig.consumer
+        let found = Box<Bool>()
+        while rig.simulation.now - start < limit {
+            rig.simulation.run(for: .seconds(1))
+            rig.simulation.spawn { found.value = await consumer.notifications[uid] != nil }
+            rig.simulation.run(for: .zero)
+            if found.value == true { return rig.simulation.now - start }
+        }
+        return nil
+    }
+
+    @Test("a quiet, healthy session: one probe per interval, answered; nothing else changes", arguments: intervals)
+    func quiet(interval: Duration) async throws {
+        let rig = Self.connected(interval: interval)
+        let writes = rig.link.counters.writes
+        rig.simulation.run(for: .seconds(3600))
+        #expect(rig.link.counters.writes - writes == 4)
+        #expect(Self.healthEvents(rig).isEmpty)
+        #expect(await rig.consumer.isInSession)
+        #expect(!rig.consumerEvents.contains { if case .sessionEnded = $0 { true } else { false } })
+    }
+
+    @Test("subscriptions forgotten in silence, or ANCS restarted without Service Changed: the next probe finds it, the consumer subscribes again, and the notification shows within a probe interval",
+          arguments: intervals)
+    func forgotten(interval: Duration) async throws {
+        for silentRestart in [false, true] {
+            let rig = Self.connected(interval: interval)
+            if silentRestart {
+                rig.link.unpublishANCS(serviceChanged: false)
+                rig.link.publishANCS(serviceChanged: false)
+            } else {
+                let provider = rig.provider
+                rig.simulation.spawn { await provider.forgetSubscriptions() }
+            }
+            rig.simulation.run(for: .seconds(1))
+            let lost = try Self.value(of: rig, Self.add("Lost", to: rig))
+            let took = await Self.time(until: lost, in: rig, limit: Self.probeInterval + Self.roundTrips)
+            #expect(took != nil, "restart: \(silentRestart)")
+            let health = Self.healthEvents(rig)
+            #expect(health.first.map { if case .resubscribing = $0 { true } else { false } } == true, "\(health)")
+            #expect(health.last == .healthy, "\(health)")
+            // And the next one shows at once.
+            let next = try Self.value(of: rig, Self.add("Next", to: rig))
+            #expect(await Self.time(until: next, in: rig, limit: Self.roundTrips) != nil)
+        }
+    }
+
+    @Test("sharing off when the accessory connects: 'not shared' within two retries, told once, nothing fetched; sharing on: what the phone holds shows, and the consumer is healthy",
+          arguments: intervals)
+    func sharing(interval: Duration) async throws {
+        let rig = SimulationRig(interval: interval, liveness: true)
+        let provider = rig.provider
+        rig.simulation.spawn { await provider.setSharing(false) }
+        let held = try Self.value(of: rig, Self.add("Held", to: rig))
+        rig.link.connect()
+        rig.simulation.run(for: .seconds(45))
+        #expect(Self.healthEvents(rig) == [.notShared])
+        #expect(await rig.notifications().isEmpty)
+        rig.simulation.run(for: .seconds(600))
+        #expect(Self.healthEvents(rig) == [.notShared], "told once, however long it lasts")
+        rig.simulation.spawn { await provider.setSharing(true) }
+        let took = await Self.time(until: held, in: rig, limit: Self.roundTrips)
+        #expect(took != nil)
+        #expect(await rig.notifications()[held]?.isPreExisting == true)
+        rig.simulation.run(for: Self.roundTrips)
+        #expect(Self.healthEvents(rig).last == .healthy)
+        let next = try Self.value(of: rig, Self.add("Next", to: rig))
+        #expect(await Self.time(until: next, in: rig, limit: Self.roundTrips) != nil)
+    }
+
+    @Test("sharing turned on while the accessory is connected and not shared, between two retries: shown within a retry interval",
+          arguments: intervals)
+    func sharingTurnedOnLater(interval: Duration) async throws {
+        let rig = SimulationRig(interval: interval, liveness: true)
+        let provider = rig.provider
+        rig.simulation.spawn { await provider.setSharing(false) }
+        rig.link.connect()
+        rig.simulation.run(for: .seconds(100))
+        #expect(Self.healthEvents(rig) == [.notShared])
+        // Turned on, and a notification comes, before the next retry.
+        rig.simulation.spawn { await provider.setSharing(true) }
+        let first = try Self.value(of: rig, Self.add("First", to: rig))
+        let took = await Self.time(until: first, in: rig, limit: .seconds(15) + Self.roundTrips)
+        #expect(took != nil)
+        rig.simulation.run(for: Self.roundTrips)
+        #expect(await rig.consumer.health == .healthy)
+    }
+
+    @Test("Notification Source quiet while the Control Point answers every probe: the consumer subscribes again at the silence limit, and shows the next notification once the phone speaks",
+          arguments: intervals)
+    func quietNotificationSource(interval: Duration) async throws {
+        let rig = Self.connected(interval: interval)
+        let provider = rig.provider
+        rig.simulation.spawn { await provider.setNotificationSourceQuiet(true) }
+        rig.simulation.run(for: .seconds(6 * 3600) - .seconds(60))
+        #expect(Self.healthEvents(rig).isEmpty, "the probes are answered: nothing to tell yet")
+        rig.simulation.run(for: .seconds(120))
+        #expect(Self.healthEvents(rig).first == .resubscribing(.notificationSourceSilent))
+        rig.simulation.spawn { await provider.setNotificationSourceQuiet(false) }
+        let next = try Self.value(of: rig, Self.add("Next", to: rig))
+        let took = await Self.time(until: next, in: rig, limit: Self.roundTrips)
+        #expect(took != nil)
+        #expect(await rig.consumer.health == .healthy)
+    }
+}
