@@ -1,7 +1,8 @@
 // The Consumer engine (our NC) fed random input sequences: a hostile or
 // broken NP, a flaky link and a busy application.
 //
-//   byte 0   pipeliningDepth 1…3 (b % 3 + 1); bit 2: eager attributes; bit 3: no eager app names
+//   byte 0   pipeliningDepth 1…3 (b % 3 + 1); bit 2: eager attributes; bit 3: no eager app names;
+//            bit 4: liveness off (else probe 3 s, silence limit 20 s, retry 1 s)
 //   byte 1   unlimitedValueLength: 0 → 64, else the byte
 //   then, repeated: an op byte (op % 16) and its operands
 //    0 linkUp(mtu 23 + b)            1 Data Source subscribed (result b)
@@ -26,7 +27,8 @@
 // previous session survives); at a session's start and end the model and
 // the app cache are empty; model changes are reported only inside a
 // session; the model holds only notifications announced in this session
-// and at most maximumNotifications.
+// and at most maximumNotifications; health is told on each change only, and
+// the last told is the engine's.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     runConsumer(FuzzInput(start, count))
@@ -38,11 +40,16 @@ func runConsumer(_ input: FuzzInput) {
     let setup = input.byte()
     let unlimitedByte = input.byte()
     let unlimited = unlimitedByte == 0 ? 64 : Int(unlimitedByte)
-    let configuration = ConsumerConfiguration(
+    var configuration = ConsumerConfiguration(
         requestTimeout: .seconds(2), pipeliningDepth: Int(setup % 3) + 1,
         eagerAttributes: setup & 4 == 0 ? [] : ConsumerConfiguration.displayAttributes,
         eagerAppNames: setup & 8 == 0,
         maximumNotifications: 8, maximumCachedApps: 4, maximumRequests: 8, unlimitedValueLength: unlimited)
+    // Liveness on a scale the ticks reach (each up to 5.1 s): a probe after
+    // 3 s, the silence limit 20 s, a retry after 1 s; or off (bit 4).
+    configuration.probeInterval = setup & 16 == 0 ? .seconds(3) : .zero
+    configuration.silenceLimit = setup & 16 == 0 ? .seconds(20) : .zero
+    configuration.retryInterval = setup & 16 == 0 ? .seconds(1) : .zero
     var consumer = Consumer(configuration: configuration)
     let texts: [[UInt8]] = [[], Array("com.apple.MobileSMS".utf8), Array("On my way — 5 min 🚲".utf8), Array(repeating: 0x41, count: 300)]
     let apps = ["com.apple.mobilemail", "a", "", "a\u{0}b", String(repeating: "x", count: 600)]
@@ -58,6 +65,7 @@ func runConsumer(_ input: FuzzInput) {
     var written: [WriteToken: [UInt8]] = [:]
     var accepted: [[UInt8]] = []  // writes the NP accepted and owes a response to, oldest first
     var inFlight: (WriteToken, Timestamp)?  // the last write whose result has not come, when issued
+    var toldHealth = ConsumerHealth.healthy  // the last health told
 
     func absorb(_ actions: [ConsumerAction]) {
         for action in actions {
@@ -127,13 +135,21 @@ func runConsumer(_ input: FuzzInput) {
                 check(inSession, "displayFailed outside a session")
             case .unknownEvent, .protocolError, .dataSourceUnavailable:
                 break
+            case .health(let state):
+                // Told on each change only (and the last told is what the engine holds: below).
+                check(state != toldHealth, "health \(state) told twice in a row")
+                toldHealth = state
             }
         }
+        check(toldHealth == consumer.health, "health told \(toldHealth), engine holds \(consumer.health)")
     }
     func result(_ byte: UInt8) -> ATTResult {
-        switch byte % 4 {
-        case 0, 1: .success
-        case 2: .attError(ATTErrorCode(rawValue: 0xA0 + byte % 5))
+        switch byte % 8 {
+        case 0, 1, 2: .success
+        case 3: .attError(ATTErrorCode(rawValue: 0xA0 + byte % 5))
+        case 4: .attError(.writeNotPermitted)
+        case 5: .attError(.insufficientAuthentication)
+        case 6: .attError(.cccdImproperlyConfigured)
         default: .transportFailure
         }
     }

@@ -71,6 +71,27 @@ extension ConsumerTests {
         #expect(other.command == displayNameCommand(phoneApp))
     }
 
+    @Test("The cache answers only what was asked: a request for other attributes of a cached app goes to the phone, and its answer is exactly the attributes asked")
+    func appAttributesCacheAnswersExactly() throws {
+        var consumer = sessionConsumer()
+        let name = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1)
+        _ = consumer.writeCompleted(name.token, .success, at: .zero)
+        _ = deliver(displayNameResponse(mailApp, "Mail"), to: &consumer)
+        let wider: [AppAttributeID] = [.displayName, AppAttributeID(rawValue: 1)]
+        let (id, actions) = consumer.fetchAppAttributes(mailApp, wider, at: .zero)
+        let write = try onlyWrite(actions)
+        #expect(write.command == .getAppAttributes(GetAppAttributes(appIdentifier: mailApp, attributes: wider)))
+        _ = consumer.writeCompleted(write.token, .success, at: .zero)
+        let both = AppAttributesResponse(appIdentifier: mailApp, attributes: [
+            AppAttribute(.displayName, AttributeValue("Mail")), AppAttribute(AppAttributeID(rawValue: 1), AttributeValue("x")),
+        ])
+        #expect(results(deliver(both, to: &consumer), for: id) == [.success(.appAttributes(both))])
+        // The cache now holds both: the name alone is asked of the phone again (not answered with both).
+        let (again, againActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        #expect(try onlyWrite(againActions).command == displayNameCommand(mailApp))
+        #expect(results(againActions, for: again).isEmpty)
+    }
+
     @Test("Eager policy: configured attributes are fetched for every new notification, each app's name once per session")
     func eagerAttributesAndAppNames() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes))

@@ -814,12 +814,14 @@ public struct Consumer: Sendable {
         return (id, actions)
     }
 
-    /// The answer to `request` from the session's cache, when it has every
-    /// attribute asked: the cached attributes of the app (those asked, and
-    /// any others fetched in the session).
+    /// The answer to `request` from the session's cache, when the app's
+    /// cached attributes are exactly those asked, in the order asked (the
+    /// common case: the display's name, asked again); otherwise the phone
+    /// is asked, so that the answer is the one the request describes.
     private func cachedAnswer(_ request: GetAppAttributes) -> AppAttributesResponse? {
-        guard let cached = cacheIndex(request.appIdentifierBytes) else { return nil }
-        for attribute in request.attributes where appCache[cached].attributes.value(for: attribute) == nil { return nil }
+        guard let cached = cacheIndex(request.appIdentifierBytes),
+              appCache[cached].attributes.count == request.attributes.count else { return nil }
+        for (index, attribute) in request.attributes.enumerated() where appCache[cached].attributes[index].id != attribute { return nil }
         return appCache[cached]
     }
 
@@ -1193,8 +1195,12 @@ public struct Consumer: Sendable {
         // never confirmed, only after the probe interval (no loop of
         // subscribing and probing a phone that does not answer).
         var soon = true
-        if case .resubscribing = health { soon = false }
-        setHealth(.resubscribing(reason), into: &actions)
+        if case .resubscribing(let last) = health {
+            soon = false
+            if last != reason { setHealth(.resubscribing(reason), into: &actions) }  // (the same again is no change)
+        } else {
+            setHealth(.resubscribing(reason), into: &actions)
+        }
         restartSession(into: &actions)
         probeSoon = soon
     }
