@@ -4,7 +4,7 @@ import Testing
 
 /// The JSON objects `ancs listen --json` and `ancs demo --json` print for
 /// the display's events, in the shape of the other consumer events.
-@Suite("Consumer events as JSON: ready, updated, displayFailed")
+@Suite("Consumer events as JSON: ready, updated, displayFailed, health")
 struct ConsumerEventJSONTests {
     static let notification = ConsumerNotification(
         uid: NotificationUID(7), eventFlags: [.positiveAction], categoryID: .social, categoryCount: 2, isPreExisting: false,
@@ -29,5 +29,18 @@ struct ConsumerEventJSONTests {
     func displayFailed() {
         let failed = ANCSJSON.consumerEvent(.displayFailed(NotificationUID(9), .invalidParameter)).rendered
         #expect(failed == #"{"event":"displayFailed","uid":9,"error":"invalid parameter (ANCS 0xA2)"}"#)
+    }
+
+    @Test("health: the state, what it carries, and the remedy when the person has something to do on the iPhone")
+    func health() {
+        #expect(ANCSJSON.consumerEvent(.health(.healthy)).rendered == #"{"event":"health","state":"healthy"}"#)
+        let refused = ANCSJSON.consumerEvent(.health(.waitingForPermission(.dataSource, .insufficientAuthentication))).rendered
+        #expect(refused.hasPrefix(#"{"event":"health","state":"waitingForPermission","characteristic":"dataSource","attError":"#))
+        #expect(refused.contains("0x05"))
+        #expect(refused.contains(#""remedy":"on the iPhone: accept the pairing request"#))
+        let again = ANCSJSON.consumerEvent(.health(.resubscribing(.notificationSourceSilent))).rendered
+        #expect(again == #"{"event":"health","state":"resubscribing","reason":"notificationSourceSilent"}"#)
+        let notShared = ANCSJSON.consumerEvent(.health(.notShared)).rendered
+        #expect(notShared.contains("Share System Notifications"))
     }
 }

@@ -69,7 +69,7 @@ struct ProviderFaultTests {
         #expect(provider.setSharing(true) == [])
     }
 
-    @Test("Notification Source quiet: nothing is announced, the Control Point still answers; speaking again tells what comes next")
+    @Test("Notification Source quiet: nothing is announced, the Control Point still answers; subscribing again ends it and announces what the phone holds; told to speak, it tells what comes next")
     func quietNotificationSource() throws {
         var provider = subscribed()
         provider.setNotificationSourceQuiet(true)
@@ -82,12 +82,21 @@ struct ProviderFaultTests {
         #expect(answer.contains { if case .notify(phone, .dataSource, _) = $0 { true } else { false } })
         // A probe for a UID that is not live is still answered 0xA2.
         #expect(writeResult(provider.controlPointWritten(phone, try getTitle(NotificationUID(rawValue: 999)))) == .attError(.invalidParameter))
-        // A new subscription announces nothing while quiet.
+        // Subscribing again ends the quiet: what the phone holds is announced (PreExisting).
         _ = provider.setSubscription(phone, .notificationSource, enabled: false)
-        #expect(provider.setSubscription(phone, .notificationSource, enabled: true) == [.emit(.sessionStarted(phone, preExisting: 0))])
-        provider.setNotificationSourceQuiet(false)
+        let again = provider.setSubscription(phone, .notificationSource, enabled: true)
+        #expect(!provider.notificationSourceQuiet)
+        #expect(try sourceEvents(again, to: phone).map(\.notificationUID).contains(missed))
+        #expect(again.last == .emit(.sessionStarted(phone, preExisting: 2)))
         let next = try provider.add(message)
         #expect(try sourceEvents(next.actions, to: phone).map(\.notificationUID) == [next.uid])
+        // Quiet again, then told to speak: what comes next is told, not what happened meanwhile.
+        provider.setNotificationSourceQuiet(true)
+        let unheard = try provider.add(message)
+        #expect(unheard.actions.isEmpty)
+        provider.setNotificationSourceQuiet(false)
+        let heard = try provider.add(message)
+        #expect(try sourceEvents(heard.actions, to: phone).map(\.notificationUID) == [heard.uid])
     }
 
     @Test("Subscriptions forgotten in silence: nothing reaches the consumer, fetches get 0xFD, and subscribing again (off, then on) starts a session")

@@ -116,6 +116,9 @@ public struct Provider: Sendable {
             guard links[index].notificationSource != enabled else { return [] }
             links[index].notificationSource = enabled
             guard enabled else { return [.emit(.sessionEnded(connection))] }
+            // Subscribed anew: a quiet Notification Source speaks again (its
+            // subscription was what had stopped; what the consumer does about it).
+            notificationSourceQuiet = false
             var actions: [ProviderAction] = []
             announcePreExisting(to: connection, into: &actions)
             return actions
@@ -156,6 +159,8 @@ public struct Provider: Sendable {
 
     /// Notification Source goes quiet (true) while the Control Point still
     /// answers, or speaks again (false; what happened meanwhile is not told).
+    /// A consumer that subscribes to it again (off, then on) ends the quiet,
+    /// and is announced what the phone holds.
     public mutating func setNotificationSourceQuiet(_ quiet: Bool) {
         notificationSourceQuiet = quiet
     }
