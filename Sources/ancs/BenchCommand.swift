@@ -22,10 +22,30 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Notifications in the memory run.") var notifications: Int = 100_000
     @Flag(help: "Only the air-time table.") var airTimeOnly = false
     @Flag(help: "Only the memory table.") var memoryOnly = false
+    @Option(help: "Days of simulated field life with the phone's faults injected at random (0: none).") var fieldDays: Int = 30
+    @Option(help: "Seed of the field life's notifications and faults.") var seed: UInt64 = 1
+    @Flag(help: "Only the field-life table.") var fieldOnly = false
 
     func run() throws {
-        if !memoryOnly { airTime() }
-        if !airTimeOnly { try memory() }
+        if !memoryOnly && !fieldOnly { airTime() }
+        if !airTimeOnly && !fieldOnly { try memory() }
+        if !airTimeOnly && !memoryOnly && fieldDays > 0 { fieldLife() }
+    }
+
+    func fieldLife() {
+        let report = FieldLife(days: fieldDays, seed: seed).run()
+        printLine("## Field life: \(fieldDays) simulated days, seed \(seed) (MTU 185, 30 ms, default liveness settings)")
+        printLine("")
+        printLine("| faults injected | count |")
+        printLine("|---|---:|")
+        for fault in FieldLife.Fault.allCases { printLine("| \(fault.rawValue) | \(report.faults[fault, default: 0]) |") }
+        printLine("")
+        let waitMinutes = Double(report.longestWait.components.seconds) / 60
+        let probeMicroseconds = Double(report.probeBytesOnAir) * 8  // 1M PHY: 8 µs per byte
+        printLine("| notifications posted while sharing | reached | share | longest wait | resubscriptions | health events | probes | air per probe | probe air time per hour |")
+        printLine("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        printLine("| \(report.posted) | \(report.reached) | \(f3(report.reachedShare * 100)) % | \(f1(waitMinutes)) min | \(report.resubscriptions) | \(report.healthEvents) | \(report.probes) | \(report.probeBytesOnAir) bytes, \(report.probeConnectionEvents) events | \(f2(probeMicroseconds * Double(report.probes) / Double(fieldDays * 24) / 1000)) ms |")
+        printLine("")
     }
 
     func airTime() {

@@ -98,6 +98,7 @@ final class ConsumerView: @unchecked Sendable {
             let why: String
             switch reason {
             case .probeUnanswered: why = "the phone did not answer the liveness check"
+            case .missedNotification: why = "the phone holds a notification it never announced"
             case .notificationSourceSilent: why = "nothing came from the phone for a long time"
             case .subscriptionLost: why = "the phone no longer holds this accessory's subscriptions"
             case .sharingRestored: why = "the phone shares its notifications again"

@@ -7,7 +7,6 @@ import Testing
 @Suite("Consumer: liveness and health")
 struct ConsumerLivenessTests {
     static let minute: Int64 = 60_000
-    static let probeUID = NotificationUID(0xFFFF_FFFF)
 
     /// A consumer in a session with the default liveness settings, its
     /// first probe (at the session's start) answered 0xA2 at `now`.
@@ -24,8 +23,9 @@ struct ConsumerLivenessTests {
         return consumer
     }
 
-    static func isProbe(_ write: Write) -> Bool {
-        write.command == .getNotificationAttributes(GetNotificationAttributes(notificationUID: probeUID, attributes: [NotificationAttributeRequest(.appIdentifier)]))
+    /// A probe: Get Notification Attributes (AppIdentifier) for the UID after the highest announced.
+    static func isProbe(_ write: Write, after highest: UInt32 = 0) -> Bool {
+        write.command == .getNotificationAttributes(GetNotificationAttributes(notificationUID: NotificationUID(highest + 1), attributes: [NotificationAttributeRequest(.appIdentifier)]))
     }
 
     static func healthEvents(_ actions: [ConsumerAction]) -> [ConsumerHealth] {
@@ -38,7 +38,7 @@ struct ConsumerLivenessTests {
             && actions.contains(.emit(.sessionEnded(.resubscribing))) && actions.contains(.subscribe(.dataSource))
     }
 
-    @Test("A quiet session is probed after the probe interval (GNA AppIdentifier for UID 0xFFFFFFFF); a 0xA2 answer changes nothing, and the next probe is an interval later")
+    @Test("A quiet session is probed after the probe interval (GNA AppIdentifier for the UID after the highest announced); a 0xA2 answer changes nothing, and the next probe is an interval later")
     func probeAnswered() throws {
         var consumer = try livelyConsumer()
         #expect(consumer.nextDeadline == at(milliseconds: 15 * Self.minute))
@@ -55,6 +55,7 @@ struct ConsumerLivenessTests {
         var consumer = try livelyConsumer()
         _ = consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 1))
         let probe = try onlyWrite(consumer.tick(at(milliseconds: 16 * Self.minute)))
+        #expect(Self.isProbe(probe, after: 7))
         let (_, queued) = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 16 * Self.minute))
         #expect(try writes(queued).isEmpty)  // one write at a time (ATT)
         let fetch = try onlyWrite(consumer.writeCompleted(probe.token, .success, at: at(milliseconds: 16 * Self.minute)))
@@ -213,5 +214,24 @@ struct ConsumerLivenessTests {
         #expect(try writes(consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)).isEmpty)
         #expect(consumer.nextDeadline == nil)
         #expect(consumer.health == .waitingForPermission(.dataSource, .insufficientAuthentication))
+    }
+
+    @Test("Notification Source quiet while the Control Point answers: the probe asks for the UID after the highest announced, gets its attributes, and the consumer subscribes again; the new session hears it announced")
+    func missedNotification() throws {
+        var consumer = try livelyConsumer()
+        _ = consumer.received(notificationSource: sourceEvent(.added, 4), at: at(milliseconds: 1))
+        _ = consumer.received(notificationSource: sourceEvent(.removed, 2), at: at(milliseconds: 2))
+        let start = 15 * Self.minute + 2
+        let probe = try onlyWrite(consumer.tick(at(milliseconds: start)))
+        #expect(Self.isProbe(probe, after: 4), "a Removed event for an older UID does not lower it")
+        _ = consumer.writeCompleted(probe.token, .success, at: at(milliseconds: start))
+        // The phone holds UID 5, never announced: it answers with its AppIdentifier.
+        let answer = NotificationAttributesResponse(notificationUID: uid(5), attributes: [NotificationAttribute(.appIdentifier, AttributeValue(mailApp))])
+        let actions = deliver(answer, to: &consumer, at: at(milliseconds: start + 100))
+        #expect(Self.healthEvents(actions) == [.resubscribing(.missedNotification)])
+        #expect(Self.resubscribed(actions))
+        // Told as the phone's answer (`attributes`), but not as a notification: the new session announces it.
+        #expect(events(actions).allSatisfy { if case .added = $0 { false } else { true } })
+        #expect(consumer.notification(uid(5)) == nil)
     }
 }

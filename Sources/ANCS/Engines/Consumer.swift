@@ -24,8 +24,9 @@
 //   healthy ──a subscription (or a write) refused with an ATT error──► waitingForPermission
 //           (asked again retryInterval after the phone's last answer)
 //   healthy ──two Control Point writes refused 0x03 in a row──► notShared
-//           (no display fetches; a probe every retryInterval)
-//   healthy ──probe unanswered; NS silent for silenceLimit; a write
+//           (a probe every retryInterval)
+//   healthy ──probe unanswered, or answered with attributes (a notification
+//           NS never announced); NS silent for silenceLimit; a write
 //           answered 0xFD──► resubscribing
 //   healthy ──host: the phone forgot the bond──► bondLost
 //   waitingForPermission ──what was refused works (subscribed; an NS event;
@@ -33,8 +34,9 @@
 //   resubscribing | bondLost ──an NS event, a write answered──► healthy
 //   notShared ──an NS event, a write answered──► resubscribing (sharingRestored)
 //
-// The probe, Get Notification Attributes (AppIdentifier) for UID 0xFFFFFFFF
-// (not live: a working phone answers 0xA2), goes out only when nothing is
+// The probe, Get Notification Attributes (AppIdentifier) for the UID after
+// the highest announced (not live: a working phone answers 0xA2; one that
+// answers with attributes holds a notification never announced), goes out only when nothing is
 // queued, written or wanted, `probeInterval` after the phone was last heard,
 // and does not count against the pipelining depth: an application request
 // waits at most for the probe's write result. Retries take the same turn
@@ -320,6 +322,8 @@ public struct Consumer: Sendable {
     var probeKey: UInt32?
     /// Probe as soon as nothing is in flight (a new session).
     var probeSoon = false
+    /// The highest NotificationUID announced in this session: the probe asks for the next.
+    var highestUID: UInt32 = 0
     /// The last Control Point write was refused with 0x03 (two in a row: not shared).
     var lastWriteNotPermitted = false
     /// The application stopped the session (`stop`), and none started since.
@@ -522,6 +526,7 @@ public struct Consumer: Sendable {
         lastSourceEvent = now
         works(.notificationSource, into: &actions)
         let uid = event.notificationUID
+        if uid.rawValue > highestUID { highestUID = uid.rawValue }
         // The notification as this event tells it (what the model does not know yet).
         let announced = ConsumerNotification(
             uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
@@ -857,7 +862,6 @@ public struct Consumer: Sendable {
             return
         }
         guard outstanding < configuration.pipeliningDepth else { return }
-        guard !isNotShared else { return }
         // Each turn either writes, or settles one wanted notification without a write.
         while wantedCount > 0, dataSourceAvailable, let next = nextWanted() {
             model[next].stage = .fetching(again: false)
@@ -1166,12 +1170,17 @@ public struct Consumer: Sendable {
     }
 
     /// Writes the liveness probe: Get Notification Attributes (AppIdentifier)
-    /// for UID 0xFFFFFFFF, which is not live (iOS numbers notifications up
-    /// from 0; were it live, its attributes would come back, an answer too).
+    /// for the UID after the highest announced (iOS numbers its
+    /// notifications up): not live, unless Notification Source failed to
+    /// announce it. The highest is kept from session to session: asked too
+    /// high, the probe only misses that check once.
     private mutating func writeProbe(at now: Timestamp, into actions: inout [ConsumerAction]) {
         probeSoon = false
+        let uid = highestUID &+ 1
         let bytes: [UInt8] = [
-            CommandID.getNotificationAttributes.rawValue, 0xFF, 0xFF, 0xFF, 0xFF,
+            CommandID.getNotificationAttributes.rawValue,
+            UInt8(truncatingIfNeeded: uid), UInt8(truncatingIfNeeded: uid >> 8),
+            UInt8(truncatingIfNeeded: uid >> 16), UInt8(truncatingIfNeeded: uid >> 24),
             NotificationAttributeID.appIdentifier.rawValue,
         ]
         let index = enqueue(bytes, waiter: nil)
@@ -1179,12 +1188,22 @@ public struct Consumer: Sendable {
         write(at: index, now, into: &actions)
     }
 
-    /// The probe ended. An ANCS error (0xA2), or attributes, are the answer
-    /// of a working phone, and a refusal was judged with the write's result;
-    /// no answer means the phone no longer listens: subscribe again (in `pump`).
+    /// The probe ended. An ANCS error (0xA2) is the answer of a working
+    /// phone, and a refusal was judged with the write's result; attributes
+    /// mean a notification Notification Source never announced (or, rarely,
+    /// one announced while the probe was out: subscribing again costs a
+    /// re-announcement then), and no answer means the phone no longer
+    /// listens: subscribe again (in `pump`).
     private mutating func probeEnded(_ result: ConsumerResult) {
-        // (A write that failed never reached the phone: the link is going.)
-        if case .failure(.timedOut) = result { pendingResubscribe = .probeUnanswered }
+        switch result {
+        case .success:
+            // The phone holds a notification Notification Source never announced.
+            pendingResubscribe = .missedNotification
+        case .failure(.timedOut):
+            pendingResubscribe = .probeUnanswered
+        default:
+            break  // (a write that failed never reached the phone: the link is going)
+        }
     }
 
     /// Subscribes again for `reason`, decided during this input.
@@ -1214,7 +1233,6 @@ public struct Consumer: Sendable {
     }
 
     /// Unsubscribes what the session subscribed, and ends it.
-    @inline(never)
     private mutating func unsubscribe(_ reason: SessionEndReason, into actions: inout [ConsumerAction]) {
         if phase != .idle {
             actions.appendOutOfLine(.unsubscribe(.notificationSource))

@@ -53,7 +53,7 @@ public enum ConsumerHealth: Hashable, Sendable {
     /// Control Point writes were refused with 0x03 Write Not Permitted twice
     /// in a row: "Share System Notifications" is off for this accessory on
     /// the iPhone (Settings › Bluetooth › ⓘ), or its prompt is still open.
-    /// The consumer stops fetching, probes at the retry interval, and shows
+    /// The consumer probes every retry interval, and shows
     /// notifications once sharing is on.
     case notShared
     /// Writing both subscriptions again (off, then on), and why.
@@ -67,6 +67,10 @@ public enum ConsumerHealth: Hashable, Sendable {
 public enum ResubscribeReason: Hashable, Sendable {
     /// The liveness probe was not answered by its deadline.
     case probeUnanswered
+    /// The probe, which asks for the UID after the highest announced, got
+    /// its attributes: the phone holds a notification Notification Source
+    /// never announced (it went quiet while the Control Point answers).
+    case missedNotification
     /// Nothing came on Notification Source for `ConsumerConfiguration.silenceLimit`.
     case notificationSourceSilent
     /// A Control Point write was answered 0xFD (CCCD improperly configured):
@@ -111,6 +115,7 @@ extension ResubscribeReason {
     public var identifier: String {
         switch self {
         case .probeUnanswered: "probeUnanswered"
+        case .missedNotification: "missedNotification"
         case .notificationSourceSilent: "notificationSourceSilent"
         case .subscriptionLost: "subscriptionLost"
         case .sharingRestored: "sharingRestored"
@@ -310,9 +315,11 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// Longest value accepted for an attribute asked without a max length.
     public var unlimitedValueLength: Int
     /// Liveness: after this long with nothing heard from the phone and
-    /// nothing in flight, write a probe (Get Notification Attributes for
-    /// UID 0xFFFFFFFF, which is not live: a working phone answers 0xA2).
-    /// Unanswered by `requestTimeout`, the consumer subscribes again.
+    /// nothing in flight, write a probe (Get Notification Attributes for the
+    /// UID after the highest announced, which is not live: a working phone
+    /// answers 0xA2). Unanswered by `requestTimeout`, or answered with the
+    /// attributes of a notification never announced, the consumer
+    /// subscribes again.
     /// Default 15 minutes; `.zero`: no probe.
     public var probeInterval: Duration {
         get { .nanoseconds(probeNanoseconds) }
