@@ -234,4 +234,18 @@ struct ConsumerLivenessTests {
         #expect(events(actions).allSatisfy { if case .added = $0 { false } else { true } })
         #expect(consumer.notification(uid(5)) == nil)
     }
+
+    @Test("An application request identical to the probe joins it and ends with it (found by the fuzz target: it was never ended)")
+    func requestJoinsProbe() throws {
+        var consumer = try livelyConsumer()
+        let probe = try onlyWrite(consumer.tick(at(milliseconds: 15 * Self.minute)))
+        #expect(Self.isProbe(probe))
+        let (id, joined) = consumer.fetchAttributes([NotificationAttributeRequest(.appIdentifier)], for: uid(1), at: at(milliseconds: 15 * Self.minute))
+        #expect(try writes(joined).isEmpty)
+        #expect(consumer.pendingRequestCount == 1)
+        let answered = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15 * Self.minute))
+        #expect(results(answered, for: id) == [.failure(.invalidParameter)])
+        #expect(consumer.pendingRequestCount == 0)
+        #expect(consumer.health == .healthy)
+    }
 }

@@ -980,8 +980,10 @@ public struct Consumer: Sendable {
     @inline(never)
     private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
         if entry.key == probeKey {
+            // (An identical request of the application's, or the display's
+            // fetch, may have joined the probe: they end with it, below.)
             probeKey = nil
-            return probeEnded(result)
+            probeEnded(result)
         }
         actions.complete(entry.waiters, result)
         if let uid = entry.displayFetch { displayFetchEnded(uid, result, into: &actions) }
