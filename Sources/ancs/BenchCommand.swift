@@ -14,6 +14,8 @@ struct BenchCommand: ParsableCommand {
             interval, pipelining depth and fetch policy; connection events and bytes on air from each \
             Added event to "ready to show" (app name, title, message, date), against the fewest the \
             link allows. Memory: resident set size while the demo runs --notifications notifications. \
+            Field life: --field-days of simulated time, the phone's faults injected at random (--seed), \
+            and the share of notifications that reached the accessory. \
             CPU figures come from the benchmark package (scripts/bench.sh).
             """
     )
