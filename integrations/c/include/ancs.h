@@ -82,6 +82,7 @@ extern "C" {
 typedef int32_t ancs_status;
 enum {
     ANCS_OK = 0,
+    ANCS_ATT_WRITE_NOT_PERMITTED = 0x03,   /* from the phone with "Share System Notifications" off */
     ANCS_ATT_INSUFFICIENT_AUTHENTICATION = 0x05,
     ANCS_ATT_INSUFFICIENT_AUTHORIZATION = 0x08,
     ANCS_ATT_INSUFFICIENT_ENCRYPTION = 0x0F,
@@ -89,6 +90,7 @@ enum {
     ANCS_ATT_INVALID_COMMAND = 0xA1,   /* the command was badly formed */
     ANCS_ATT_INVALID_PARAMETER = 0xA2, /* e.g. no notification with that UID */
     ANCS_ATT_ACTION_FAILED = 0xA3,     /* the action could not be performed */
+    ANCS_ATT_CCCD_IMPROPERLY_CONFIGURED = 0xFD, /* the phone holds no subscription: subscribed again */
 
     ANCS_ERR_TRANSPORT = -1,           /* the transport failed without an ATT answer */
     ANCS_ERR_INVALID_RESPONSE = -2,    /* the phone's Data Source response broke the format */
@@ -156,7 +158,15 @@ typedef struct {
     uint16_t max_cached_apps;      /* app names kept per session; default 128 */
     uint16_t max_requests;         /* application requests waiting at once; default 64 */
     uint16_t unlimited_value_length; /* longest value accepted for an attribute asked without a max length; default 1024 */
+    /* Liveness (README, "When notifications stop"), in seconds; 0 takes the
+     * default, ANCS_OFF turns the check off. */
+    uint32_t probe_interval_s;     /* a quiet session is probed after this long; default 900 */
+    uint32_t silence_limit_s;      /* Notification Source silent this long: subscribe again; default 21 600 */
+    uint32_t retry_interval_s;     /* what the phone refused is asked again after this long; default 15 */
 } ancs_consumer_config;
+
+/* A liveness interval of ancs_consumer_config that is off. */
+#define ANCS_OFF 0xFFFFFFFFu
 
 /* Fills `config` with the defaults above (display_attributes points to static storage). */
 void ancs_consumer_config_default(ancs_consumer_config *config);
@@ -178,14 +188,36 @@ typedef enum {
     ANCS_EVENT_REQUEST_DONE,        /* request_id, status; on success of a fetch, uid/app_identifier and attributes */
     ANCS_EVENT_PROTOCOL_ERROR,      /* the phone sent bytes that break the format (they were dropped) */
     ANCS_EVENT_DATA_SOURCE_UNAVAILABLE, /* status: the Data Source subscription's result; fetches fail this session */
-    ANCS_EVENT_UNKNOWN_EVENT        /* a Notification Source EventID this library does not know: event_id */
+    ANCS_EVENT_UNKNOWN_EVENT,       /* a Notification Source EventID this library does not know: event_id */
+    ANCS_EVENT_HEALTH               /* whether notifications reach the accessory changed: health, and below */
 } ancs_event_type;
+
+/* What the phone's answers say about whether notifications reach the
+ * accessory (README, "When notifications stop"). Told on each change. */
+typedef enum {
+    ANCS_HEALTH_HEALTHY = 0,            /* nothing says otherwise; after another state: recovered */
+    ANCS_HEALTH_WAITING_FOR_PERMISSION, /* the phone refused `refused` with the ATT error in status (0x05, 0x08...):
+                                           pairing, or notifications not allowed yet; asked again every retry interval */
+    ANCS_HEALTH_NOT_SHARED,             /* Control Point writes refused 0x03 twice in a row: on the iPhone,
+                                           Settings > Bluetooth > (i) > Share System Notifications */
+    ANCS_HEALTH_RESUBSCRIBING,          /* writing both subscriptions again: resubscribe_reason says why */
+    ANCS_HEALTH_BOND_LOST               /* the phone forgot this accessory's bond (ancs_consumer_bond_lost) */
+} ancs_health;
+
+typedef enum {
+    ANCS_RESUBSCRIBE_PROBE_UNANSWERED = 0,     /* the liveness probe got no answer */
+    ANCS_RESUBSCRIBE_MISSED_NOTIFICATION,      /* the phone holds a notification Notification Source never announced */
+    ANCS_RESUBSCRIBE_NOTIFICATION_SOURCE_SILENT, /* nothing on Notification Source for the silence limit */
+    ANCS_RESUBSCRIBE_SUBSCRIPTION_LOST,        /* a write answered 0xFD: the phone holds no subscription */
+    ANCS_RESUBSCRIBE_SHARING_RESTORED          /* a write answered after "not shared" */
+} ancs_resubscribe_reason;
 
 typedef enum {
     ANCS_SESSION_LINK_DOWN = 0,
     ANCS_SESSION_UNSUBSCRIBED,
     ANCS_SESSION_SERVICE_UNPUBLISHED,
-    ANCS_SESSION_SUBSCRIPTION_FAILED
+    ANCS_SESSION_SUBSCRIPTION_FAILED,
+    ANCS_SESSION_RESUBSCRIBING      /* subscribing again (off, then on): a new session follows */
 } ancs_session_end;
 
 typedef struct {
@@ -215,6 +247,11 @@ typedef struct {
     /* APP_ATTRIBUTES, REQUEST_DONE of an app fetch: the AppIdentifier (no NUL) */
     const uint8_t *app_identifier;
     size_t app_identifier_length;
+    /* HEALTH: the state; WAITING_FOR_PERMISSION: the characteristic refused
+     * (and status, the ATT error); RESUBSCRIBING: why. */
+    ancs_health health;
+    ancs_characteristic refused;
+    ancs_resubscribe_reason resubscribe_reason;
 } ancs_event;
 
 typedef struct {
@@ -267,6 +304,10 @@ ancs_status ancs_consumer_write_result(ancs_consumer *consumer, uint32_t token, 
 ancs_status ancs_consumer_tick(ancs_consumer *consumer, uint64_t now_ms);
 /* The link dropped: the session ends, requests end with ANCS_ERR_SESSION_ENDED. */
 ancs_status ancs_consumer_link_down(ancs_consumer *consumer, uint64_t now_ms);
+/* The bonded phone could not re-encrypt the link (its key is gone: "Forget
+ * This Device"): told as ANCS_EVENT_HEALTH (BOND_LOST) until it answers again,
+ * after pairing anew. Drop the stale bond and accept the phone's pairing. */
+ancs_status ancs_consumer_bond_lost(ancs_consumer *consumer, uint64_t now_ms);
 /* Service Changed: ANCS was removed (published = false: the session ends) or
  * published again (rediscover it first; then the session starts anew). */
 ancs_status ancs_consumer_service_changed(ancs_consumer *consumer, bool published, uint64_t now_ms);

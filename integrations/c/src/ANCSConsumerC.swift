@@ -46,6 +46,17 @@ private func time(_ milliseconds: UInt64) -> Timestamp {
     Timestamp(milliseconds: Int64(clamping: milliseconds))
 }
 
+/// A liveness interval in whole seconds (ancs.h: ANCS_OFF when off).
+private func seconds(_ duration: Duration) -> UInt32 {
+    duration == .zero ? 0xFFFF_FFFF : UInt32(clamping: duration.components.seconds)
+}
+
+/// A liveness interval of the C configuration: 0 takes the default, ANCS_OFF is off.
+private func interval(_ setting: UInt32, _ fallback: UInt32) -> Duration {
+    let chosen = setting == 0 ? fallback : setting
+    return chosen == 0xFFFF_FFFF ? .zero : .seconds(Int64(chosen))
+}
+
 private func milliseconds(_ time: Timestamp) -> UInt64 {
     let nanoseconds = time.nanoseconds
     guard nanoseconds > 0 else { return 0 }
@@ -188,6 +199,7 @@ private func emit(_ consumerEvent: ConsumerEvent, _ instance: Callbacks) {
         case .subscriptionFailed(let result):
             event.session_end = ANCS_SESSION_SUBSCRIPTION_FAILED
             event.status = status(result)
+        case .resubscribing: event.session_end = ANCS_SESSION_RESUBSCRIBING
         }
         send(&event, instance)
     case .added(let notification), .modified(let notification), .removed(let notification):
@@ -253,6 +265,27 @@ private func emit(_ consumerEvent: ConsumerEvent, _ instance: Callbacks) {
         event.category_id = source.categoryID.rawValue
         event.category_count = source.categoryCount
         event.uid = source.notificationUID.rawValue
+        send(&event, instance)
+    case .health(let health):
+        event.type = ANCS_EVENT_HEALTH
+        switch health {
+        case .healthy: event.health = ANCS_HEALTH_HEALTHY
+        case .waitingForPermission(let characteristic, let code):
+            event.health = ANCS_HEALTH_WAITING_FOR_PERMISSION
+            event.refused = cValue(characteristic)
+            event.status = status(ATTResult.attError(code))
+        case .notShared: event.health = ANCS_HEALTH_NOT_SHARED
+        case .resubscribing(let reason):
+            event.health = ANCS_HEALTH_RESUBSCRIBING
+            switch reason {
+            case .probeUnanswered: event.resubscribe_reason = ANCS_RESUBSCRIBE_PROBE_UNANSWERED
+            case .missedNotification: event.resubscribe_reason = ANCS_RESUBSCRIBE_MISSED_NOTIFICATION
+            case .notificationSourceSilent: event.resubscribe_reason = ANCS_RESUBSCRIBE_NOTIFICATION_SOURCE_SILENT
+            case .subscriptionLost: event.resubscribe_reason = ANCS_RESUBSCRIBE_SUBSCRIPTION_LOST
+            case .sharingRestored: event.resubscribe_reason = ANCS_RESUBSCRIBE_SHARING_RESTORED
+            }
+        case .bondLost: event.health = ANCS_HEALTH_BOND_LOST
+        }
         send(&event, instance)
     }
 }
@@ -323,6 +356,9 @@ public func ancsConsumerConfigDefault(_ config: UnsafeMutablePointer<ancs_consum
     value.max_cached_apps = UInt16(clamping: defaults.maximumCachedApps)
     value.max_requests = UInt16(clamping: defaults.maximumRequests)
     value.unlimited_value_length = UInt16(clamping: defaults.unlimitedValueLength)
+    value.probe_interval_s = seconds(defaults.probeInterval)
+    value.silence_limit_s = seconds(defaults.silenceLimit)
+    value.retry_interval_s = seconds(defaults.retryInterval)
     config.pointee = value
 }
 
@@ -363,10 +399,14 @@ public func ancsConsumerInit(
         maximumCachedApps: value(settings.max_cached_apps, defaults.max_cached_apps),
         maximumRequests: value(settings.max_requests, defaults.max_requests),
         unlimitedValueLength: value(settings.unlimited_value_length, defaults.unlimited_value_length))
+    var liveness = configuration
+    liveness.probeInterval = interval(settings.probe_interval_s, defaults.probe_interval_s)
+    liveness.silenceLimit = interval(settings.silence_limit_s, defaults.silence_limit_s)
+    liveness.retryInterval = interval(settings.retry_interval_s, defaults.retry_interval_s)
     // The storage's previous contents are not looked at (they may be anything).
     let raw = UnsafeMutableRawPointer(storage)
     (raw + instanceOffset).bindMemory(to: Instance.self, capacity: 1).initialize(to: Instance(
-        consumer: Consumer(configuration: configuration),
+        consumer: Consumer(configuration: liveness),
         callbacks: Callbacks(subscribe: subscribe, write: write, event: event, context: context)))
     raw.storeBytes(of: instanceTag, as: UInt64.self)
     return ok
@@ -449,6 +489,13 @@ public func ancsConsumerTick(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ 
 public func ancsConsumerLinkDown(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
     guard case (let pointer, var actions)? = begin(storage) else { return storageError }
     pointer.pointee.consumer.linkDown(at: time(now), into: &actions)
+    return finish(pointer, &actions, ok)
+}
+
+@_cdecl("ancs_consumer_bond_lost")
+public func ancsConsumerBondLost(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
+    guard case (let pointer, var actions)? = begin(storage) else { return storageError }
+    pointer.pointee.consumer.bondLost(at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
 

@@ -20,6 +20,8 @@ ancs_status_name(ancs_status status)
 {
     switch (status) {
     case ANCS_OK: return "ok";
+    case ANCS_ATT_WRITE_NOT_PERMITTED: return "write not permitted (ATT 0x03: notifications not shared)";
+    case ANCS_ATT_CCCD_IMPROPERLY_CONFIGURED: return "CCCD improperly configured (ATT 0xFD)";
     case ANCS_ATT_INSUFFICIENT_AUTHENTICATION: return "insufficient authentication (ATT 0x05)";
     case ANCS_ATT_INSUFFICIENT_AUTHORIZATION: return "insufficient authorization (ATT 0x08)";
     case ANCS_ATT_INSUFFICIENT_ENCRYPTION: return "insufficient encryption (ATT 0x0F)";

@@ -46,6 +46,9 @@ typedef struct {
     uint8_t flags, event_id;
     bool pre_existing, has_app_name;
     ancs_session_end session_end;
+    ancs_health health;
+    ancs_characteristic refused;
+    ancs_resubscribe_reason resubscribe_reason;
     char title[80], app_name[64], app_identifier[64], message[300];
     uint16_t title_length;
     size_t attribute_count;
@@ -119,6 +122,9 @@ static void on_event(void *context, const ancs_event *e) {
     s->event_id = e->event_id;
     s->pre_existing = e->pre_existing;
     s->session_end = e->session_end;
+    s->health = e->health;
+    s->refused = e->refused;
+    s->resubscribe_reason = e->resubscribe_reason;
     s->has_app_name = e->has_app_name;
     s->attribute_count = e->attribute_count;
     if (e->has_app_name) copy_text(s->app_name, sizeof s->app_name, e->app_name, e->app_name_length);
@@ -616,6 +622,61 @@ static void test_data_source_refused(void) {
     ancs_consumer_deinit(&H.consumer);
 }
 
+/* Health (README, "When notifications stop"): each state as ANCS_EVENT_HEALTH. */
+static void test_health(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    CHECK(c.probe_interval_s == 900 && c.silence_limit_s == 21600 && c.retry_interval_s == 15, "liveness defaults");
+    phone p = { .mtu = 23 };
+    link_up(&H, &p, &c);
+    /* Data Source refused 0x05: waiting for permission, with the characteristic and the code. */
+    ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_ATT_INSUFFICIENT_AUTHENTICATION, 0);
+    seen_event *waiting = find_event(&H, ANCS_EVENT_HEALTH, 0);
+    CHECK(waiting && waiting->health == ANCS_HEALTH_WAITING_FOR_PERMISSION && waiting->refused == ANCS_DATA_SOURCE && waiting->status == 5,
+          "waiting for permission: Data Source, 0x05");
+    ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, 0);
+    /* Asked again after the retry interval (15 s): both subscriptions off, then on. */
+    uint64_t deadline = 0;
+    CHECK(ancs_consumer_next_deadline(&H.consumer, &deadline) && deadline == 15000, "retry at 15 s, got %llu", (unsigned long long)deadline);
+    ancs_consumer_tick(&H.consumer, 15000);
+    CHECK(H.subscribes[ANCS_DATA_SOURCE] == 2 && H.unsubscribes[ANCS_NOTIFICATION_SOURCE] == 1, "subscribed again");
+    seen_event *again = NULL;
+    for (int i = 0; i < H.event_count; i++)
+        if (H.events[i].type == ANCS_EVENT_SESSION_ENDED) again = &H.events[i];
+    CHECK(again && again->session_end == ANCS_SESSION_RESUBSCRIBING, "the session ends: subscribing again");
+    H.event_count = 0;
+    ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_OK, 15100);
+    seen_event *healthy = find_event(&H, ANCS_EVENT_HEALTH, 0);
+    CHECK(healthy && healthy->health == ANCS_HEALTH_HEALTHY, "allowed: healthy");
+    ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, 15100);
+    /* The session's probe, refused 0x03 twice (sharing off): not shared. */
+    H.event_count = 0;
+    for (int round = 0; round < 2; round++) {
+        uint64_t at = 0;
+        CHECK(ancs_consumer_next_deadline(&H.consumer, &at), "a probe is due");
+        int before = H.write_count;
+        ancs_consumer_tick(&H.consumer, at);
+        CHECK(H.write_count == before + 1 && H.writes[before].bytes[0] == 0 && H.writes[before].length == 6, "the probe: GNA, AppIdentifier");
+        H.in_flight--;
+        ancs_consumer_write_result(&H.consumer, H.writes[before].token, ANCS_ATT_WRITE_NOT_PERMITTED, at);
+    }
+    seen_event *not_shared = find_event(&H, ANCS_EVENT_HEALTH, 0);
+    CHECK(not_shared && not_shared->health == ANCS_HEALTH_NOT_SHARED && count_events(&H, ANCS_EVENT_HEALTH) == 1, "not shared, told once");
+    /* The bond lost, told by the adapter. */
+    H.event_count = 0;
+    CHECK(ancs_consumer_bond_lost(&H.consumer, 40000) == ANCS_OK, "bond lost taken");
+    seen_event *bond = find_event(&H, ANCS_EVENT_HEALTH, 0);
+    CHECK(bond && bond->health == ANCS_HEALTH_BOND_LOST, "bond lost");
+    ancs_consumer_deinit(&H.consumer);
+
+    /* Liveness off: nothing is due in a quiet session. */
+    c.probe_interval_s = ANCS_OFF;
+    c.silence_limit_s = ANCS_OFF;
+    start(&H, &p, &c);
+    CHECK(!ancs_consumer_next_deadline(&H.consumer, &deadline), "no deadline with liveness off");
+    ancs_consumer_deinit(&H.consumer);
+}
+
 int main(void) {
     struct { const char *name; void (*run)(void); } tests[] = {
         { "storage and arguments", test_storage_and_arguments },
@@ -633,6 +694,7 @@ int main(void) {
         { "callbacks that call back, two instances", test_reentrancy_and_instances },
         { "cancel, stop, a short event, an unknown EventID, unasked bytes", test_cancel_stop_and_odd_input },
         { "Data Source refused: a session without fetches", test_data_source_refused },
+        { "health: refused, not shared, subscribing again, bond lost; liveness configured", test_health },
     };
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

@@ -65,7 +65,8 @@ event_name(ancs_event_type type)
 {
     static const char *names[] = {
         "session-started", "session-ended", "added", "modified", "removed", "ready", "updated",
-        "display-failed", "attributes", "app-attributes", "done", "protocol-error", "data-source-unavailable", "unknown-event"
+        "display-failed", "attributes", "app-attributes", "done", "protocol-error", "data-source-unavailable", "unknown-event",
+        "health"
     };
     return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
@@ -119,6 +120,19 @@ on_event(void *context, const ancs_event *e, const char *text)
     case ANCS_EVENT_UNKNOWN_EVENT:
         printf(" event-id=%u uid=%u", e->event_id, (unsigned)e->uid);
         break;
+    case ANCS_EVENT_HEALTH: {
+        static const char *states[] = { "healthy", "waiting-for-permission", "not-shared", "resubscribing", "bond-lost" };
+        static const char *reasons[] = { "probe-unanswered", "missed-notification", "notification-source-silent",
+                                         "subscription-lost", "sharing-restored" };
+        printf(" state=%s", (unsigned)e->health < 5 ? states[e->health] : "?");
+        if (e->health == ANCS_HEALTH_WAITING_FOR_PERMISSION)
+            printf(" refused=%d status=%d (%s)", (int)e->refused, (int)e->status, ancs_status_name(e->status));
+        if (e->health == ANCS_HEALTH_RESUBSCRIBING)
+            printf(" reason=%s", (unsigned)e->resubscribe_reason < 5 ? reasons[e->resubscribe_reason] : "?");
+        if (e->health == ANCS_HEALTH_NOT_SHARED)
+            printf(" (on the iPhone: Settings > Bluetooth > (i) > Share System Notifications)");
+        break;
+    }
     default:
         break;
     }

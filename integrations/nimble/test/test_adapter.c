@@ -596,6 +596,10 @@ reset_fake(const char *name, ble_npl_time_t ticks)
     lazy.display_attributes = NULL;
     lazy.display_attribute_count = 0;
     lazy.display_app_names = false;
+    /* These tests count the adapter's writes and ticks: no liveness probe
+     * among them (the engine's liveness is tested on the engine and the C API). */
+    lazy.probe_interval_s = ANCS_OFF;
+    lazy.silence_limit_s = ANCS_OFF;
 }
 
 /* Connected, discovered, subscribed: a session. */
