@@ -702,9 +702,19 @@ int
 ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
 {
     struct os_mbuf *om;
+    struct ble_gap_conn_desc desc;
     uint16_t length = 0, handle;
 
     switch (event->type) {
+    case BLE_GAP_EVENT_REPEAT_PAIRING:
+        /* The phone forgot the bond ("Forget This Device") and pairs anew:
+         * drop the stale bond, tell the engine (ANCS_HEALTH_BOND_LOST until
+         * the phone answers again) and let the pairing go on. */
+        if (event->repeat_pairing.conn_handle != a->conn) break;
+        if (ble_gap_conn_find(event->repeat_pairing.conn_handle, &desc) == 0) ble_store_util_delete_peer(&desc.peer_id_addr);
+        say(a, "the phone no longer has this accessory's bond: dropped ours, pairing again");
+        ancs_consumer_bond_lost(&a->consumer, now(a));
+        return BLE_GAP_REPEAT_PAIRING_RETRY;
     case BLE_GAP_EVENT_CONNECT:
         if (event->connect.status != 0 || a->conn != BLE_HS_CONN_HANDLE_NONE) break;
         forget_connection(a);
@@ -719,6 +729,16 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
     case BLE_GAP_EVENT_ENC_CHANGE:
         if (event->enc_change.conn_handle != a->conn) break;
         a->security_started = false;
+        if (event->enc_change.status == BLE_HS_HCI_ERR(BLE_ERR_PINKEY_MISSING) &&
+            ble_gap_conn_find(a->conn, &desc) == 0) {
+            /* Re-encryption with the bond failed, the phone's key is gone:
+             * drop ours and ask the phone to pair anew. */
+            ble_store_util_delete_peer(&desc.peer_id_addr);
+            say(a, "the phone no longer has this accessory's bond (key missing): dropped ours, asking to pair again");
+            ancs_consumer_bond_lost(&a->consumer, now(a));
+            ble_gap_security_initiate(a->conn);
+            break;
+        }
         if (event->enc_change.status != 0) {
             say(a, "security failed: status %d", event->enc_change.status);
             if (a->resubscribe >= 0) {

@@ -134,7 +134,12 @@ int ancs_nimble_init(ancs_nimble *adapter, const ancs_consumer_config *config,
  * (NimBLE's NPL cannot take a queued callout event back portably). */
 int ancs_nimble_deinit(ancs_nimble *adapter);
 
-/* Every GAP event of the application's connections. Returns 0. */
+/* Every GAP event of the application's connections. Returns 0, except for
+ * BLE_GAP_EVENT_REPEAT_PAIRING of the adapter's link: the phone forgot the
+ * bond, the adapter drops the stale one (ble_store_util_delete_peer), tells
+ * the engine (ANCS_HEALTH_BOND_LOST) and returns BLE_GAP_REPEAT_PAIRING_RETRY,
+ * which the application returns to NimBLE. An encryption that fails for a
+ * missing key is handled the same way (and pairing is asked for again). */
 int ancs_nimble_gap_event(ancs_nimble *adapter, struct ble_gap_event *event);
 
 /* Requests, as in ancs.h (the time is the adapter's). */

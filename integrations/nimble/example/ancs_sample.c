@@ -256,10 +256,8 @@ gap_event(struct ble_gap_event *event, void *arg)
             ble_sm_inject_io(event->passkey.conn_handle, &io);
         }
         break;
-    case BLE_GAP_EVENT_REPEAT_PAIRING:
-        /* the phone forgot the bond: forget ours and pair again */
-        if (ble_gap_conn_find(event->repeat_pairing.conn_handle, &desc) == 0) ble_store_util_delete_peer(&desc.peer_id_addr);
-        return BLE_GAP_REPEAT_PAIRING_RETRY;
+    /* BLE_GAP_EVENT_REPEAT_PAIRING (the phone forgot the bond): the adapter
+     * drops the stale bond, tells the engine and returns RETRY. */
     default:
         break;
     }

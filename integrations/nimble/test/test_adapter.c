@@ -271,7 +271,9 @@ ble_gap_conn_find(uint16_t handle, struct ble_gap_conn_desc *desc)
     return 0;
 }
 
-int ble_gap_security_initiate(uint16_t handle) { return conn_of(handle) ? 0 : BLE_HS_ENOTCONN; }
+static int security_initiated, peers_deleted;
+int ble_gap_security_initiate(uint16_t handle) { security_initiated++; return conn_of(handle) ? 0 : BLE_HS_ENOTCONN; }
+int ble_store_util_delete_peer(const ble_addr_t *peer) { (void)peer; peers_deleted++; return 0; }
 uint16_t ble_att_mtu(uint16_t handle) { struct fake_conn *c = conn_of(handle); return c ? c->mtu : 0; }
 
 /* ---- GATT procedures: recorded, pending until the test ends them ---- */
@@ -474,6 +476,7 @@ struct recorded {
     ancs_status status;
     uint32_t request_id, uid;
     ancs_session_end session_end;
+    ancs_health health;
     size_t attribute_count;
     uint16_t length0;
     uint8_t value0[600];
@@ -498,6 +501,7 @@ on_event(void *context, const ancs_event *e, const char *text)
     memset(r, 0, sizeof *r);
     r->type = e->type; r->status = e->status; r->request_id = e->request_id; r->uid = e->uid;
     r->session_end = e->session_end; r->attribute_count = e->attribute_count;
+    r->health = e->health;
     if (e->attribute_count) {
         r->length0 = e->attributes[0].length;
         memcpy(r->value0, e->attributes[0].value, r->length0 < sizeof r->value0 ? r->length0 : sizeof r->value0);
@@ -903,6 +907,45 @@ test_write_refused(void)
     CHECK(!first_pending_write_to(CP_VALUE), "a Control Point write after the session was stopped");
 }
 
+/* The phone forgot the bond: a repeat pairing, or a re-encryption that
+ * fails for a missing key. The adapter drops the stale bond and tells the
+ * engine (ANCS_HEALTH_BOND_LOST), by itself. */
+static void
+test_bond_lost(void)
+{
+    static ancs_nimble a;
+    struct ble_gap_event event;
+
+    reset_fake("bond lost: repeat pairing, key missing", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 5, 185);
+    peers_deleted = 0;
+    memset(&event, 0, sizeof event);
+    event.type = BLE_GAP_EVENT_REPEAT_PAIRING;
+    event.repeat_pairing.conn_handle = 5;
+    CHECK(ancs_nimble_gap_event(&a, &event) == BLE_GAP_REPEAT_PAIRING_RETRY, "repeat pairing not retried");
+    CHECK(peers_deleted == 1, "%d stale bonds dropped", peers_deleted);
+    int health = -1;
+    for (int i = 0; i < event_count; i++) if (events[i].type == ANCS_EVENT_HEALTH) health = (int)events[i].health;
+    CHECK(health == ANCS_HEALTH_BOND_LOST, "health %d, not bond lost", health);
+
+    /* A re-encryption that fails for a missing key: the same, and pairing is asked for. */
+    ancs_nimble_deinit(&a);
+    reset_fake("bond lost: key missing", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 6, 185);
+    peers_deleted = security_initiated = 0;
+    memset(&event, 0, sizeof event);
+    event.type = BLE_GAP_EVENT_ENC_CHANGE;
+    event.enc_change.conn_handle = 6;
+    event.enc_change.status = BLE_HS_HCI_ERR(BLE_ERR_PINKEY_MISSING);
+    ancs_nimble_gap_event(&a, &event);
+    CHECK(peers_deleted == 1 && security_initiated == 1, "dropped %d, pairing asked %d", peers_deleted, security_initiated);
+    health = -1;
+    for (int i = 0; i < event_count; i++) if (events[i].type == ANCS_EVENT_HEALTH) health = (int)events[i].health;
+    CHECK(health == ANCS_HEALTH_BOND_LOST, "health %d, not bond lost", health);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -914,6 +957,7 @@ main(int argc, char **argv)
     test_deinit();
     test_init_again();
     test_write_refused();
+    test_bond_lost();
     printf("adapter: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
