@@ -65,7 +65,7 @@ import Testing
     func quiet(interval: Duration) async throws {
         let rig = Self.connected(interval: interval)
         let writes = rig.link.counters.writes
-        rig.simulation.run(for: .seconds(3600))
+        rig.simulation.run(for: .seconds(3600 + 60))
         #expect(rig.link.counters.writes - writes == 4)
         #expect(Self.healthEvents(rig).isEmpty)
         #expect(await rig.consumer.isInSession)

@@ -255,7 +255,7 @@ struct SubscriptionRetryTests {
         #expect(dataSource.kind == .subscribe(.dataSource))
         let notificationSource = try #require(Self.operations(driver.operationEnded(dataSource, .success, at: now)).first)
         _ = driver.operationEnded(notificationSource, .success, at: now)
-        #expect(driver.nextDeadline == now)  // the new session's probe
+        #expect(driver.nextDeadline == now + driver.engine.configuration.retryInterval)  // the new session's probe
         #expect(driver.engine.isInSession)
         // A link that drops takes every timer with it.
         _ = driver.handle(.linkDown, at: now)

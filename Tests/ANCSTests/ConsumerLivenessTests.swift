@@ -8,14 +8,16 @@ import Testing
 struct ConsumerLivenessTests {
     static let minute: Int64 = 60_000
 
-    /// A consumer in a session with the default liveness settings, its
-    /// first probe (at the session's start) answered 0xA2 at `now`.
+    /// A consumer in a session with the default liveness settings (started
+    /// 15 s before `now`), its first probe answered 0xA2 at `now`.
     func livelyConsumer(_ configuration: ConsumerConfiguration = .default, at now: Timestamp = .zero) throws -> Consumer {
         var consumer = Consumer(configuration: configuration)
-        _ = consumer.linkUp(mtu: 23, at: now)
-        _ = consumer.subscriptionCompleted(.dataSource, .success, at: now)
-        #expect(try writes(consumer.subscriptionCompleted(.notificationSource, .success, at: now)).isEmpty)
-        // The new session's probe is due at once (written by `tick`).
+        let start = now.adding(nanoseconds: -15_000_000_000)
+        _ = consumer.linkUp(mtu: 23, at: start)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: start)
+        #expect(try writes(consumer.subscriptionCompleted(.notificationSource, .success, at: start)).isEmpty)
+        // The new session's probe is due a retry interval after the phone was
+        // last heard (after its PreExisting announcements), written by `tick`.
         #expect(consumer.nextDeadline == now)
         let probe = try onlyWrite(consumer.tick(now))
         #expect(Self.isProbe(probe))
@@ -73,9 +75,10 @@ struct ConsumerLivenessTests {
         #expect(Self.resubscribed(actions))
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: start + 10_100))
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: start + 10_100))
-        let again = try onlyWrite(consumer.tick(at(milliseconds: start + 10_100)))
+        #expect(consumer.tick(at(milliseconds: start + 10_200)).isEmpty, "not at once: after the PreExisting announcements")
+        let again = try onlyWrite(consumer.tick(at(milliseconds: start + 25_100)))
         #expect(Self.isProbe(again))
-        #expect(Self.healthEvents(consumer.writeCompleted(again.token, .attError(.invalidParameter), at: at(milliseconds: start + 10_200))) == [.healthy])
+        #expect(Self.healthEvents(consumer.writeCompleted(again.token, .attError(.invalidParameter), at: at(milliseconds: start + 25_200))) == [.healthy])
     }
 
     @Test("A phone that never answers again: after one quick confirmation, subscribing again is not repeated faster than the probe interval")
@@ -93,10 +96,11 @@ struct ConsumerLivenessTests {
             for write in try writes(actions) { _ = consumer.writeCompleted(write.token, .success, at: at(milliseconds: now)) }
             now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
         }
-        // The new session's probe goes at once, and times out after the
-        // request timeout; after that unconfirmed one, a probe interval apart.
+        // The new session's probe goes a retry interval (15 s) in, and times
+        // out after the request timeout (10 s); after that unconfirmed one,
+        // a probe interval apart.
         #expect(resubscriptions.count >= 3)
-        #expect(resubscriptions.dropFirst().first == resubscriptions.first.map { $0 + 10_000 })
+        #expect(resubscriptions.dropFirst().first == resubscriptions.first.map { $0 + 25_000 })
         for (earlier, later) in zip(resubscriptions.dropFirst(), resubscriptions.dropFirst(2)) {
             #expect(later - earlier >= 15 * Self.minute)
         }
@@ -116,35 +120,36 @@ struct ConsumerLivenessTests {
             let probe = try onlyWrite(actions)
             _ = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: now))
         }
-        #expect(now == 6 * 60 * Self.minute)
+        #expect(now == 6 * 60 * Self.minute - 15_000)  // 6 h after the session began (15 s before the first probe)
     }
 
-    @Test("Sharing off: the phone takes both subscriptions, refuses the probe with 0x03, and the retry 15 s later too: not shared, told once, nothing fetched; sharing on: subscribe again, healthy at the next answer")
+    @Test("Sharing off: the phone takes both subscriptions, refuses the session's probe (15 s in) with 0x03, and the retry 15 s later too: not shared, told once, nothing fetched; sharing on: subscribe again, healthy at the next answer")
     func notShared() throws {
         var consumer = Consumer(configuration: ConsumerConfiguration(eagerAttributes: standardAttributes))
         _ = consumer.linkUp(mtu: 23, at: .zero)
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
-        let first = try onlyWrite(consumer.tick(.zero))
-        #expect(Self.isProbe(first))
-        #expect(Self.healthEvents(consumer.writeCompleted(first.token, .attError(.writeNotPermitted), at: .zero)).isEmpty)
         #expect(consumer.nextDeadline == at(milliseconds: 15_000))
-        let second = try onlyWrite(consumer.tick(at(milliseconds: 15_000)))
+        let first = try onlyWrite(consumer.tick(at(milliseconds: 15_000)))
+        #expect(Self.isProbe(first))
+        #expect(Self.healthEvents(consumer.writeCompleted(first.token, .attError(.writeNotPermitted), at: at(milliseconds: 15_000))).isEmpty)
+        #expect(consumer.nextDeadline == at(milliseconds: 30_000))
+        let second = try onlyWrite(consumer.tick(at(milliseconds: 30_000)))
         #expect(Self.isProbe(second))
-        #expect(Self.healthEvents(consumer.writeCompleted(second.token, .attError(.writeNotPermitted), at: at(milliseconds: 15_000))) == [.notShared])
+        #expect(Self.healthEvents(consumer.writeCompleted(second.token, .attError(.writeNotPermitted), at: at(milliseconds: 30_000))) == [.notShared])
         // Still refused: the same state, not told again.
-        let third = try onlyWrite(consumer.tick(at(milliseconds: 30_000)))
-        #expect(Self.healthEvents(consumer.writeCompleted(third.token, .attError(.writeNotPermitted), at: at(milliseconds: 30_000))).isEmpty)
+        let third = try onlyWrite(consumer.tick(at(milliseconds: 45_000)))
+        #expect(Self.healthEvents(consumer.writeCompleted(third.token, .attError(.writeNotPermitted), at: at(milliseconds: 45_000))).isEmpty)
         #expect(consumer.health == .notShared)
         // Sharing turned on: the next probe is answered.
-        let fourth = try onlyWrite(consumer.tick(at(milliseconds: 45_000)))
-        let restored = consumer.writeCompleted(fourth.token, .attError(.invalidParameter), at: at(milliseconds: 45_000))
+        let fourth = try onlyWrite(consumer.tick(at(milliseconds: 60_000)))
+        let restored = consumer.writeCompleted(fourth.token, .attError(.invalidParameter), at: at(milliseconds: 60_000))
         #expect(Self.healthEvents(restored) == [.resubscribing(.sharingRestored)])
         #expect(Self.resubscribed(restored))
-        _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 45_100))
-        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 45_100))
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 60_100))
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 60_100))
         // The phone announces what it holds: healthy, and the notification is fetched.
-        let announced = consumer.received(notificationSource: sourceEvent(.added, 3, flags: .preExisting), at: at(milliseconds: 45_200))
+        let announced = consumer.received(notificationSource: sourceEvent(.added, 3, flags: .preExisting), at: at(milliseconds: 60_200))
         #expect(Self.healthEvents(announced) == [.healthy])
         #expect(try onlyWrite(announced).command == standardCommand(3))
     }

@@ -372,17 +372,20 @@ public struct Consumer: Sendable {
     /// written or wanted, and no probe out. What was refused (a
     /// subscription, or Control Point writes) is asked again
     /// `retryInterval` after the phone was last heard; else the probe goes
-    /// `probeInterval` after it (or at once, after subscribing again).
+    /// `probeInterval` after it (`retryInterval` in a new session).
     /// `tick` takes the step: subscribe again when a subscription is
     /// missing, else write the probe.
     var probeTime: Timestamp? {
         guard mtu != nil, published, !stopped, phase == .idle || phase == .active, probeKey == nil,
               entries.isEmpty, writeSlot.isFree, wantedCount == 0 else { return nil }
         // (Idle: no Data Source either. One 0x03 asks again soon: two tell "not shared".)
+        // A new session is probed sooner, but not at once: after its
+        // PreExisting announcements (the probe asks for the UID after them).
         let retrying = !dataSourceAvailable || isRefused || lastWriteNotPermitted
         let interval = retrying ? configuration.retryNanoseconds : configuration.probeNanoseconds
         guard interval > 0 else { return nil }
-        return probeSoon && !retrying ? lastHeard : lastHeard.adding(nanoseconds: interval)
+        // (With retries off, a new session's probe goes at once.)
+        return lastHeard.adding(nanoseconds: probeSoon && !retrying ? configuration.retryNanoseconds : interval)
     }
 
     /// Notification Source's silence is watched in an active session that is shared.
@@ -1246,7 +1249,7 @@ public struct Consumer: Sendable {
     private mutating func startSubscribing(into actions: inout [ConsumerAction]) {
         phase = .subscribingDataSource
         stopped = false
-        probeSoon = true  // each session is probed once it is idle: a phone that refuses or ignores it is told at once
+        probeSoon = true  // each session is probed soon: a phone that refuses or ignores it is told within seconds
         actions.appendOutOfLine(.subscribe(.dataSource))
     }
 
