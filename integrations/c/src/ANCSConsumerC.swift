@@ -46,15 +46,16 @@ private func time(_ milliseconds: UInt64) -> Timestamp {
     Timestamp(milliseconds: Int64(clamping: milliseconds))
 }
 
-/// A liveness interval in whole seconds (ancs.h: ANCS_OFF when off).
-private func seconds(_ duration: Duration) -> UInt32 {
-    duration == .zero ? 0xFFFF_FFFF : UInt32(clamping: duration.components.seconds)
+/// A liveness interval in whole seconds (ancs.h: ANCS_OFF when off). In
+/// nanoseconds as the engine keeps them: no `Duration` arithmetic linked.
+private func seconds(_ nanoseconds: Int64) -> UInt32 {
+    nanoseconds == 0 ? 0xFFFF_FFFF : UInt32(clamping: nanoseconds / 1_000_000_000)
 }
 
-/// A liveness interval of the C configuration: 0 takes the default, ANCS_OFF is off.
-private func interval(_ setting: UInt32, _ fallback: UInt32) -> Duration {
+/// A liveness interval of the C configuration, in nanoseconds: 0 takes the default, ANCS_OFF is off.
+private func nanoseconds(_ setting: UInt32, _ fallback: UInt32) -> Int64 {
     let chosen = setting == 0 ? fallback : setting
-    return chosen == 0xFFFF_FFFF ? .zero : .seconds(Int64(chosen))
+    return chosen == 0xFFFF_FFFF ? 0 : Int64(chosen) * 1_000_000_000
 }
 
 private func milliseconds(_ time: Timestamp) -> UInt64 {
@@ -356,9 +357,9 @@ public func ancsConsumerConfigDefault(_ config: UnsafeMutablePointer<ancs_consum
     value.max_cached_apps = UInt16(clamping: defaults.maximumCachedApps)
     value.max_requests = UInt16(clamping: defaults.maximumRequests)
     value.unlimited_value_length = UInt16(clamping: defaults.unlimitedValueLength)
-    value.probe_interval_s = seconds(defaults.probeInterval)
-    value.silence_limit_s = seconds(defaults.silenceLimit)
-    value.retry_interval_s = seconds(defaults.retryInterval)
+    value.probe_interval_s = seconds(defaults.probeNanoseconds)
+    value.silence_limit_s = seconds(defaults.silenceNanoseconds)
+    value.retry_interval_s = seconds(defaults.retryNanoseconds)
     config.pointee = value
 }
 
@@ -400,9 +401,9 @@ public func ancsConsumerInit(
         maximumRequests: value(settings.max_requests, defaults.max_requests),
         unlimitedValueLength: value(settings.unlimited_value_length, defaults.unlimited_value_length))
     var liveness = configuration
-    liveness.probeInterval = interval(settings.probe_interval_s, defaults.probe_interval_s)
-    liveness.silenceLimit = interval(settings.silence_limit_s, defaults.silence_limit_s)
-    liveness.retryInterval = interval(settings.retry_interval_s, defaults.retry_interval_s)
+    liveness.probeNanoseconds = nanoseconds(settings.probe_interval_s, defaults.probe_interval_s)
+    liveness.silenceNanoseconds = nanoseconds(settings.silence_limit_s, defaults.silence_limit_s)
+    liveness.retryNanoseconds = nanoseconds(settings.retry_interval_s, defaults.retry_interval_s)
     // The storage's previous contents are not looked at (they may be anything).
     let raw = UnsafeMutableRawPointer(storage)
     (raw + instanceOffset).bindMemory(to: Instance.self, capacity: 1).initialize(to: Instance(
