@@ -5,27 +5,28 @@ import ANCSDBus
 /// The Agent1 object bluetoothd asks when pairing (capability DisplayYesNo:
 /// it shows the passkey and asks yes or no).
 ///
-/// `allows` says whether a device (its object path) may pair at all: with
+/// `allows` says whether a device (its object path) may pair (or use a
+/// service; `pairing` tells which) at all: with
 /// `--device`, every other device's pairing and service authorization is
 /// rejected (`org.bluez.Error.Rejected`) before anyone is asked.
 enum BlueZAgent {
     static func handle(_ call: DBusIncomingCall, prompt: @escaping @Sendable (PairingRequest) async -> Bool,
                        status: @escaping @Sendable (BlueZStatus) -> Void,
-                       allows: @escaping @Sendable (String) async -> (allowed: Bool, address: String)) {
+                       allows: @escaping @Sendable (_ device: String, _ pairing: Bool) async -> (allowed: Bool, address: String)) {
         let devicePath = call.arguments.first?.string ?? ""
         let device = address(of: devicePath)
         switch (call.interface, call.member) {
         case (BlueZName.agent, "RequestConfirmation"):
             let passkey = call.arguments.dropFirst().first?.integer.map { UInt32($0) }
-            ifAllowed(call, devicePath, allows, status) { address in
+            ifAllowed(call, devicePath, pairing: true, allows, status) { address in
                 await ask(call, PairingRequest(device: address, passkey: passkey), prompt, status)
             }
         case (BlueZName.agent, "RequestAuthorization"):
-            ifAllowed(call, devicePath, allows, status) { address in
+            ifAllowed(call, devicePath, pairing: true, allows, status) { address in
                 await ask(call, PairingRequest(device: address, passkey: nil), prompt, status)
             }
         case (BlueZName.agent, "AuthorizeService"):
-            ifAllowed(call, devicePath, allows, status) { _ in call.reply() }
+            ifAllowed(call, devicePath, pairing: false, allows, status) { _ in call.reply() }
         case (BlueZName.agent, "DisplayPasskey"):
             let passkey = call.arguments.dropFirst().first?.integer ?? 0
             status(BlueZStatus(kind: .pairing, message: "pairing with \(device): passkey \(sixDigits(UInt32(passkey)))"))
@@ -46,12 +47,12 @@ enum BlueZAgent {
     }
 
     /// Runs `body` (with the device's address) if the device may pair; otherwise rejects the call.
-    private static func ifAllowed(_ call: DBusIncomingCall, _ devicePath: String,
-                                  _ allows: @escaping @Sendable (String) async -> (allowed: Bool, address: String),
+    private static func ifAllowed(_ call: DBusIncomingCall, _ devicePath: String, pairing: Bool,
+                                  _ allows: @escaping @Sendable (String, Bool) async -> (allowed: Bool, address: String),
                                   _ status: @escaping @Sendable (BlueZStatus) -> Void,
                                   _ body: @escaping @Sendable (String) async -> Void) {
         Task {
-            let verdict = await allows(devicePath)
+            let verdict = await allows(devicePath, pairing)
             guard verdict.allowed else {
                 status(BlueZStatus(kind: .pairing, message: "pairing with \(verdict.address) refused: not the --device phone"))
                 call.fail("org.bluez.Error.Rejected", "\(verdict.address) is not the device this accessory is limited to")

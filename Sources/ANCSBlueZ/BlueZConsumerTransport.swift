@@ -7,7 +7,7 @@ import Foundation
 /// Something `ancs listen` tells the person at the accessory.
 public struct BlueZStatus: Sendable, CustomStringConvertible {
     public enum Kind: String, Sendable {
-        case ready, connected, disconnected, pairing, paired, waitingForPermission, resubscribed, serviceChanged, warning
+        case ready, connected, disconnected, pairing, paired, bondLost, resubscribed, serviceChanged, warning
     }
     public var kind: Kind
     public var message: String
@@ -53,18 +53,29 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         public var device: String?
         /// The advertised local name.
         public var name: String
-        /// How long StartNotify is retried while the phone refuses it (before
-        /// the person allows notifications on the phone).
-        public var permissionWait: Duration
         /// How often the subscriptions are checked while the link is up.
         public var watchdogInterval: Duration
+        /// How long a StartNotify may go unanswered before it is taken as
+        /// refused for the link's security (BlueZOperations.swift).
+        public var subscribeWait: Duration
+        /// How long a bonded phone's link may stay unencrypted, its services
+        /// unresolved, before its bond is taken as forgotten (BlueZBond.swift).
+        public var encryptionWait: Duration
+        /// Whether the adapter's (object path) link to a peer (address) is
+        /// encrypted; nil when unknown. The kernel's connection list by
+        /// default (`LinkSecurity`): bluetoothd does not publish it.
+        public var linkEncrypted: @Sendable (_ adapter: String, _ peer: String) -> Bool?
         public init(adapter: String? = nil, device: String? = nil, name: String = "ANCS listen",
-                    permissionWait: Duration = .seconds(300), watchdogInterval: Duration = .seconds(15)) {
+                    watchdogInterval: Duration = .seconds(15), subscribeWait: Duration = .seconds(10),
+                    encryptionWait: Duration = .seconds(8),
+                    linkEncrypted: @escaping @Sendable (_ adapter: String, _ peer: String) -> Bool? = LinkSecurity.isEncrypted) {
             self.adapter = adapter
             self.device = device
             self.name = name
-            self.permissionWait = permissionWait
             self.watchdogInterval = watchdogInterval
+            self.linkEncrypted = linkEncrypted
+            self.subscribeWait = subscribeWait
+            self.encryptionWait = encryptionWait
         }
     }
 
@@ -96,6 +107,14 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     /// in this link (a bonded reconnection: bluetoothd re-enables them itself).
     var heldNotifications: [[UInt8]] = []
     var notificationSourceRequested = false
+    /// The phone of this link was told to have forgotten the bond (once per link).
+    var bondLostTold = false
+    /// StartNotify calls not answered yet, and answers no subscribe has taken
+    /// yet (nil: success), per characteristic (BlueZOperations.swift).
+    var startNotifyCalls: [ANCSCharacteristic: Task<Void, Never>] = [:]
+    var startNotifyAnswers: [ANCSCharacteristic: DBusError?] = [:]
+    /// Whether a bonded phone that connected encrypts its link (BlueZBond.swift).
+    var encryptionCheck: Task<Void, Never>?
     var controlPointBusy = false
     var controlPointWaiters: [CheckedContinuation<Void, Never>] = []
     var tasks: [Task<Void, Never>] = []
@@ -210,8 +229,8 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         let status = self.status
         bus.export(BlueZName.agentPath) { [weak self] call in
             let transport = self
-            BlueZAgent.handle(call, prompt: prompt, status: status) { path in
-                await transport?.pairingVerdict(path) ?? (false, BlueZAgent.address(of: path))
+            BlueZAgent.handle(call, prompt: prompt, status: status) { path, pairing in
+                await transport?.pairingVerdict(path, pairing: pairing) ?? (false, BlueZAgent.address(of: path))
             }
         }
         do {
@@ -238,6 +257,8 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         guard !closing else { return }
         closing = true
         for task in tasks { task.cancel() }
+        encryptionCheck?.cancel()
+        for call in startNotifyCalls.values { call.cancel() }
         _ = try? await bus.call(destination: BlueZName.service, path: adapterPath, interface: BlueZName.advertisingManager,
                                 member: "UnregisterAdvertisement", [.objectPath(BlueZName.advertisementPath)], timeout: .seconds(2))
         _ = try? await bus.call(destination: BlueZName.service, path: "/org/bluez", interface: BlueZName.agentManager,

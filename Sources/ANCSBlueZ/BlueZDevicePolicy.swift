@@ -20,8 +20,12 @@ extension BlueZConsumerTransport {
     }
 
     /// Whether the agent may let this device pair (or use a service), and its address.
-    func pairingVerdict(_ devicePath: String) -> (allowed: Bool, address: String) {
-        (accepts(devicePath), address(of: devicePath))
+    /// A device it lets pair that bluetoothd already holds a bond with lost
+    /// its side of the bond (BlueZBond.swift).
+    func pairingVerdict(_ devicePath: String, pairing: Bool) -> (allowed: Bool, address: String) {
+        let allowed = accepts(devicePath)
+        if allowed && pairing { pairingRequested(devicePath) }
+        return (allowed, address(of: devicePath))
     }
 
     func refuseOtherDevices() {

@@ -13,11 +13,13 @@ public enum BlueZ {
     /// `org.bluez.Error.Failed` "Operation failed with ATT error: 0xa2".
     /// Errors without an ATT code (not connected, in progress, a D-Bus
     /// timeout) are transport failures.
+    /// Some releases name that error `org.bluez.Error` alone: a message with
+    /// an ATT code gives the code whatever the name.
     public static func result(errorName: String, message: String) -> ATTResult {
+        if errorName.hasPrefix("org.bluez.Error"), let code = attCode(in: message) {
+            return .attError(ATTErrorCode(rawValue: code))
+        }
         switch errorName {
-        case "org.bluez.Error.Failed":
-            if let code = attCode(in: message) { return .attError(ATTErrorCode(rawValue: code)) }
-            return .transportFailure
         case "org.bluez.Error.NotPermitted":
             if message.contains("Read not permitted") { return .attError(.readNotPermitted) }
             if message.contains("Write not permitted") { return .attError(.writeNotPermitted) }

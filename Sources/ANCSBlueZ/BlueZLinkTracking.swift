@@ -91,6 +91,7 @@ extension BlueZConsumerTransport {
             if let device {
                 let address = address(of: device)
                 status(BlueZStatus(kind: .connected, message: "\(address) connected (\(tree.property(device, BlueZName.device, "Name")?.string ?? "unnamed"))"))
+                checkEncryption(of: device)
             }
         }
         guard let device else { return }
@@ -114,6 +115,7 @@ extension BlueZConsumerTransport {
         if ancsPublished && !complete {
             ancsPublished = false
             subscribed.removeAll()
+            startNotifyAnswers.removeAll()
             notificationSourceRequested = false
             characteristics = [:]
             status(BlueZStatus(kind: .serviceChanged, message: "the iPhone withdrew ANCS (Service Changed); waiting for it to come back"))
@@ -130,9 +132,13 @@ extension BlueZConsumerTransport {
 
     func endLink() {
         characteristics = [:]
+        for call in startNotifyCalls.values { call.cancel() }
+        startNotifyCalls.removeAll()
+        startNotifyAnswers.removeAll()
         subscribed.removeAll()
         heldNotifications.removeAll()
         notificationSourceRequested = false
+        bondLostTold = false
         ancsPublished = true
     }
 

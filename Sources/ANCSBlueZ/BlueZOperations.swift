@@ -5,7 +5,21 @@ import ANCSRuntime
 import Foundation
 
 // The engine's GATT operations on bluetoothd: StartNotify and StopNotify,
-// and Control Point writes one at a time, each retried as its errors allow.
+// and Control Point writes one at a time. A refusal comes back once, with its
+// ATT code: the engine asks again (`ConsumerConfiguration.retryInterval`) and
+// tells the application why, so nothing here waits for the user.
+//
+// One refusal comes without its code. A CCCD write the phone refuses for its
+// security (0x05) makes bluetoothd 5.66 raise the link's security and write
+// again, over and over (about 30 writes a second on a phone that re-encrypts
+// each time) for as long as the phone refuses, and StartNotify answers nothing
+// meanwhile. A StartNotify unanswered for `Options.subscribeWait` is that
+// refusal: answered 0x05 on an encrypted link (on an unencrypted one the bond
+// is stale, BlueZBond.swift). The StartNotify itself stays pending: withdrawn
+// (StopNotify), bluetoothd 5.66 kept the registration it completed later with
+// no owner, and every later StartNotify of it went unanswered. The engine's
+// next subscribe waits for the same call, and finds it answered once the
+// phone accepted.
 extension BlueZConsumerTransport {
     public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
         guard linkIsUp, let path = characteristics[characteristic] else { return .transportFailure }
@@ -15,39 +29,58 @@ extension BlueZConsumerTransport {
             for value in heldNotifications { sink.yield(.notification(.notificationSource, value)) }
             heldNotifications.removeAll()
         }
-        let deadline = ContinuousClock.now + options.permissionWait
-        var delay = Duration.seconds(1)
-        var told = false
+        let deadline = ContinuousClock.now + options.subscribeWait
         while true {
-            do {
-                _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
-                                       member: "StartNotify", timeout: .seconds(35))
-                subscribed.insert(characteristic)
-                if told { status(BlueZStatus(kind: .resubscribed, message: "notifications allowed; subscribed to \(characteristic)")) }
-                return .success
-            } catch {
-                guard linkIsUp, characteristics[characteristic] == path else { return .transportFailure }
-                let waitable = error.name == "org.bluez.Error.InProgress" || error.name == "org.bluez.Error.NotPermitted"
-                    || error.name == "org.bluez.Error.NotAuthorized" || error.name == "org.bluez.Error.AuthenticationFailed"
-                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(.insufficientAuthentication)
-                    || BlueZ.result(errorName: error.name, message: error.message) == .attError(.insufficientEncryption)
-                guard waitable, ContinuousClock.now + delay < deadline else {
-                    return BlueZ.result(errorName: error.name, message: error.message)
+            if startNotifyCalls[characteristic] == nil && startNotifyAnswers[characteristic] == nil {
+                startNotifyCalls[characteristic] = Task { [weak self, bus] in
+                    var answer: DBusError?
+                    do throws(DBusError) {
+                        _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
+                                               member: "StartNotify", timeout: .seconds(3600))
+                    } catch {
+                        answer = error
+                    }
+                    await self?.startNotifyAnswered(characteristic, path, answer)
                 }
-                if error.name != "org.bluez.Error.InProgress" {
-                    told = true
-                    status(BlueZStatus(kind: .waitingForPermission,
-                                       message: "the iPhone refused \(characteristic) (\(error.message.isEmpty ? error.name : error.message)): allow notifications for this accessory on the iPhone (Settings › Bluetooth › ⓘ › Share System Notifications); retrying in \(delay.components.seconds) s"))
-                }
-                try? await Task.sleep(for: error.name == "org.bluez.Error.InProgress" ? .milliseconds(200) : delay)
-                if error.name != "org.bluez.Error.InProgress" { delay = min(delay * 2, .seconds(15)) }
             }
+            while startNotifyAnswers[characteristic] == nil, linkIsUp, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            guard linkIsUp, characteristics[characteristic] == path else { return .transportFailure }
+            guard let answer = startNotifyAnswers.removeValue(forKey: characteristic) else {
+                await securityRefused(characteristic)
+                return .attError(.insufficientAuthentication)
+            }
+            guard let error = answer else {
+                subscribed.insert(characteristic)
+                return .success
+            }
+            // InProgress: bluetoothd still writes the CCCD for an earlier StartNotify of this client.
+            if error.name == "org.bluez.Error.InProgress", ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(200))
+                continue
+            }
+            let result = BlueZ.result(errorName: error.name, message: error.message)
+            if result == .attError(.insufficientAuthentication) || result == .attError(.insufficientEncryption) {
+                await securityRefused(characteristic)
+            }
+            return result
         }
+    }
+
+    /// A StartNotify's answer (nil: success), kept for the subscribe that waits for it, or the next.
+    func startNotifyAnswered(_ characteristic: ANCSCharacteristic, _ path: String, _ answer: DBusError?) {
+        startNotifyCalls[characteristic] = nil
+        guard linkIsUp, characteristics[characteristic] == path else { return }
+        startNotifyAnswers[characteristic] = .some(answer)
     }
 
     public func unsubscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
         guard let path = characteristics[characteristic] else { return .transportFailure }
         subscribed.remove(characteristic)
+        // A StartNotify still pending is left to end (see above); one answered since is undone.
+        guard startNotifyCalls[characteristic] == nil else { return .success }
+        startNotifyAnswers[characteristic] = nil
         do {
             _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
                                    member: "StopNotify", timeout: .seconds(10))

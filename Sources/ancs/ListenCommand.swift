@@ -47,6 +47,11 @@ struct ListenCommand: AsyncParsableCommand {
     @Flag(help: "Bumble: advertise the ANCS solicitation and wait for the phone to connect (a real iPhone), instead of scanning.")
     var peripheral = false
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
+    @Option(help: "Seconds the phone may stay quiet before a probe checks that it still answers (0: no probe).")
+    var probeInterval: Double = 900
+    @Option(help: "Seconds after a refusal (notifications not allowed yet, sharing off) before asking again (0: never).")
+    var retryInterval: Double = 15
+    @Option(help: "Seconds a request (and the probe) waits for the phone's answer.") var requestTimeout: Double = 35
     @Flag(help: "Print one JSON object per consumer event (the shape of `ancs demo --json`); status goes to stderr.") var json = false
     @Flag(help: "Also show each notification on the desktop (org.freedesktop.Notifications), its actions as buttons.") var notify = false
     @OptionGroup var logging: LoggingOptions
@@ -57,6 +62,9 @@ struct ListenCommand: AsyncParsableCommand {
     func validate() throws {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
         guard duration >= 0 else { throw ValidationError("--duration must be 0 or more seconds") }
+        guard probeInterval >= 0 else { throw ValidationError("--probe-interval must be 0 or more seconds, got \(probeInterval)") }
+        guard retryInterval >= 0 else { throw ValidationError("--retry-interval must be 0 or more seconds, got \(retryInterval)") }
+        guard requestTimeout > 0 else { throw ValidationError("--request-timeout must be more than 0 seconds, got \(requestTimeout)") }
     }
 
     func run() async throws {
@@ -69,7 +77,9 @@ struct ListenCommand: AsyncParsableCommand {
             throw CommandFailure("listen: \(error.message)")
         }
         var configuration = ConsumerConfiguration()
-        configuration.requestTimeout = .seconds(35)
+        configuration.requestTimeout = .milliseconds(Int(requestTimeout * 1000))
+        configuration.probeInterval = .milliseconds(Int(probeInterval * 1000))
+        configuration.retryInterval = .milliseconds(Int(retryInterval * 1000))
         let client = ConsumerClient(transport: link.transport, configuration: configuration,
                                     display: .standard)
         var desktop: DesktopNotifications?

@@ -13,13 +13,16 @@ struct BlueZTransportTests {
         var kinds: [BlueZStatus.Kind] { lines.withLock { $0.map(\.kind) } }
     }
 
-    func start(_ bus: PrivateBus, _ log: Log, adapterAddressSuffix: String = "") async throws -> BlueZConsumerTransport {
+    func start(_ bus: PrivateBus, _ log: Log, linkEncrypted: Bool? = true, subscribeWait: Duration = .seconds(10),
+               encryptionWait: Duration = .seconds(8)) async throws -> BlueZConsumerTransport {
         try await BlueZConsumerTransport.start(
-            options: .init(name: "test", watchdogInterval: .seconds(60)), bus: .address(bus.address),
+            options: .init(name: "test", watchdogInterval: .seconds(60), subscribeWait: subscribeWait, encryptionWait: encryptionWait,
+                           linkEncrypted: { _, _ in linkEncrypted }),
+            bus: .address(bus.address),
             status: { log.add($0) }, prompt: { _ in true })
     }
 
-    @Test("link up, subscriptions retried while the phone refuses, notifications in order, serialized writes, 0xA2, Service Changed, link down")
+    @Test("link up, a refused subscription answered with its ATT code, notifications in order, serialized writes, 0xA2, Service Changed, link down")
     func session() async throws {
         let bus = try PrivateBus()
         let bluez = try await FakeBlueZ(bus)
@@ -40,10 +43,14 @@ struct BlueZTransportTests {
         // Notification Source values before the engine subscribes it are held, then handed over.
         bluez.notify(FakeBlueZ.ns, [0, 0x10, 4, 1, 7, 0, 0, 0])
         #expect(await transport.subscribe(.dataSource) == .success)
+        // A refusal comes back at once with its ATT code (the engine asks again later, and says why);
+        // on an encrypted link the bond is kept.
         bluez.state.withLock { $0.startNotifyRefusals = 1 }
+        #expect(await transport.subscribe(.notificationSource) == .attError(.insufficientAuthentication))
         #expect(await transport.subscribe(.notificationSource) == .success)
-        #expect(log.kinds.contains(.waitingForPermission))
         #expect(bluez.state.withLock { $0.startNotifyCalls } == [FakeBlueZ.ds, FakeBlueZ.ns, FakeBlueZ.ns])
+        #expect(!bluez.state.withLock { $0.registered }.contains("RemoveDevice"))
+        #expect(!log.kinds.contains(.bondLost))
         #expect(try await events.next() == .notification(.notificationSource, [0, 0x10, 4, 1, 7, 0, 0, 0]))
         bluez.notify(FakeBlueZ.ds, [1, 2, 3])
         bluez.notify(FakeBlueZ.ns, [2, 0, 4, 0, 7, 0, 0, 0])
@@ -122,6 +129,95 @@ struct BlueZTransportTests {
         #expect(bluez.state.withLock { $0.startNotifyCalls.filter { $0 == FakeBlueZ.ns }.count } >= 2)
         // What the phone sees: the CCCD written again (off, then on), not only a StartNotify answered at once.
         #expect(bluez.state.withLock { $0.cccdWrites[FakeBlueZ.ns] } == [true, false, true])
+        await transport.close()
+        bluez.connection.close()
+    }
+
+    @Test("the phone forgot the bond: refused 0x05 on an unencrypted link, the stale device is removed and the engine told")
+    func bondLostUnencrypted() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let log = Log()
+        let transport = try await start(bus, log, linkEncrypted: false)
+        var events = transport.events.makeAsyncIterator()
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+        bluez.state.withLock { $0.startNotifyRefusals = 2 }
+        #expect(await transport.subscribe(.notificationSource) == .attError(.insufficientAuthentication))
+        #expect(try await events.next() == .bondLost)
+        #expect(bluez.state.withLock { $0.registered.filter { $0 == "RemoveDevice" }.count } == 1)
+        #expect(log.kinds.contains(.bondLost))
+        // The device went with its bond: the link is down.
+        #expect(try await events.next() == .linkDown)
+        await transport.close()
+        bluez.connection.close()
+    }
+
+    @Test("a StartNotify bluetoothd leaves unanswered is a refusal (0x05); the next subscribe takes its late answer, no second call")
+    func unansweredStartNotify() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let log = Log()
+        let transport = try await start(bus, log, subscribeWait: .milliseconds(300))
+        var events = transport.events.makeAsyncIterator()
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+        bluez.state.withLock { $0.holdStartNotify = true }
+        #expect(await transport.subscribe(.dataSource) == .attError(.insufficientAuthentication))
+        #expect(await transport.subscribe(.dataSource) == .attError(.insufficientAuthentication))
+        #expect(bluez.state.withLock { $0.startNotifyCalls } == [FakeBlueZ.ds])
+        // Nothing withdrawn: a StopNotify would leave bluetoothd's registration without its owner.
+        #expect(bluez.state.withLock { $0.cccdWrites[FakeBlueZ.ds] } == nil)
+        #expect(!bluez.state.withLock { $0.registered }.contains("RemoveDevice"))
+        bluez.answerHeldStartNotify()
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await transport.subscribe(.dataSource) == .success)
+        #expect(bluez.state.withLock { $0.startNotifyCalls } == [FakeBlueZ.ds])
+        // Undone when the engine unsubscribes, once answered.
+        #expect(await transport.unsubscribe(.dataSource) == .success)
+        #expect(bluez.state.withLock { $0.cccdWrites[FakeBlueZ.ds] } == [false])
+        await transport.close()
+        bluez.connection.close()
+    }
+
+    @Test("a bonded phone whose link stays unencrypted, its services unresolved, forgot the bond: the stale device is removed")
+    func bondLostAtConnection() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let log = Log()
+        let transport = try await start(bus, log, linkEncrypted: false, encryptionWait: .milliseconds(200))
+        var events = transport.events.makeAsyncIterator()
+        bluez.setDevice(["Connected": .boolean(true)])
+        #expect(try await events.next() == .bondLost)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !bluez.state.withLock({ $0.registered.contains("RemoveDevice") }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(bluez.state.withLock { $0.registered.filter { $0 == "RemoveDevice" }.count } == 1)
+        #expect(log.lines.withLock { $0.contains { $0.kind == .bondLost && $0.message.contains("could not encrypt") } })
+        await transport.close()
+        bluez.connection.close()
+    }
+
+    @Test("a refusal whose link security is unknown keeps the bond; a paired phone that asks to pair again lost its bond")
+    func bondLostPairingAgain() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let log = Log()
+        let transport = try await start(bus, log, linkEncrypted: nil)
+        var events = transport.events.makeAsyncIterator()
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+        bluez.state.withLock { $0.startNotifyRefusals = 1 }
+        #expect(await transport.subscribe(.notificationSource) == .attError(.insufficientAuthentication))
+        #expect(!bluez.state.withLock { $0.registered }.contains("RemoveDevice"))
+        // The phone (bonded, as bluetoothd says) pairs anew: accepted, and the engine is told.
+        try await bluez.callAgent("RequestConfirmation", device: FakeBlueZ.device, [.uint32(123456)])
+        #expect(try await events.next() == .bondLost)
+        #expect(log.kinds.contains(.bondLost))
+        // A service authorization is no pairing.
+        try await bluez.callAgent("AuthorizeService", device: FakeBlueZ.device, [.string(ANCSUUID.service)])
+        #expect(log.lines.withLock { $0.filter { $0.kind == .bondLost }.count } == 1)
         await transport.close()
         bluez.connection.close()
     }

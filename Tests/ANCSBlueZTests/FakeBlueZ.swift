@@ -23,6 +23,12 @@ final class FakeBlueZ: Sendable {
 
     struct State {
         var startNotifyRefusals = 0
+        /// StartNotify left unanswered (bluetoothd raising the security while
+        /// the phone refuses), until `answerHeldStartNotify`.
+        var holdStartNotify = false
+        var heldStartNotify: [DBusIncomingCall] = []
+        /// The error of a refused StartNotify: bluetoothd's for an ATT 0x05 answer by default.
+        var startNotifyRefusal = (name: "org.bluez.Error.NotPermitted", message: "Not paired")
         var startNotifyCalls: [String] = []
         /// Clients with a notify session, per characteristic path.
         var notifySessions: [String: Set<String>] = [:]
@@ -66,9 +72,23 @@ final class FakeBlueZ: Sendable {
             }
             call.reply()
         }
-        connection.export(Self.adapter) { [state] call in
+        connection.export(Self.adapter) { [state, connection] call in
             state.withLock { $0.registered.append(call.member) }
             call.reply()
+            // As bluetoothd: the link drops, then the device goes with its GATT objects.
+            if call.member == "RemoveDevice", call.arguments.first?.string == Self.device {
+                connection.emit(path: Self.device, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                [.string("org.bluez.Device1"), .properties(["Connected": .boolean(false), "ServicesResolved": .boolean(false)]),
+                                 .strings([])])
+                for path in [Self.ns, Self.ds, Self.cp] {
+                    connection.emit(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved",
+                                    [.objectPath(path), .strings(["org.bluez.GattCharacteristic1"])])
+                }
+                connection.emit(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved",
+                                [.objectPath(Self.service), .strings(["org.bluez.GattService1"])])
+                connection.emit(path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved",
+                                [.objectPath(Self.device), .strings(["org.bluez.Device1"])])
+            }
         }
         connection.export(Self.device) { [state] call in
             state.withLock { $0.deviceCalls.append((Self.device, call.member)) }
@@ -92,12 +112,16 @@ final class FakeBlueZ: Sendable {
                     return
                 }
                 guard call.member == "StartNotify" else { call.reply(); return }
-                enum Outcome { case refused, alreadyNotifying, subscribed }
+                enum Outcome { case refused(name: String, message: String), alreadyNotifying, subscribed, held }
                 let outcome = state.withLock { state -> Outcome in
                     state.startNotifyCalls.append(path)
+                    if state.holdStartNotify {
+                        state.heldStartNotify.append(call)
+                        return .held
+                    }
                     if path == Self.ns, state.startNotifyRefusals > 0 {
                         state.startNotifyRefusals -= 1
-                        return .refused
+                        return .refused(name: state.startNotifyRefusal.name, message: state.startNotifyRefusal.message)
                     }
                     // bluetoothd: one session per client; a second StartNotify answers at once, writing nothing.
                     if state.notifySessions[path]?.contains(client) == true { return .alreadyNotifying }
@@ -106,10 +130,12 @@ final class FakeBlueZ: Sendable {
                     return .subscribed
                 }
                 switch outcome {
-                case .refused:
-                    call.fail("org.bluez.Error.NotPermitted", "Not permitted")
+                case .refused(let name, let message):
+                    call.fail(name, message)
                 case .alreadyNotifying:
                     call.reply()
+                case .held:
+                    break
                 case .subscribed:
                     // As bluetoothd: the characteristic now notifies.
                     connection.emit(path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
@@ -215,6 +241,21 @@ final class FakeBlueZ: Sendable {
     func setDevice(_ properties: [String: DBusValue]) {
         connection.emit(path: Self.device, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                         [.string("org.bluez.Device1"), .properties(properties), .strings([])])
+    }
+
+    /// The phone accepts at last: the held StartNotify calls succeed.
+    func answerHeldStartNotify() {
+        let held = state.withLock { state -> [DBusIncomingCall] in
+            state.holdStartNotify = false
+            defer { state.heldStartNotify.removeAll() }
+            for call in state.heldStartNotify { state.notifySessions[call.path, default: []].insert(call.sender) }
+            return state.heldStartNotify
+        }
+        for call in held {
+            connection.emit(path: call.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                            [.string("org.bluez.GattCharacteristic1"), .properties(["Notifying": .boolean(true)]), .strings([])])
+            call.reply()
+        }
     }
 
     func notify(_ path: String, _ value: [UInt8]) {

@@ -86,28 +86,34 @@ def attr(e, name):
     return next((a.get('value') for a in e.get('attributes', []) if a.get('id') == name), None)
 
 
-listen = subprocess.Popen([ANCS, 'listen', '--json', '--accept-pairing', '--name', 'ANCS test'],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+listen = None
 
 
-def read_stdout():
-    with open(os.path.join(OUT, 'listen.jsonl'), 'w') as f:
-        for line in listen.stdout:
-            f.write(line); f.flush()
-            try:
-                events.append(json.loads(line))
-            except ValueError:
-                events.append(dict(event='unparsable', line=line))
+def launch(output, *options):
+    """Starts `ancs listen --json` (the global `listen`); its JSON objects go to `events` (emptied
+    first) and to OUT/<output>, its stderr to `status_lines`."""
+    global listen
+    events.clear(); status_lines.clear()
+    proc = subprocess.Popen([ANCS, 'listen', '--json', '--accept-pairing', '--name', 'ANCS test', *options],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
 
+    def read_stdout():
+        with open(os.path.join(OUT, output), 'w') as f:
+            for line in proc.stdout:
+                f.write(line); f.flush()
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    events.append(dict(event='unparsable', line=line))
 
-def read_stderr():
-    for line in listen.stderr:
-        status_lines.append(line.rstrip())
-        log(f'listen: {line.rstrip()}')
+    def read_stderr():
+        for line in proc.stderr:
+            status_lines.append(line.rstrip())
+            log(f'listen: {line.rstrip()}')
 
-
-threading.Thread(target=read_stdout, daemon=True).start()
-threading.Thread(target=read_stderr, daemon=True).start()
+    threading.Thread(target=read_stdout, daemon=True).start()
+    threading.Thread(target=read_stderr, daemon=True).start()
+    listen = proc
 
 
 def send(line):
@@ -117,6 +123,7 @@ def send(line):
 
 def main():
     phone = Phone('/run/iphone.sock')
+    launch('listen.jsonl')
     check('listen advertises', wait(lambda: any('advertising' in l for l in status_lines), 30, 'advertising'), status_lines[-1:])
 
     # -------- the phone finds the ANCS solicitation, connects, pairs when asked; PreExisting
@@ -227,13 +234,120 @@ def main():
     gone = wait(lambda: len({e['uid'] for e in events[mark:] if e['event'] == 'removed' and e['uid'] >= 100}) >= 50, 30, '50 removed')
     check('the 50 removed on the phone are removed', gone, len(events) - mark)
 
-    # -------- SIGTERM: clean exit 0
+    # -------- SIGTERM: clean exit 0, the subscriptions written off on the phone
+    terminate(phone, 'SIGTERM')
+    faults(phone)
+
+
+def subscriptions(phone, since=0):
+    """The CCCD writes the phone saw (after its event `since`): [(characteristic, on)]."""
+    return [(e['ev'][:2], e['on']) for e in phone('events')[since:] if e['ev'] in ('ns_subscription', 'ds_subscription')]
+
+
+def terminate(phone, what):
+    seen = len(phone('events'))
     listen.send_signal(signal.SIGTERM)
     try:
         rc = listen.wait(10)
     except subprocess.TimeoutExpired:
         listen.kill(); rc = 'hung'
-    check('SIGTERM: listen exits 0', rc == 0, f'exit {rc}')
+    check(f'{what}: listen exits 0', rc == 0, f'exit {rc}')
+    off = wait(lambda: ('ns', False) in subscriptions(phone, seen), 5, 'Notification Source written off')
+    check(f'{what}: the phone saw the subscriptions written off (CCCD 0)', off, subscriptions(phone, seen))
+
+
+def health(state, start=0):
+    return find(lambda e: e['event'] == 'health' and e['state'] == state, start)
+
+
+def faults(phone):
+    """The faults of real iPhones (README "When notifications stop"), on a new listen with short
+    liveness intervals: after each, listen recovers by itself and shows the next notification."""
+    log('-------- faults: listen --probe-interval 3 --retry-interval 2 --request-timeout 8')
+    launch('listen-faults.jsonl', '--probe-interval', '3', '--retry-interval', '2', '--request-timeout', '8')
+    if not phone('status')['connected']:
+        phone('connect')
+    started = wait(lambda: find(lambda e: e['event'] == 'sessionStarted'), 40, 'sessionStarted')
+    check('faults: a new listen on the bonded phone\'s link', started and wait(lambda: find(lambda e: e['event'] == 'added' and e['uid'] == 3), 15, 'uid 3'))
+
+    # 1. Subscriptions dropped in silence; a notification comes (the next UID): the probe for it
+    # goes unanswered (Data Source was dropped too), listen subscribes again and the phone
+    # sees the CCCDs written (off, then on), announces what it holds: the missed one shown.
+    mark, seen = len(events), len(phone('events'))
+    phone('forget_subscriptions')
+    phone('post_many', 4, 1)
+    again = wait(lambda: health('resubscribing', mark), 30, 'resubscribing')
+    check('silent drop: listen noticed (probe unanswered) and subscribes again', again, again)
+    shown = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 4, mark), 20, 'uid 4 shown')
+    check('silent drop: the missed notification shown after the new subscription', shown, shown)
+    writes = subscriptions(phone, seen)
+    check('silent drop: the phone saw both CCCDs written off and on again (not a StartNotify answered at once)',
+          ('ns', False) in writes and ('ns', True) in writes and ('ds', True) in writes, writes)
+    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
+    check('silent drop: healthy again', ok, ok)
+
+    # 2. Sharing off: CCCDs fine, every Control Point write 0x03, nothing announced. Two refused
+    # probes: "not shared", with what to do on the iPhone; sharing on: shown again.
+    mark, seen = len(events), len(phone('events'))
+    phone('sharing', 'off')
+    phone('post_many', 5, 1)
+    off = wait(lambda: health('notShared', mark), 30, 'notShared')
+    check('sharing off: listen reports "not shared"', off, off)
+    check('sharing off: its status line says what to change on the iPhone',
+          any('Share System Notifications' in l for l in status_lines), [l for l in status_lines if 'shar' in l.lower()][-2:])
+    check('sharing off: one health event, not one failure per notification',
+          len([e for e in events[mark:] if e['event'] == 'health' and e['state'] == 'notShared']) == 1
+          and not find(lambda e: e['event'] == 'displayFailed', mark), [e for e in events[mark:] if e['event'] != 'removed'][:6])
+    phone('sharing', 'on')
+    shown = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 5, mark), 30, 'uid 5 shown')
+    check('sharing on: the notification held meanwhile is shown', shown, shown)
+    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
+    check('sharing on: healthy again', ok, ok)
+
+    # 3. The subscriptions refused with 0x05 (notifications not allowed yet) on a new GATT
+    # database (Service Changed): reported as 0x05, never as a transport failure, asked again
+    # every retry interval (each a CCCD write the phone sees); allowed: shown.
+    mark, seen = len(events), len(phone('events'))
+    phone('refuse_cccd', 5)
+    phone('remove_service')
+    wait(lambda: find(lambda e: e['event'] == 'sessionEnded', mark), 15, 'sessionEnded')
+    phone('add_service')
+    waiting = wait(lambda: health('waitingForPermission', mark), 30, 'waitingForPermission')
+    check('refused 0x05: waiting for permission, with ATT 0x05', waiting and '0x05' in str(waiting.get('attError')), waiting)
+    refused = [e for e in phone('events')[seen:] if e['ev'] == 'cccd_refused']
+    check('refused 0x05: the subscription reached the phone (its CCCD writes refused)', refused, refused[:3])
+    check('refused 0x05: never a transport failure', not any('transportFailure' in json.dumps(e) for e in events[mark:]),
+          [e for e in events[mark:] if 'transportFailure' in json.dumps(e)][:2])
+    phone('refuse_cccd', 'off')
+    phone('post_many', 6, 1)
+    shown = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 6, mark), 30, 'uid 6 shown')
+    check('allowed: subscribed and the next notification shown', shown, shown)
+    writes = subscriptions(phone, seen)
+    check('allowed: the phone saw both CCCDs written on', ('ds', True) in writes and ('ns', True) in writes, writes)
+    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
+    check('allowed: healthy again', ok, ok)
+
+    # 4. The phone forgot the bond: it cannot encrypt and its new pairing is refused (bluetoothd's
+    # JustWorksRepairing); listen removes the stale bond and says so; the phone pairs anew.
+    mark, seen = len(events), len(phone('events'))
+    phone('forget_bond')
+    phone('connect')
+    lost = wait(lambda: health('bondLost', mark), 40, 'bondLost')
+    check('bond lost: listen reports it', lost, lost)
+    check('bond lost: its status line says the stale bond was removed', any('stale bond' in l for l in status_lines),
+          [l for l in status_lines if 'bond' in l][-3:])
+    wait(lambda: not phone('status')['connected'], 15, 'the link dropped')
+    phone('connect')
+    again = wait(lambda: find(lambda e: e['event'] == 'sessionStarted', mark), 40, 'sessionStarted after pairing anew')
+    paired = [e for e in phone('events')[seen:] if e['ev'] == 'paired']
+    check('bond lost: the phone paired anew and a session started', again and paired, [e['ev'] for e in phone('events')[seen:]][-12:])
+    phone('post_many', 7, 1)
+    shown = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 7, mark), 30, 'uid 7 shown')
+    check('bond lost: the next notification shown', shown, shown)
+    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
+    check('bond lost: healthy again', ok, ok)
+
+    terminate(phone, 'faults, SIGTERM')
 
 
 if __name__ == '__main__':

@@ -10,11 +10,18 @@ is subscribed, and fragments Data Source responses to ATT_MTU - 3.
 A line protocol on a Unix socket drives it; each command answers one JSON line:
   status | post <uid> | disconnect | connect | max_mtu <n> | remove_service | add_service
   fraglog | actions | events
+and the faults of real iPhones:
+  forget_subscriptions   the CCCDs forgotten in silence (nothing more is notified)
+  sharing off|on         "Share System Notifications" off: CCCD writes succeed, every Control
+                         Point write fails 0x03, nothing is notified; on: as before
+  refuse_cccd <code>|off CCCD writes refused with that ATT code (notifications not allowed yet)
+  forget_bond            "Forget This Device": the keys deleted, the link dropped; the next
+                         connection pairs anew
 """
 import argparse, asyncio, json, os, struct, time
 
 from bumble import core, hci
-from bumble.att import ATT_Error, Attribute
+from bumble.att import ATT_Error, Attribute, AttributeValueV2
 from bumble.controller import Controller
 from bumble.core import AdvertisingData
 from bumble.device import Device
@@ -64,6 +71,8 @@ class Phone:
                     date='20240202T090000', pos='', neg='', cat=CategoryId.SCHEDULE),
         }
         self.present = {1}   # on the phone before the accessory subscribes: PreExisting
+        self.sharing = True
+        self.cccd_refusal = None   # an ATT code: CCCD writes refused with it
         self.apps = {'com.apple.MobileSMS': 'Messages', 'com.apple.mobilemail': 'Mail', 'com.apple.mobilecal': 'Calendar'}
         self.install_service()
 
@@ -87,13 +96,24 @@ class Phone:
         cp.value = CharacteristicValue(write=self.on_cp_write)
         cp.permissions |= Attribute.WRITE_REQUIRES_ENCRYPTION   # like iOS: nothing before encryption
         for ch in (self.ns, self.ds):
+            value = self.device.gatt_server.make_descriptor_value(ch)
             ch.descriptors = list(ch.descriptors) + [Descriptor(
                 GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR,
                 Attribute.READABLE | Attribute.WRITEABLE | Attribute.READ_REQUIRES_ENCRYPTION | Attribute.WRITE_REQUIRES_ENCRYPTION,
-                self.device.gatt_server.make_descriptor_value(ch))]
+                AttributeValueV2(value.read, write=self.cccd_writer(ch, value.write)))]
         self.device.add_service(self.svc)
         self.ns.on('subscription', self.on_ns_subscription)
         self.ds.on('subscription', lambda conn, notify, indicate: self.ev('ds_subscription', on=bool(notify)))
+
+    def cccd_writer(self, ch, write):
+        name = 'ns' if ch is self.ns else 'ds'
+
+        def on_write(bearer, value):
+            if self.cccd_refusal is not None:
+                self.ev('cccd_refused', ch=name, on=bool(value and value[0] & 1), code=self.cccd_refusal)
+                raise ATT_Error(self.cccd_refusal)
+            return write(bearer, value)
+        return on_write
 
     def on_ns_subscription(self, conn, notify, _indicate):
         self.ev('ns_subscription', on=bool(notify))
@@ -105,6 +125,11 @@ class Phone:
             asyncio.get_running_loop().create_task(announce())
 
     async def post(self, uid, event=EventId.NOTIFICATION_ADDED, pre_existing=False):
+        if event == EventId.NOTIFICATION_ADDED:
+            self.present.add(uid)
+        if not self.sharing:   # held, announced once sharing is on and the accessory subscribes
+            self.ev('held', uid=uid, event=int(event))
+            return
         n = self.notifications[uid]
         flags = EventFlags(0)
         if n['pos']:
@@ -113,8 +138,6 @@ class Phone:
             flags |= EventFlags.NEGATIVE_ACTION
         if pre_existing:
             flags |= EventFlags.PRE_EXISTING
-        if event == EventId.NOTIFICATION_ADDED:
-            self.present.add(uid)
         await self.device.notify_subscriber(self.conn, self.ns, bytes(Notification(event, flags, n['cat'], 1, uid)))
         self.ev('posted', uid=uid, event=int(event), pre_existing=pre_existing)
 
@@ -126,6 +149,9 @@ class Phone:
             await self.device.notify_subscriber(self.conn, self.ds, data[i:i + chunk])
 
     def on_cp_write(self, conn, value):
+        if not self.sharing:
+            self.ev('cp_refused', code=3)
+            raise ATT_Error(0x03)
         if not value:
             raise ATT_Error(0xA1)
         cmd = value[0]
@@ -281,6 +307,23 @@ async def main():
                     r = await remove_service()
                 elif cmd == 'add_service':
                     r = await add_service()
+                elif cmd == 'forget_subscriptions':
+                    r = sum(len(c) for c in dev.gatt_server.subscribers.values())
+                    dev.gatt_server.subscribers.clear()
+                    phone.ev('subscriptions_forgotten', count=r)
+                elif cmd == 'sharing':
+                    phone.sharing = rest[0] == 'on'; phone.ev('sharing', on=phone.sharing); r = phone.sharing
+                elif cmd == 'refuse_cccd':
+                    phone.cccd_refusal = None if rest[0] == 'off' else int(rest[0], 0); r = phone.cccd_refusal
+                elif cmd == 'forget_bond':
+                    peer = str(conn.peer_address)
+                    bonded.discard(peer)
+                    try:
+                        await dev.keystore.delete(peer)
+                    except KeyError:
+                        pass
+                    phone.ev('bond_forgotten', peer=peer)
+                    await conn.disconnect(); r = peer
                 elif cmd == 'fraglog':
                     r = phone.fragments
                 elif cmd == 'actions':
