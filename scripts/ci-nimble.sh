@@ -17,7 +17,8 @@
 #        mtu517      the same attributes at the MTU the phone asks (517; NimBLE agrees 256)
 #        mtu517max   the same, NimBLE preferring 517 too (--mtu), and a 500-byte Data Source notification
 #        bonded      a second connection re-encrypts with the bond, no pairing
-#        allow       the phone refuses the subscriptions until its user allows notifications
+#        allow       the phone refuses the subscriptions until its user allows notifications:
+#                    waiting for permission, the engine subscribes again at its retry interval
 #        republish   Service Changed: ANCS removed and added again
 #        hundred     100 notifications waiting at connection, all shown with their app's name
 #   4. the adapter and the core built for Cortex-M4 against NimBLE's headers, and their size.
@@ -155,7 +156,7 @@ finish() {  # quit the sample, let the provider end, stop the link
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null; pids=()
   # the sample's own lines, without NimBLE's log
-  grep -E '^(adapter|session|added|modified|removed|ready|updated|done|display|encryption|pairing|mtu|connected|disconnected|request|error|protocol|data-source)' \
+  grep -E '^(adapter|session|added|modified|removed|ready|updated|done|display|encryption|pairing|mtu|connected|disconnected|request|error|protocol|data-source|health)' \
     "$dir/sample.log" > "$dir/sample.lines"
 }
 uid_of() {  # the start of a title -> the uid of its ready line
@@ -164,6 +165,8 @@ uid_of() {  # the start of a title -> the uid of its ready line
 has() { grep -Eq "$1" "$dir/sample.lines"; }
 # has the first and not the second (a run that showed nothing fails it too)
 has_not() { grep -Eq "$1" "$dir/sample.lines" && ! grep -Eq "$2" "$dir/sample.lines"; }
+# a line matching the first, and a later one matching the second
+has_then() { awk -v first="$1" -v then="$2" 'seen && $0 ~ then { found = 1 } $0 ~ first { seen = 1 } END { exit !found }' "$dir/sample.lines"; }
 # ATT requests with this opcode in a capture (first fragments of ACL on the ATT channel)
 att_requests() {  # btsnoop opcode
   python3 - "$1" "$2" <<'PY'
@@ -258,10 +261,12 @@ fi
 
 if want allow; then
 echo "== allow: the phone refuses the subscriptions for 5 s"
+# The engine's default retry interval (15 s): subscribed again once, after the 5 s.
 start allow -- --allow-notifications-after 5 --sessions 1 --duration 60
 wait_for '^ready uid=[0-9]+ .*title="Pick up bike"' 40
 finish
-check "allow: the subscription refused with 0x08" has '^adapter: subscription refused \(insufficient authorization'
+check "allow: the subscription refused with 0x08: waiting for permission" has '^health state=waiting-for-permission refused=[0-9]+ status=8 '
+check "allow: subscribed again, healthy" has_then '^health state=waiting-for-permission' '^health state=healthy'
 check "allow: subscribed again and shown" has '^ready uid=[0-9]+ .*title="Pick up bike"'
 fi
 

@@ -21,7 +21,6 @@ static const ble_uuid128_t data_source_uuid = BLE_UUID128_INIT(
 #define SERVICE_CHANGED_UUID16 0x2A05
 #define ATT_ATTRIBUTE_NOT_FOUND 0x0A
 
-enum { FIRST_RETRY_MS = 2000, LAST_RETRY_MS = 60000 };
 /* A Control Point write NimBLE refused for want of buffers (BLE_HS_ENOMEM) is tried again this
  * much later, this many times, before it is reported failed. */
 enum { ENOMEM_RETRY_MS = 100, ENOMEM_RETRIES = 10 };
@@ -154,35 +153,48 @@ write_ended(void *arg, uint16_t conn, int status)
     return a;
 }
 
-static void write_cccd(ancs_nimble *a, ancs_characteristic which, bool enable);
+static void start_cccd_write(ancs_nimble *a, ancs_characteristic which, bool enable);
 
-/* After a write ended: the next queued CCCD clear (one write at a time), or discovery. */
+/* After a write ended: the queued CCCD writes, one at a time, or discovery. */
 static void
 after_write(ancs_nimble *a)
 {
-    if (a->writes_in_flight == 0 && a->pending_clear) {
-        ancs_characteristic which = (a->pending_clear & (1u << ANCS_DATA_SOURCE)) ? ANCS_DATA_SOURCE : ANCS_NOTIFICATION_SOURCE;
-        a->pending_clear &= (uint8_t)~(1u << which);
-        write_cccd(a, which, false);
+    while (a->writes_in_flight == 0 && a->cccd_queued) {
+        uint8_t next = a->cccd_queue[0];
+        memmove(a->cccd_queue, a->cccd_queue + 1, --a->cccd_queued);
+        start_cccd_write(a, (ancs_characteristic)(next >> 1), next & 1);
     }
     if (a->discovery_wanted && a->writes_in_flight == 0) discover(a);
     schedule(a);
 }
 
+/* A CCCD write the engine asks for. While another GATT write of the adapter
+ * is in flight it waits, in the engine's order: subscribing again asks for
+ * Notification Source off, Data Source off, Data Source on, and a clear
+ * written after the enable would leave Data Source off (every fetch then
+ * answered 0xFD, and subscribing again once more, without end). */
 static void
 write_cccd(ancs_nimble *a, ancs_characteristic which, bool enable)
+{
+    if (a->link_lost) return;   /* the link is going: its loss ends the session */
+    if (a->writes_in_flight > 0 || a->cccd_queued) {
+        if (a->cccd_queued < sizeof a->cccd_queue) a->cccd_queue[a->cccd_queued++] = (uint8_t)(which << 1 | enable);
+        else if (enable) ancs_consumer_subscription_result(&a->consumer, which, ANCS_ERR_TRANSPORT, now(a));
+        return;
+    }
+    start_cccd_write(a, which, enable);
+}
+
+static void
+start_cccd_write(ancs_nimble *a, ancs_characteristic which, bool enable)
 {
     uint8_t value[2] = { enable ? 1 : 0, 0 };
     uint16_t handle = which == ANCS_NOTIFICATION_SOURCE ? a->ns_cccd : a->ds_cccd;
     int rc;
 
-    if (a->link_lost) return;   /* the link is going: its loss ends the session */
+    if (a->link_lost) return;
     if (!handle || a->conn == BLE_HS_CONN_HANDLE_NONE) {
         if (enable) ancs_consumer_subscription_result(&a->consumer, which, handle ? ANCS_ERR_TRANSPORT : ATT_ATTRIBUTE_NOT_FOUND, now(a));
-        return;
-    }
-    if (!enable && a->writes_in_flight > 0) {   /* ancs_consumer_stop clears both at once: one write at a time */
-        a->pending_clear |= (uint8_t)(1u << which);
         return;
     }
     rc = ble_gattc_write_flat(a->conn, handle, value, sizeof value,
@@ -284,18 +296,14 @@ deferred_write(ancs_nimble *a, uint64_t t)
     ancs_consumer_write_result(&a->consumer, a->deferred_token, a->deferred_status, t);
 }
 
+/* A refused subscription (0x08 until the phone's user allows notifications,
+ * for instance) is the engine's to retry: it subscribes again every retry
+ * interval on this link, from its own deadline (schedule). */
 static void
 engine_event(void *context, const ancs_event *event)
 {
     ancs_nimble *a = context;
 
-    if (event->type == ANCS_EVENT_SESSION_ENDED && event->session_end == ANCS_SESSION_SUBSCRIPTION_FAILED &&
-        a->conn != BLE_HS_CONN_HANDLE_NONE) {
-        /* e.g. 0x08 until the phone's user allows notifications: start again later, on this link */
-        a->retry_at = now(a) + a->retry_delay_ms;
-        say(a, "subscription refused (%s): starting again in %u ms", ancs_status_name(event->status), (unsigned)a->retry_delay_ms);
-        a->retry_delay_ms = a->retry_delay_ms * 2 > LAST_RETRY_MS ? LAST_RETRY_MS : a->retry_delay_ms * 2;
-    }
     a->on_event(a->context, event, NULL);
 }
 
@@ -313,7 +321,6 @@ cccd_written(void *arg, uint16_t conn, ancs_characteristic which, const struct b
         a->resubscribe = (int8_t)which;   /* written again once the link is encrypted */
         start_security(a);
     } else {
-        if (which == ANCS_NOTIFICATION_SOURCE && error->status == 0) a->retry_delay_ms = FIRST_RETRY_MS;
         ancs_consumer_subscription_result(&a->consumer, which, result_of(error->status), now(a));
     }
     after_write(a);
@@ -592,12 +599,6 @@ on_timer(struct ble_npl_event *event)
 
     if (!initialised(a)) return;   /* queued before ancs_nimble_deinit() stopped the timer */
     t = now(a);
-
-    if (a->retry_at && t >= a->retry_at && a->conn != BLE_HS_CONN_HANDLE_NONE) {
-        a->retry_at = 0;
-        say(a, "subscribing again");
-        ancs_consumer_link_up(&a->consumer, ble_att_mtu(a->conn), t);
-    }
     deferred_write(a, t);
     ancs_consumer_tick(&a->consumer, t);
     schedule(a);
@@ -610,7 +611,6 @@ schedule(ancs_nimble *a)
     bool due = false;
 
     if (ancs_consumer_next_deadline(&a->consumer, &deadline)) { next = deadline; due = true; }
-    if (a->retry_at && (!due || a->retry_at < next)) { next = a->retry_at; due = true; }
     if (a->deferred && (!due || a->deferred_at < next)) { next = a->deferred_at; due = true; }
     if (!due) { ble_npl_callout_stop(&a->timer); return; }
     uint64_t wait = next > t ? next - t : 0;
@@ -630,12 +630,10 @@ forget_connection(ancs_nimble *a)
     a->phase = PHASE_IDLE;
     a->link_given = a->published = a->discovery_wanted = a->security_started = a->link_lost = false;
     a->writes_in_flight = 0;
-    a->pending_clear = 0;
+    a->cccd_queued = 0;
     a->deferred = false;   /* the link's loss ends its request */
     a->epoch++;   /* callbacks of the link forgotten are ignored from now on */
     a->resubscribe = -1;
-    a->retry_at = 0;
-    a->retry_delay_ms = FIRST_RETRY_MS;
 }
 
 /* A GATT procedure of the adapter is pending: NimBLE holds a pointer into the storage. */

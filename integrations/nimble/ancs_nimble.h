@@ -11,16 +11,18 @@
  *     a link that is not encrypted starts security (a Security Request from
  *     the peripheral) and is written again once the link is encrypted; any
  *     other refusal (0x08 while the phone's user has not allowed
- *     notifications, for instance) ends the session and it starts again after
- *     2 s, doubling up to 60 s, while the link stays up;
+ *     notifications, for instance) ends the session, and the engine
+ *     subscribes again every retry interval (ancs_consumer_config) while
+ *     the link stays up;
  *   - writes the Control Point, one write at a time (a long write, Prepare
  *     then Execute Write, for a command longer than MTU − 3, such as Get App
  *     Attributes of a long bundle identifier at MTU 23), and reports each
  *     write's ATT result (0xA0–0xA3 as such); a write NimBLE refuses at
  *     once is reported from the timer, after trying again every 100 ms (ten
  *     times) when NimBLE is out of buffers (BLE_HS_ENOMEM);
- *   - one GATT write at a time: ancs_consumer_stop()'s two CCCD clears go
- *     one after the other;
+ *   - CCCD writes one at a time, in the engine's order, after the write in
+ *     flight: ancs_consumer_stop()'s two clears, and subscribing again (both
+ *     off, then Data Source and Notification Source on);
  *   - feeds Notification Source and Data Source notifications (up to 514
  *     bytes, ATT MTU 517 − 3; a longer one is reported and dropped, never
  *     cut), the MTU, the link's loss, and Service Changed (ANCS removed: the
@@ -87,7 +89,8 @@ typedef struct ancs_nimble {
     uint8_t value_count;
     uint8_t phase;                 /* what the adapter is doing (ancs_nimble.c) */
     uint8_t epoch;                 /* the link instance: links[epoch % 4] is its procedures' argument */
-    uint8_t pending_clear;         /* CCCDs to clear (1 << ancs_characteristic) once no write is in flight */
+    uint8_t cccd_queue[4];         /* CCCD writes waiting for the write in flight, in order: characteristic << 1 | on */
+    uint8_t cccd_queued;
     bool link_given;               /* the engine was told link up */
     bool published;                /* ANCS found on the phone */
     bool discovery_wanted;         /* discover again once the write in flight ends */
@@ -104,8 +107,6 @@ typedef struct ancs_nimble {
     ancs_status deferred_status;
     uint64_t deferred_at;
     uint8_t deferred_bytes[64];
-    uint32_t retry_delay_ms;
-    uint64_t retry_at;             /* when to start the session again (0: no retry due) */
     ble_npl_time_t last_tick;      /* NimBLE's tick count when last read */
     uint32_t ticks_per_second;
     uint64_t ticks;                /* ticks since init (64 bits: does not wrap) */

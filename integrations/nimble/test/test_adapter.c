@@ -782,6 +782,82 @@ test_stop_serializes(void)
     CHECK(count_events(ANCS_EVENT_SESSION_ENDED) == 1, "session not ended");
 }
 
+/* The first pending procedure, or NULL. */
+static struct op *
+first_pending(void)
+{
+    for (int k = 0; k < op_count; k++) if (!ops[k].done) return &ops[k];
+    return NULL;
+}
+
+/* Subscribing again (a fetch answered 0xFD: the phone holds no subscription,
+ * as after it forgot them in silence): both CCCDs off, then Data Source and
+ * Notification Source on, one write at a time and in that order. A clear
+ * written after the enable left Data Source off, and the consumer subscribed
+ * again without end. */
+static void
+test_resubscribe_order(void)
+{
+    static ancs_nimble a;
+    uint16_t handles[8], values[8];
+    int n = 0, most = 0;
+
+    reset_fake("subscribing again: off, then on, in order", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 7, 185);
+    notification_added(&a, 7, 3);
+    uint32_t id = fetch_message(&a, 3);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    CHECK(w != NULL, "not written");
+    if (w) finish(w, BLE_HS_ATT_ERR(0xFD));
+    CHECK(done_of(id) && done_of(id)->status == 0xFD, "the fetch did not end with 0xFD");
+    for (struct op *o; (o = first_pending()) && n < 8;) {
+        if (pending_count() > most) most = pending_count();
+        if (o->kind == OP_WRITE && (o->handle == NS_CCCD || o->handle == DS_CCCD)) { handles[n] = o->handle; values[n] = o->value[0]; n++; }
+        finish(o, 0);
+    }
+    CHECK(most == 1, "%d GATT writes at once", most);
+    CHECK(n == 4 && handles[0] == NS_CCCD && !values[0] && handles[1] == DS_CCCD && !values[1] &&
+          handles[2] == DS_CCCD && values[2] == 1 && handles[3] == NS_CCCD && values[3] == 1,
+          "CCCD writes not NS off, DS off, DS on, NS on (%d writes; last DS value %d)", n, n >= 3 ? values[2] : -1);
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 2, "%d sessions, not a new one", count_events(ANCS_EVENT_SESSION_STARTED));
+}
+
+/* Subscriptions refused (0x08 until the phone's user allows notifications):
+ * the engine subscribes again once its retry interval has passed, on the
+ * same link; the adapter adds no retry of its own. */
+static void
+test_refused_retried_by_engine(void)
+{
+    static ancs_nimble a;
+    int enables = 0;
+
+    reset_fake("refused subscriptions: the engine retries", 1000);
+    lazy.retry_interval_s = 5;
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    connect_link(&a, 8, 185);
+    for (struct op *o; (o = first_pending());) {
+        bool enable = o->kind == OP_WRITE && (o->handle == NS_CCCD || o->handle == DS_CCCD) && o->value[0];
+        enables += enable;
+        finish(o, enable ? BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_AUTHOR) : 0);
+    }
+    CHECK(enables == 2, "%d subscriptions asked, not Data Source and Notification Source", enables);
+    bool waiting = false;
+    for (int i = 0; i < event_count; i++)
+        waiting |= events[i].type == ANCS_EVENT_HEALTH && events[i].health == ANCS_HEALTH_WAITING_FOR_PERMISSION;
+    CHECK(waiting, "not waiting for permission");
+    advance(4500);
+    CHECK(pending_count() == 0, "%d GATT writes before the retry interval", pending_count());
+    advance(1000);
+    struct op *o = first_pending();
+    CHECK(o && o->kind == OP_WRITE && o->handle == DS_CCCD && o->value[0] == 1 && pending_count() == 1,
+          "not one Data Source subscription after the retry interval (%d pending)", pending_count());
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 2 && events[event_count - 1].type == ANCS_EVENT_HEALTH &&
+          events[event_count - 1].health == ANCS_HEALTH_HEALTHY, "no session, or not healthy, once allowed");
+    ancs_nimble_deinit(&a);
+}
+
 /* Deinit stops the timer and ends the session: the storage can then be freed. */
 static void
 test_deinit(void)
@@ -954,6 +1030,8 @@ main(int argc, char **argv)
     test_long_notification();
     test_clock_wraps();
     test_stop_serializes();
+    test_resubscribe_order();
+    test_refused_retried_by_engine();
     test_deinit();
     test_init_again();
     test_write_refused();
