@@ -10,7 +10,7 @@
 #      adapter (integrations/nimble) and the sample accessory, linked with the
 #      core built by Embedded Swift (integrations/c/build.sh);
 #   3. the sample against `ancs provide --central` (the simulated iPhone) on
-#      two Bumble virtual controllers on one virtual link, in seven runs:
+#      two Bumble virtual controllers on one virtual link, in twelve runs:
 #        mtu23       PreExisting, Added, Modified, Removed, app names, a
 #                    positive and a negative action, 0xA2 for an unknown UID,
 #                    at MTU 23 (no exchange)
@@ -21,6 +21,20 @@
 #                    waiting for permission, the engine subscribes again at its retry interval
 #        republish   Service Changed: ANCS removed and added again
 #        hundred     100 notifications waiting at connection, all shown with their app's name
+#      and the faults of real iPhones (README "When notifications stop"), each
+#      played by a scenario step of integrations/nimble/test/<run>.yaml; the
+#      sample probes every 3 s (--probe-interval, --retry-interval) and must
+#      recover by itself and show the notification posted after the fault:
+#        silent      the subscriptions forgotten in silence: the probe answered
+#                    0xFD, subscribed again
+#        quiet       Notification Source quiet while the Control Point answers:
+#                    the probe finds the notification never announced, subscribed again
+#        sharing     sharing off at the start (--share-after): "not shared"
+#                    reported, nothing shown; on again: everything shown
+#        forgetbond  the phone forgets the bond and the link: the adapter drops
+#                    its stale bond, pairs again
+#        removeancs  ANCS removed and added back without Service Changed: the
+#                    probe answered 0xFD, subscribed again
 #   4. the adapter and the core built for Cortex-M4 against NimBLE's headers, and their size.
 #
 # Every process has a timeout. Prints "nimble: N passed, N failed".
@@ -167,6 +181,8 @@ has() { grep -Eq "$1" "$dir/sample.lines"; }
 has_not() { grep -Eq "$1" "$dir/sample.lines" && ! grep -Eq "$2" "$dir/sample.lines"; }
 # a line matching the first, and a later one matching the second
 has_then() { awk -v first="$1" -v then="$2" 'seen && $0 ~ then { found = 1 } $0 ~ first { seen = 1 } END { exit !found }' "$dir/sample.lines"; }
+# the first line matching the first comes before any line matching the second
+has_before() { awk -v first="$1" -v other="$2" '$0 ~ other && !seen { early = 1; exit } $0 ~ first { seen = 1 } END { exit early || !seen }' "$dir/sample.lines"; }
 # ATT requests with this opcode in a capture (first fragments of ACL on the ATT channel)
 att_requests() {  # btsnoop opcode
   python3 - "$1" "$2" <<'PY'
@@ -292,6 +308,67 @@ finish
 check "hundred: all 100 shown" test "$(sed -n 's/^ready uid=\([0-9]*\) .*/\1/p' "$dir/sample.lines" | sort -u | wc -l)" -eq 100
 check "hundred: every one with its app's name" test "$(grep -Ec '^ready uid=[0-9]+ .* name="[A-Za-z]+"' "$dir/sample.lines")" -eq 100
 check "hundred: each app's name asked once" test "$(grep -c '"appAttributesSent"' "$dir/phone.jsonl")" -eq 5
+fi
+
+# ---- the faults of real iPhones: each run's scenario plays one, and the
+# notification posted after it must be shown, the sample recovering by itself.
+# The sample probes a quiet session every 3 s (15 min by default) and asks
+# again what was refused every 3 s (15 s), so each fault is found within seconds.
+liveness=(--probe-interval 3 --retry-interval 3)
+fault() {  # run, title of the notification posted after the fault, provide's options
+  local run=$1 title=$2; shift 2
+  start "$run" "${liveness[@]}" -- --scenario "integrations/nimble/test/$run.yaml" --duration 40 "$@"
+  wait_for "^ready uid=[0-9]+ .*title=\"$title\"" 35
+  sleep 1
+  finish
+}
+
+if want silent; then
+echo "== silent: the phone forgets the subscriptions in silence"
+fault silent "After the silence"
+check "silent: shown before the fault" has '^ready uid=[0-9]+ .*title="Before the fault"'
+check "silent: the probe answered 0xFD, subscribed again (subscription lost)" has '^health state=resubscribing reason=subscription-lost'
+check "silent: healthy again" has_then '^health state=resubscribing' '^health state=healthy'
+check "silent: the notification posted after the fault shown, once" test "$(count '^ready uid=[0-9]+ .*title="After the silence"')" -eq 1
+fi
+
+if want quiet; then
+echo "== quiet: Notification Source quiet while the Control Point answers"
+fault quiet "Never announced"
+check "quiet: shown before the fault" has '^ready uid=[0-9]+ .*title="Before the fault"'
+check "quiet: the probe found a notification never announced, subscribed again" has '^health state=resubscribing reason=missed-notification'
+check "quiet: healthy again" has_then '^health state=resubscribing' '^health state=healthy'
+check "quiet: the notification posted after the fault shown, once" test "$(count '^ready uid=[0-9]+ .*title="Never announced"')" -eq 1
+fi
+
+if want sharing; then
+echo "== sharing: sharing off at the start, on after 10 s"
+fault sharing "After sharing" --share-after 10
+check "sharing: not shared reported (Control Point writes refused 0x03)" has '^health state=not-shared '
+check "sharing: nothing shown while not shared" has_before '^health state=not-shared ' '^ready uid='
+check "sharing: subscribed again once shared (sharing restored)" has_then '^health state=not-shared ' '^health state=resubscribing reason=sharing-restored'
+check "sharing: what the phone held shown once shared" has_then '^health state=resubscribing reason=sharing-restored' '^ready uid=[0-9]+ .*title="Held while not shared"'
+check "sharing: the notification posted after shown, once" test "$(count '^ready uid=[0-9]+ .*title="After sharing"')" -eq 1
+fi
+
+if want forgetbond; then
+echo "== forgetbond: the phone forgets the bond and drops the link"
+fault forgetbond "After pairing again"
+check "forgetbond: shown before the fault" has '^ready uid=[0-9]+ .*title="Before the fault"'
+check "forgetbond: the adapter dropped the stale bond" has '^adapter: the phone no longer has this accessory.s bond'
+check "forgetbond: bond lost reported, then healthy" has_then '^health state=bond-lost' '^health state=healthy'
+check "forgetbond: paired again (two pairing codes), encrypted and bonded" \
+  test "$(count '^pairing code')" -eq 2 -a "$(count '^encryption status=0 encrypted=1 authenticated=1 bonded=1')" -eq 2
+check "forgetbond: the notification posted after the fault shown" has_then '^health state=bond-lost' '^ready uid=[0-9]+ .*title="After pairing again"'
+fi
+
+if want removeancs; then
+echo "== removeancs: ANCS removed and added back without Service Changed"
+fault removeancs "After the restart"
+check "removeancs: shown before the fault" has '^ready uid=[0-9]+ .*title="Before the fault"'
+check "removeancs: no Service Changed seen" has_not '^ready uid=' '^adapter: Service Changed'
+check "removeancs: the probe answered 0xFD, subscribed again (subscription lost)" has '^health state=resubscribing reason=subscription-lost'
+check "removeancs: the notification posted after the fault shown, once" test "$(count '^ready uid=[0-9]+ .*title="After the restart"')" -eq 1
 fi
 
 # ---- 4. Cortex-M4: the adapter against NimBLE's headers, the core

@@ -16,10 +16,15 @@
  * This build runs NimBLE's Linux port: the HCI transport is a TCP connection
  * to a controller (a Bumble virtual controller in the project's tests).
  *
- * Usage: ancs-sample [--just-works] [--mtu MTU] [--timeout SECONDS] TCP-PORT
+ * Usage: ancs-sample [--just-works] [--mtu MTU] [--probe-interval S] [--silence-limit S]
+ *                    [--retry-interval S] [--timeout SECONDS] TCP-PORT
  *
  * --mtu sets the ATT MTU NimBLE prefers (ble_att_set_preferred_mtu; 23–527,
  * the build's MYNEWT_VAL_BLE_ATT_PREFERRED_MTU, 256, by default).
+ * --probe-interval, --silence-limit and --retry-interval set the engine's
+ * liveness intervals in seconds (ancs_consumer_config: probe_interval_s,
+ * silence_limit_s, retry_interval_s; 0 keeps the default, "off" turns one
+ * off), so that a test sees a fault found within seconds instead of minutes.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -322,16 +327,27 @@ main(int argc, char *argv[])
 {
     static struct ble_npl_task host, hci;
     pthread_t input;
+    static const char usage[] = "usage: ancs-sample [--just-works] [--mtu MTU] [--probe-interval S] [--silence-limit S]"
+                                " [--retry-interval S] [--timeout SECONDS] TCP-PORT\n";
+    ancs_consumer_config config;
     int port = -1, timeout = 0, just_works = 0, mtu = 0;
 
+    ancs_consumer_config_default(&config);
     for (int i = 1; i < argc; i++) {
+        uint32_t *interval = !strcmp(argv[i], "--probe-interval") ? &config.probe_interval_s
+                           : !strcmp(argv[i], "--silence-limit") ? &config.silence_limit_s
+                           : !strcmp(argv[i], "--retry-interval") ? &config.retry_interval_s : NULL;
         if (!strcmp(argv[i], "--just-works")) just_works = 1;
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--mtu") && i + 1 < argc) mtu = atoi(argv[++i]);
+        else if (interval && i + 1 < argc) {
+            i++;
+            *interval = !strcmp(argv[i], "off") ? ANCS_OFF : (uint32_t)strtoul(argv[i], NULL, 10);
+        }
         else if (argv[i][0] != '-') port = atoi(argv[i]);
-        else { fprintf(stderr, "usage: ancs-sample [--just-works] [--mtu MTU] [--timeout SECONDS] TCP-PORT\n"); return 64; }
+        else { fputs(usage, stderr); return 64; }
     }
-    if (port <= 0) { fprintf(stderr, "usage: ancs-sample [--just-works] [--mtu MTU] [--timeout SECONDS] TCP-PORT\n"); return 64; }
+    if (port <= 0) { fputs(usage, stderr); return 64; }
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (timeout > 0) { signal(SIGALRM, on_timeout); alarm((unsigned)timeout); }
 
@@ -351,7 +367,7 @@ main(int argc, char *argv[])
     ble_store_config_init();
     if (mtu && ble_att_set_preferred_mtu((uint16_t)mtu) != 0) { printf("error: MTU %d refused\n", mtu); return 64; }
 
-    if (ancs_nimble_init(&adapter, NULL, on_event, NULL) != 0) { printf("error: adapter\n"); return 1; }
+    if (ancs_nimble_init(&adapter, &config, on_event, NULL) != 0) { printf("error: adapter\n"); return 1; }
     ble_npl_event_init(&line_event, run_command, NULL);
     pthread_create(&input, NULL, read_input, NULL);
 
