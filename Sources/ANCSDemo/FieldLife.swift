@@ -10,8 +10,10 @@ import Foundation
 /// them, and the faults iPhones produce in the field injected at random
 /// (seeded): subscriptions forgotten in silence, Notification Source quiet,
 /// sharing turned off and on, ANCS restarted with and without Service
-/// Changed, link drops. (A forgotten bond is a matter of the host's
-/// pairing, which the simulated link does not model: not injected.)
+/// Changed, link drops, the bond forgotten ("Forget This Device": the link
+/// drops, the host tells the consumer `bondLost` as it finds the phone can no
+/// longer encrypt, and the phone shares nothing until the person pairs it
+/// again, from a minute to two hours later).
 ///
 /// It measures what the person gets: the share of the notifications posted
 /// while the phone was sharing that reached the accessory while they were on
@@ -19,7 +21,7 @@ import Foundation
 /// cost. Used by `ancs bench --field-days`.
 public final class FieldLife: @unchecked Sendable {
     public enum Fault: String, CaseIterable, Sendable {
-        case subscriptionsForgotten, notificationSourceQuiet, sharingOff, ancsRestarted, ancsRestartedSilently, linkDrop
+        case subscriptionsForgotten, notificationSourceQuiet, sharingOff, ancsRestarted, ancsRestartedSilently, linkDrop, bondForgotten
     }
 
     public struct Report: Sendable {
@@ -40,6 +42,8 @@ public final class FieldLife: @unchecked Sendable {
         /// Times the consumer subscribed again, and the health states it told.
         public var resubscriptions = 0
         public var healthEvents = 0
+        /// Times the consumer told `bondLost`.
+        public var bondsLost = 0
         public var bytesOnAir = 0
 
         public var reachedShare: Double { posted == 0 ? 1 : Double(reached) / Double(posted) }
@@ -91,6 +95,7 @@ public final class FieldLife: @unchecked Sendable {
         var probes = 0
         var resubscriptions = 0
         var healthEvents = 0
+        var bondsLost = 0
     }
 
     public func run() -> Report {
@@ -112,6 +117,7 @@ public final class FieldLife: @unchecked Sendable {
                 case .health(let state):
                     record.healthEvents += 1
                     if case .resubscribing = state { record.resubscriptions += 1 }
+                    if case .bondLost = state { record.bondsLost += 1 }
                 default:
                     break
                 }
@@ -164,7 +170,7 @@ public final class FieldLife: @unchecked Sendable {
             switch fault {
             // Quiet until the consumer subscribes again (as the simulated phone does).
             case .notificationSourceQuiet, .subscriptionsForgotten: length = .zero
-            case .sharingOff: length = generator.seconds(60, 2 * 3600)
+            case .sharingOff, .bondForgotten: length = generator.seconds(60, 2 * 3600)
             case .linkDrop: length = generator.seconds(5, 600)
             case .ancsRestarted, .ancsRestartedSilently: length = generator.seconds(1, 30)
             }
@@ -176,7 +182,10 @@ public final class FieldLife: @unchecked Sendable {
         }
         timeline.sort { ($0.0, $0.1) < ($1.0, $1.1) }
 
-        var sharing = true
+        // The phone shares while sharing is on and it holds the bond; the
+        // link is up unless dropped or waiting for the person to pair again.
+        var sharingOff = false, bondForgotten = false, dropped = false
+        var sharing: Bool { !sharingOff && !bondForgotten }
         for (at, _, step) in timeline {
             simulation.run(until: at)
             switch step {
@@ -196,20 +205,31 @@ public final class FieldLife: @unchecked Sendable {
                 case .subscriptionsForgotten: simulation.spawn { await provider.forgetSubscriptions() }
                 case .notificationSourceQuiet: simulation.spawn { await provider.setNotificationSourceQuiet(true) }
                 case .sharingOff:
-                    sharing = false
+                    sharingOff = true
                     simulation.spawn { await provider.setSharing(false) }
                 case .ancsRestarted: link.unpublishANCS(serviceChanged: true)
                 case .ancsRestartedSilently: link.unpublishANCS(serviceChanged: false)
-                case .linkDrop: link.disconnect()
+                case .linkDrop:
+                    dropped = true
+                    link.disconnect()
+                case .bondForgotten:
+                    bondForgotten = true
+                    link.disconnect()
+                    link.reportBondLost()
                 }
             case .endFault(let fault):
                 switch fault {
                 case .sharingOff:
-                    sharing = true
+                    sharingOff = false
                     simulation.spawn { await provider.setSharing(true) }
                 case .ancsRestarted: link.publishANCS(serviceChanged: true)
                 case .ancsRestartedSilently: link.publishANCS(serviceChanged: false)
-                case .linkDrop: link.connect()
+                case .linkDrop:
+                    dropped = false
+                    if !bondForgotten { link.connect() }
+                case .bondForgotten:  // paired again
+                    bondForgotten = false
+                    if !dropped { link.connect() }
                 case .subscriptionsForgotten, .notificationSourceQuiet: break
                 }
             }
@@ -219,6 +239,7 @@ public final class FieldLife: @unchecked Sendable {
         report.probes = record.probes
         report.resubscriptions = record.resubscriptions
         report.healthEvents = record.healthEvents
+        report.bondsLost = record.bondsLost
         for posted in record.posted where posted.sharing {
             report.posted += 1
             let leaves = min(posted.until, end)

@@ -188,6 +188,13 @@ public final class SimulatedLink: @unchecked Sendable {
         for request in stranded { request.continuation?.resume(returning: .transportFailure) }
     }
 
+    /// The host finds that the phone forgot the bond (its reconnection could
+    /// not encrypt, or it asks to pair again) and tells the consumer, as
+    /// the BlueZ transport and the NimBLE adapter do: `.bondLost`.
+    public func reportBondLost() {
+        clientSink.yield(.bondLost)
+    }
+
     /// The consumer's stack dies: the link drops and the client's event
     /// stream ends throwing `error`.
     public func failClient(_ error: TransportError) {

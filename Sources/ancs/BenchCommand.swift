@@ -44,9 +44,9 @@ struct BenchCommand: ParsableCommand {
         printLine("")
         let waitMinutes = Double(report.longestWait.components.seconds) / 60
         let probeMicroseconds = Double(report.probeBytesOnAir) * 8  // 1M PHY: 8 µs per byte
-        printLine("| notifications posted while sharing | reached | share | longest wait | resubscriptions | health events | probes | air per probe | probe air time per hour |")
-        printLine("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        printLine("| \(report.posted) | \(report.reached) | \(f3(report.reachedShare * 100)) % | \(f1(waitMinutes)) min | \(report.resubscriptions) | \(report.healthEvents) | \(report.probes) | \(report.probeBytesOnAir) bytes, \(report.probeConnectionEvents) events | \(f2(probeMicroseconds * Double(report.probes) / Double(fieldDays * 24) / 1000)) ms |")
+        printLine("| notifications posted while sharing | reached | share | longest wait | resubscriptions | health events | bonds lost told | probes | air per probe | probe air time per hour |")
+        printLine("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        printLine("| \(report.posted) | \(report.reached) | \(f3(report.reachedShare * 100)) % | \(f1(waitMinutes)) min | \(report.resubscriptions) | \(report.healthEvents) | \(report.bondsLost) | \(report.probes) | \(report.probeBytesOnAir) bytes, \(report.probeConnectionEvents) events | \(f2(probeMicroseconds * Double(report.probes) / Double(fieldDays * 24) / 1000)) ms |")
         printLine("")
     }
 

@@ -20,6 +20,8 @@ import Testing
         #expect(report.reachedShare >= 0.999, "\(report.reached) of \(report.posted)")
         #expect(report.longestWait <= ConsumerConfiguration.default.probeInterval + .seconds(60), "\(report.longestWait)")
         #expect(report.resubscriptions > 0 && report.probes > 0)
+        // Each forgotten bond told (once, until the phone answers again).
+        #expect(report.bondsLost > 0 && report.bondsLost <= report.faults[.bondForgotten, default: 0])
         #expect(report.probeBytesOnAir > 0)
     }
 }
