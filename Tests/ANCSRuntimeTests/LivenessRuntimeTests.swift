@@ -120,6 +120,27 @@ import Testing
         #expect(await Self.time(until: next, in: rig, limit: Self.roundTrips) != nil)
     }
 
+    @Test("the phone forgot the bond: the host says so as the link drops, the consumer tells 'bond lost' once; paired again, what the phone holds shows and the consumer is healthy",
+          arguments: intervals)
+    func bondForgotten(interval: Duration) async throws {
+        let rig = Self.connected(interval: interval)
+        rig.link.disconnect()
+        rig.link.reportBondLost()
+        rig.simulation.run(for: .seconds(1))
+        #expect(Self.healthEvents(rig) == [.bondLost])
+        // Posted while the person pairs again: announced as PreExisting on the new link.
+        let held = try Self.value(of: rig, Self.add("Held", to: rig))
+        rig.simulation.run(for: .seconds(600))
+        #expect(Self.healthEvents(rig) == [.bondLost], "told once, however long it lasts")
+        rig.link.connect()
+        let took = await Self.time(until: held, in: rig, limit: Self.roundTrips)
+        #expect(took != nil)
+        #expect(await rig.notifications()[held]?.isPreExisting == true)
+        #expect(Self.healthEvents(rig) == [.bondLost, .healthy])
+        let next = try Self.value(of: rig, Self.add("Next", to: rig))
+        #expect(await Self.time(until: next, in: rig, limit: Self.roundTrips) != nil)
+    }
+
     @Test("sharing turned on while the accessory is connected and not shared, between two retries: shown within a retry interval",
           arguments: intervals)
     func sharingTurnedOnLater(interval: Duration) async throws {
