@@ -320,6 +320,9 @@ fault() {  # run, title of the notification posted after the fault, provide's op
   start "$run" "${liveness[@]}" -- --scenario "integrations/nimble/test/$run.yaml" --duration 40 "$@"
   wait_for "^ready uid=[0-9]+ .*title=\"$title\"" 35
   sleep 1
+  # The provider connects again after each disconnection and would wait out
+  # its --duration: SIGTERM ends it as --duration does.
+  kill -TERM "$provide_pid" 2>/dev/null
   finish
 }
 
