@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "ANCSDesktop", dependencies: ["ANCS", "ANCSDBus"]),
         // Bumble (Python, any OS, USB/UART dongles and virtual controllers)
         // through a host process speaking a line protocol (Host/PROTOCOL.md).
-        .target(name: "ANCSBumble", dependencies: ["ANCS", "ANCSFormat", "ANCSRuntime"], resources: [.copy("Host/ancs_bumble_host.py"), .copy("Host/PROTOCOL.md")]),
+        .target(name: "ANCSBumble", dependencies: ["ANCS", "ANCSFormat", "ANCSRuntime"], resources: [.copy("Host/ancs_bumble_host.py"), .copy("Host/ancs_host"), .copy("Host/PROTOCOL.md")]),
         // Captures: btsnoop files, HCI ACL and L2CAP reassembly, ATT, the
         // ANCS handles and an ANCS transcript (`ancs decode --btsnoop`).
         .target(name: "ANCSCapture", dependencies: ["ANCS", "ANCSFormat"]),
