@@ -88,18 +88,24 @@ link_arg(ancs_nimble *a)
  * whoever has it then), and the requests end with the link
  * (ANCS_ERR_SESSION_ENDED), not as transport failures. */
 static ancs_nimble *
-link_of(void *arg, uint16_t conn, int status)
+current(ancs_nimble *a, bool this_link, uint16_t conn, int status)
 {
-    struct ancs_nimble_link *link = arg;
-    ancs_nimble *a = link->adapter;
-
-    if (conn != a->conn || link != &a->links[a->epoch % LINKS]) return NULL;
+    if (conn != a->conn || !this_link) return NULL;
     if (status == BLE_HS_ENOTCONN) {
         if (!a->link_lost) say(a, "link lost: GATT procedures failed, waiting for the disconnection");
         a->link_lost = true;
         return NULL;
     }
     return a;
+}
+
+static ancs_nimble *
+link_of(void *arg, uint16_t conn, int status)
+{
+    struct ancs_nimble_link *link = arg;
+    ancs_nimble *a = link->adapter;
+
+    return current(a, link == &a->links[a->epoch % LINKS], conn, status);
 }
 
 /* An ATT result in ancs.h's number space, from a NimBLE status. */
@@ -133,6 +139,10 @@ start_security(ancs_nimble *a)
 
     if (a->security_started) return;
     a->security_started = true;
+    if (a->security_by_application) {
+        say(a, "security: the phone wants an encrypted link; left to the application");
+        return;
+    }
     rc = ble_gap_security_initiate(a->conn);
     say(a, "security: the phone wants an encrypted link; asking for it (rc %d)", rc);
 }
@@ -210,28 +220,54 @@ engine_subscribe(void *context, ancs_characteristic which, bool enable)
     write_cccd(context, which, enable);
 }
 
+/* A Control Point write ended: its result goes with its own token (the
+ * engine ignores the token of a write it abandoned at its request timeout). */
 static int
 on_cp_written(uint16_t conn, const struct ble_gatt_error *error, struct ble_gatt_attr *attr, void *arg)
 {
-    ancs_nimble *a = write_ended(arg, conn, error->status);
+    struct ancs_nimble_write *w = arg;
+    ancs_nimble *a = w->adapter;
 
     (void)attr;
-    if (!a) return 0;
-    ancs_consumer_write_result(&a->consumer, a->cp_token, result_of(error->status), now(a));
+    w->pending = false;   /* the slot is free once NimBLE called back, whatever link it was on */
+    if (!(a = current(a, w->epoch == a->epoch, conn, error->status))) return 0;
+    if (a->writes_in_flight) a->writes_in_flight--;
+    ancs_consumer_write_result(&a->consumer, w->token, result_of(error->status), now(a));
     after_write(a);
     return 0;
 }
 
+/* Starts a Control Point write in a free slot, taken in turn (a slot is
+ * reused last, so a late callback of one link is never read as another's). */
 static int
-write_control_point(ancs_nimble *a, const uint8_t *bytes, size_t length)
+write_control_point(ancs_nimble *a, const uint8_t *bytes, size_t length, uint32_t token)
 {
-    if (length + 3 <= ble_att_mtu(a->conn))
-        return ble_gattc_write_flat(a->conn, a->cp_value, bytes, (uint16_t)length, on_cp_written, link_arg(a));
-    /* Longer than one Write Request carries (MTU - 3; e.g. Get App
-     * Attributes of a long bundle identifier at MTU 23): a long write,
-     * Prepare Write requests then Execute Write. */
-    struct os_mbuf *om = ble_hs_mbuf_from_flat(bytes, (uint16_t)length);
-    return om ? ble_gattc_write_long(a->conn, a->cp_value, 0, om, on_cp_written, link_arg(a)) : BLE_HS_ENOMEM;
+    struct ancs_nimble_write *w = NULL;
+    int rc;
+
+    for (int i = 0; i < 4 && !w; i++) {
+        struct ancs_nimble_write *s = &a->cp_writes[(a->cp_next + i) % 4];
+        if (!s->pending) w = s;
+    }
+    if (!w) return BLE_HS_EBUSY;   /* four writes NimBLE never answered */
+    w->adapter = a;
+    w->token = token;
+    w->epoch = a->epoch;
+    if (length + 3 <= ble_att_mtu(a->conn)) {
+        rc = ble_gattc_write_flat(a->conn, a->cp_value, bytes, (uint16_t)length, on_cp_written, w);
+    } else {
+        /* Longer than one Write Request carries (MTU - 3; e.g. Get App
+         * Attributes of a long bundle identifier at MTU 23): a long write,
+         * Prepare Write requests then Execute Write. */
+        struct os_mbuf *om = ble_hs_mbuf_from_flat(bytes, (uint16_t)length);
+        rc = om ? ble_gattc_write_long(a->conn, a->cp_value, 0, om, on_cp_written, w) : BLE_HS_ENOMEM;
+    }
+    if (rc == 0) {
+        w->pending = true;
+        a->cp_next = (uint8_t)(w - a->cp_writes + 1) % 4;
+        a->writes_in_flight++;
+    }
+    return rc;
 }
 
 /* A write that did not start is reported from the timer, never from inside the engine's callback:
@@ -266,12 +302,9 @@ engine_write(void *context, const uint8_t *bytes, size_t length, uint32_t token)
 
     if (a->link_lost) return;   /* the link is going: its loss ends the request (ANCS_ERR_SESSION_ENDED) */
     a->deferred = false;
-    if (a->cp_value && a->conn != BLE_HS_CONN_HANDLE_NONE && length <= 0xFFFF) {
-        a->cp_token = token;
-        rc = write_control_point(a, bytes, length);
-    }
-    if (rc == 0) a->writes_in_flight++;
-    else defer_write_failure(a, bytes, length, token, rc);
+    if (a->cp_value && a->conn != BLE_HS_CONN_HANDLE_NONE && length <= 0xFFFF)
+        rc = write_control_point(a, bytes, length, token);
+    if (rc != 0) defer_write_failure(a, bytes, length, token, rc);
 }
 
 /* From the timer: a deferred write tried again, or its failure reported. */
@@ -285,9 +318,8 @@ deferred_write(ancs_nimble *a, uint64_t t)
     if (a->deferred_length && a->conn != BLE_HS_CONN_HANDLE_NONE && a->cp_value &&
         ancs_consumer_in_session(&a->consumer)) {   /* not after ancs_consumer_stop */
         a->deferred_tries++;
-        a->cp_token = a->deferred_token;
-        rc = write_control_point(a, a->deferred_bytes, a->deferred_length);
-        if (rc == 0) { a->writes_in_flight++; return; }
+        rc = write_control_point(a, a->deferred_bytes, a->deferred_length, a->deferred_token);
+        if (rc == 0) return;
         if (rc == BLE_HS_ENOMEM) {
             defer_write_failure(a, a->deferred_bytes, a->deferred_length, a->deferred_token, rc);
             if (a->deferred_length) return;
@@ -354,6 +386,32 @@ on_cccd_cleared(uint16_t conn, const struct ble_gatt_error *error, struct ble_ga
 
 /* ---- discovery ---- */
 
+static bool
+discovering(const ancs_nimble *a)
+{
+    return a->phase >= PHASE_GATT_SERVICE && a->phase <= PHASE_ANCS_DESCRIPTORS;
+}
+
+static void
+retry_later(ancs_nimble *a)
+{
+    a->retry_due = true;
+    a->retry_at = now(a) + a->retry_ms;
+    schedule(a);
+}
+
+/* A discovery ends: if something asked for discovery while it ran (Service
+ * Changed, for instance), what it found may be stale: discover again now. */
+static bool
+restarted(ancs_nimble *a)
+{
+    if (!a->discovery_wanted) return false;
+    say(a, "discovery asked for again while it ran: starting over");
+    a->phase = PHASE_IDLE;
+    discover(a);
+    return true;
+}
+
 static void
 discovery_failed(ancs_nimble *a, const char *what, int status)
 {
@@ -364,8 +422,11 @@ discovery_failed(ancs_nimble *a, const char *what, int status)
         start_security(a);
         return;
     }
-    say(a, "%s failed: status 0x%x", what, status);
     a->phase = PHASE_IDLE;
+    if (restarted(a)) return;
+    /* Not for want of security: tried again every retry interval while the link stays up. */
+    say(a, "%s failed: status 0x%x; trying again in %u s", what, status, (unsigned)(a->retry_ms / 1000));
+    retry_later(a);
 }
 
 /* The CCCD belongs to the characteristic with the largest value handle below it. */
@@ -404,6 +465,7 @@ on_ancs_descriptor(uint16_t conn, const struct ble_gatt_error *error, uint16_t v
 
     (void)value;
     if (error->status == BLE_HS_EDONE) {
+        if (restarted(a)) return 0;
         if (!a->ns_value || !a->ns_cccd) {
             say(a, "ANCS has no Notification Source to subscribe to");
             a->phase = PHASE_ABSENT;
@@ -429,6 +491,7 @@ on_ancs_characteristic(uint16_t conn, const struct ble_gatt_error *error, const 
     if (!a) return 0;
 
     if (error->status == BLE_HS_EDONE) {
+        if (restarted(a)) return 0;
         a->phase = PHASE_ANCS_DESCRIPTORS;
         if (ble_gattc_disc_all_dscs(conn, a->ancs_start, a->ancs_end, on_ancs_descriptor, link_arg(a)) != 0)
             discovery_failed(a, "ANCS descriptor discovery", BLE_HS_EUNKNOWN);
@@ -455,6 +518,7 @@ on_ancs_service(uint16_t conn, const struct ble_gatt_error *error, const struct 
         return 0;
     }
     if (error->status != BLE_HS_EDONE) { discovery_failed(a, "ANCS service discovery", error->status); return 0; }
+    if (restarted(a)) return 0;
     if (!a->ancs_start) {
         say(a, "ANCS is not published on the phone: waiting for Service Changed");
         a->phase = PHASE_ABSENT;
@@ -472,6 +536,7 @@ discover_ancs(ancs_nimble *a)
 {
     a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
     if (a->link_lost) { a->phase = PHASE_IDLE; return; }
+    a->discovery_wanted = false;
     a->phase = PHASE_ANCS_SERVICE;
     if (ble_gattc_disc_svc_by_uuid(a->conn, &ancs_service_uuid.u, on_ancs_service, link_arg(a)) != 0)
         discovery_failed(a, "ANCS service discovery", BLE_HS_EUNKNOWN);
@@ -487,7 +552,7 @@ on_sc_subscribed(uint16_t conn, const struct ble_gatt_error *error, struct ble_g
     if (error->status != 0) say(a, "Service Changed subscription: status 0x%x", error->status);
     if (wants_security(a, error->status)) {
         a->discovery_wanted = true;
-        a->sc_cccd = 0;   /* discover the GATT service again once encrypted */
+        a->gatt_start = a->sc_cccd = 0;   /* the GATT service discovered and Service Changed subscribed again once encrypted */
         a->phase = PHASE_IDLE;
         start_security(a);
     } else {
@@ -572,8 +637,11 @@ static void
 discover(ancs_nimble *a)
 {
     if (a->conn == BLE_HS_CONN_HANDLE_NONE || a->link_lost) return;
-    if (a->writes_in_flight > 0) { a->discovery_wanted = true; return; }
+    /* ATT: one request at a time; and never a second discovery over the one running (they share
+     * the handles found): it starts over when the running one ends (restarted). */
+    if (a->writes_in_flight > 0 || discovering(a)) { a->discovery_wanted = true; return; }
     a->discovery_wanted = false;
+    a->retry_due = false;
     if (!a->sc_cccd && !a->gatt_start) {
         a->phase = PHASE_GATT_SERVICE;
         if (ble_gattc_disc_svc_by_uuid(a->conn, BLE_UUID16_DECLARE(GATT_SERVICE_UUID16), on_gatt_service, link_arg(a)) != 0)
@@ -600,6 +668,10 @@ on_timer(struct ble_npl_event *event)
     if (!initialised(a)) return;   /* queued before ancs_nimble_deinit() stopped the timer */
     t = now(a);
     deferred_write(a, t);
+    if (a->retry_due && t >= a->retry_at) {
+        a->retry_due = false;
+        discover(a);
+    }
     ancs_consumer_tick(&a->consumer, t);
     schedule(a);
 }
@@ -612,6 +684,7 @@ schedule(ancs_nimble *a)
 
     if (ancs_consumer_next_deadline(&a->consumer, &deadline)) { next = deadline; due = true; }
     if (a->deferred && (!due || a->deferred_at < next)) { next = a->deferred_at; due = true; }
+    if (a->retry_due && (!due || a->retry_at < next)) { next = a->retry_at; due = true; }
     if (!due) { ble_npl_callout_stop(&a->timer); return; }
     uint64_t wait = next > t ? next - t : 0;
     if (wait > 3600000) wait = 3600000;
@@ -619,6 +692,8 @@ schedule(ancs_nimble *a)
 }
 
 /* ---- public ---- */
+
+static ancs_nimble *instances;   /* the adapters initialised, linked by next_instance */
 
 static void
 forget_connection(ancs_nimble *a)
@@ -631,7 +706,7 @@ forget_connection(ancs_nimble *a)
     a->link_given = a->published = a->discovery_wanted = a->security_started = a->link_lost = false;
     a->writes_in_flight = 0;
     a->cccd_queued = 0;
-    a->deferred = false;   /* the link's loss ends its request */
+    a->deferred = a->retry_due = false;   /* the link's loss ends its request */
     a->epoch++;   /* callbacks of the link forgotten are ignored from now on */
     a->resubscribe = -1;
 }
@@ -650,6 +725,8 @@ ancs_nimble_deinit(ancs_nimble *a)
     if (!a) return BLE_HS_EINVAL;
     if (!initialised(a)) return 0;
     if (busy(a)) return BLE_HS_EBUSY;
+    for (ancs_nimble **p = &instances; *p; p = &(*p)->next_instance)
+        if (*p == a) { *p = a->next_instance; break; }
     ble_npl_callout_stop(&a->timer);
     if (a->link_given) ancs_consumer_link_down(&a->consumer, now(a));   /* requests end, then the session */
     forget_connection(a);
@@ -692,7 +769,10 @@ ancs_nimble_init(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble
     a->timer_magic = ANCS_NIMBLE_MAGIC;
     status = ancs_consumer_init(&a->consumer, config, &engine_callbacks, a);
     if (status != ANCS_OK) return BLE_HS_EINVAL;
+    a->retry_ms = config && config->retry_interval_s && config->retry_interval_s <= 3600 ? config->retry_interval_s * 1000 : 15000;
     a->magic = ANCS_NIMBLE_MAGIC;
+    a->next_instance = instances;
+    instances = a;
     return 0;
 }
 
@@ -714,7 +794,13 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
         ancs_consumer_bond_lost(&a->consumer, now(a));
         return BLE_GAP_REPEAT_PAIRING_RETRY;
     case BLE_GAP_EVENT_CONNECT:
-        if (event->connect.status != 0 || a->conn != BLE_HS_CONN_HANDLE_NONE) break;
+        /* The phone is the central: a link this accessory made as central is
+         * not a phone's, and a link another adapter took is not this one's. */
+        if (event->connect.status != 0 || a->conn != BLE_HS_CONN_HANDLE_NONE ||
+            ble_gap_conn_find(event->connect.conn_handle, &desc) != 0 || desc.role != BLE_GAP_ROLE_SLAVE)
+            break;
+        for (ancs_nimble *other = instances; other; other = other->next_instance)
+            if (other != a && other->conn == event->connect.conn_handle) return 0;
         forget_connection(a);
         a->conn = event->connect.conn_handle;
         discover(a);
@@ -734,7 +820,7 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
             ble_store_util_delete_peer(&desc.peer_id_addr);
             say(a, "the phone no longer has this accessory's bond (key missing): dropped ours, asking to pair again");
             ancs_consumer_bond_lost(&a->consumer, now(a));
-            ble_gap_security_initiate(a->conn);
+            if (!a->security_by_application) ble_gap_security_initiate(a->conn);
             break;
         }
         if (event->enc_change.status != 0) {
@@ -744,6 +830,7 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
                 a->resubscribe = -1;
                 ancs_consumer_subscription_result(&a->consumer, which, ANCS_ATT_INSUFFICIENT_AUTHENTICATION, now(a));
             }
+            if (a->discovery_wanted || a->phase == PHASE_IDLE) retry_later(a);   /* discovery waited for it */
             break;
         }
         if (a->resubscribe >= 0) {
@@ -751,7 +838,9 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
             a->resubscribe = -1;
             write_cccd(a, which, true);
         }
-        if (a->discovery_wanted || a->phase == PHASE_IDLE) discover(a);
+        /* Discovery waiting for encryption, or ANCS not found before it
+         * (some phones publish ANCS only on an encrypted link). */
+        if (a->discovery_wanted || a->phase == PHASE_IDLE || a->phase == PHASE_ABSENT) discover(a);
         break;
     case BLE_GAP_EVENT_MTU:
         if (event->mtu.conn_handle != a->conn) break;
@@ -778,12 +867,8 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
             if (!touches_ancs) break;
             if (a->published && a->link_given) ancs_consumer_service_changed(&a->consumer, false, now(a));
             a->published = false;
-            if (a->writes_in_flight > 0) {
-                a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
-                a->discovery_wanted = true;
-            } else {
-                discover_ancs(a);
-            }
+            a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
+            discover(a);   /* after the write in flight, or once the discovery running ends */
         }
         break;
     default:

@@ -5,11 +5,23 @@
  * consumer engine, on one connection to the phone:
  *   - discovers the GATT service's Service Changed characteristic and
  *     subscribes to its indications, then discovers ANCS by UUID (its three
- *     characteristics and their CCCDs), and starts the session;
+ *     characteristics and their CCCDs), and starts the session. One
+ *     discovery at a time: what asks for another while one runs (Service
+ *     Changed, encryption) makes it start over once the running one ends. A
+ *     discovery refused for want of security is tried again once the link
+ *     is encrypted (the Service Changed subscription too); one that fails
+ *     otherwise, or whose security fails, is tried again every retry
+ *     interval (ancs_consumer_config; 15 s when 0 or ANCS_OFF) while the
+ *     link stays up. ANCS not found is looked for again when the link
+ *     becomes encrypted (some phones publish it only then) and on Service
+ *     Changed;
  *   - subscribes Data Source then Notification Source as the engine asks; a
  *     subscription refused with Insufficient Authentication or Encryption on
  *     a link that is not encrypted starts security (a Security Request from
- *     the peripheral) and is written again once the link is encrypted; any
+ *     the peripheral; or, with security_by_application, nothing: the
+ *     application starts it) and is written again once the link is
+ *     encrypted (if security fails, the engine is told the refusal and
+ *     subscribes again every retry interval); any
  *     other refusal (0x08 while the phone's user has not allowed
  *     notifications, for instance) ends the session, and the engine
  *     subscribes again every retry interval (ancs_consumer_config) while
@@ -17,9 +29,11 @@
  *   - writes the Control Point, one write at a time (a long write, Prepare
  *     then Execute Write, for a command longer than MTU − 3, such as Get App
  *     Attributes of a long bundle identifier at MTU 23), and reports each
- *     write's ATT result (0xA0–0xA3 as such); a write NimBLE refuses at
- *     once is reported from the timer, after trying again every 100 ms (ten
- *     times) when NimBLE is out of buffers (BLE_HS_ENOMEM);
+ *     write's ATT result (0xA0–0xA3 as such) with that write's own token: a
+ *     write the engine abandoned at its request timeout (10 s) and NimBLE
+ *     answers later (up to 30 s) is not taken for the next; a write NimBLE
+ *     refuses at once is reported from the timer, after trying again every
+ *     100 ms (ten times) when NimBLE is out of buffers (BLE_HS_ENOMEM);
  *   - CCCD writes one at a time, in the engine's order, after the write in
  *     flight: ancs_consumer_stop()'s two clears, and subscribing again (both
  *     off, then Data Source and Notification Source on);
@@ -43,8 +57,13 @@
  * request functions below; all of it from the NimBLE host task (the default
  * event queue): the adapter is not thread-safe, like ancs.h.
  *
- * One ancs_nimble serves one connection at a time (the first one that
- * connects; others are ignored). Storage is the caller's.
+ * One ancs_nimble serves one phone: the first connection on which this
+ * accessory is the peripheral (BLE_GAP_ROLE_SLAVE; the phone is the central)
+ * and that no other ancs_nimble has taken. A connection this accessory made
+ * as central (to a heart-rate strap, say) is never taken. For two phones at
+ * once, initialise two adapters and forward every GAP event to both: the
+ * first that is free takes the new phone, the other ignores it. Storage is
+ * the caller's.
  */
 #ifndef ANCS_NIMBLE_H
 #define ANCS_NIMBLE_H
@@ -72,6 +91,15 @@ struct ancs_nimble;
 struct ancs_nimble_link {
     struct ancs_nimble *adapter;
 };
+/* The argument of a Control Point write: its own token and link instance, so
+ * that the callback of a write the engine abandoned (its request timed out,
+ * 10 s, while NimBLE waits up to 30 s) is not taken for a later write's. */
+struct ancs_nimble_write {
+    struct ancs_nimble *adapter;
+    uint32_t token;
+    uint8_t epoch;
+    bool pending;
+};
 
 typedef struct ancs_nimble {
     ancs_consumer consumer;
@@ -98,7 +126,18 @@ typedef struct ancs_nimble {
     bool link_lost;                /* NimBLE failed a procedure with BLE_HS_ENOTCONN: the link is going */
     uint8_t writes_in_flight;      /* GATT writes issued and not answered */
     int8_t resubscribe;            /* an ancs_characteristic to write again once encrypted, or -1 */
-    uint32_t cp_token;             /* the Control Point write in flight */
+    /* Set after ancs_nimble_init: true leaves starting security to the
+     * application (the adapter never calls ble_gap_security_initiate; it
+     * still writes again once the link is encrypted). Default false: the
+     * adapter asks for security when the phone answers Insufficient
+     * Authentication or Encryption. */
+    bool security_by_application;
+    uint8_t cp_next;               /* the write slot tried first for the next Control Point write */
+    struct ancs_nimble_write cp_writes[4];   /* Control Point writes NimBLE has not answered */
+    bool retry_due;                /* discovery is tried again at retry_at (it failed, or security failed) */
+    uint64_t retry_at;
+    uint32_t retry_ms;             /* the engine's retry interval */
+    struct ancs_nimble *next_instance;   /* the adapters initialised, so that two never take one link */
     /* a Control Point write that did not start: tried again (BLE_HS_ENOMEM) or reported from the timer */
     bool deferred;
     uint8_t deferred_tries;
@@ -139,8 +178,11 @@ int ancs_nimble_deinit(ancs_nimble *adapter);
  * BLE_GAP_EVENT_REPEAT_PAIRING of the adapter's link: the phone forgot the
  * bond, the adapter drops the stale one (ble_store_util_delete_peer), tells
  * the engine (ANCS_HEALTH_BOND_LOST) and returns BLE_GAP_REPEAT_PAIRING_RETRY,
- * which the application returns to NimBLE. An encryption that fails for a
- * missing key is handled the same way (and pairing is asked for again). */
+ * which the application returns to NimBLE. For a repeat pairing on another
+ * link it returns 0, which is neither RETRY nor IGNORE: the application
+ * decides (README). An encryption that fails for a missing key is handled
+ * like a repeat pairing (and pairing is asked for again, unless
+ * security_by_application). */
 int ancs_nimble_gap_event(ancs_nimble *adapter, struct ble_gap_event *event);
 
 /* Requests, as in ancs.h (the time is the adapter's). */

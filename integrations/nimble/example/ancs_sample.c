@@ -231,6 +231,7 @@ static int
 gap_event(struct ble_gap_event *event, void *arg)
 {
     struct ble_gap_conn_desc desc;
+    int rc;
 
     (void)arg;
     switch (event->type) {
@@ -261,8 +262,12 @@ gap_event(struct ble_gap_event *event, void *arg)
             ble_sm_inject_io(event->passkey.conn_handle, &io);
         }
         break;
-    /* BLE_GAP_EVENT_REPEAT_PAIRING (the phone forgot the bond): the adapter
-     * drops the stale bond, tells the engine and returns RETRY. */
+    case BLE_GAP_EVENT_REPEAT_PAIRING:
+        /* On the phone's link (it forgot the bond) the adapter drops the
+         * stale bond, tells the engine and returns RETRY; on another link it
+         * returns 0, which is neither RETRY nor IGNORE: this sample ignores. */
+        rc = ancs_nimble_gap_event(&adapter, event);
+        return rc ? rc : BLE_GAP_REPEAT_PAIRING_IGNORE;
     default:
         break;
     }

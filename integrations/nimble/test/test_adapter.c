@@ -67,7 +67,7 @@ struct fake_callout {
     ble_npl_time_t due;
     struct ble_npl_event event;
 };
-static struct fake_callout callouts[16];
+static struct fake_callout callouts[64];
 static int callout_reinit_while_armed;   /* ble_npl_callout_init() on an armed callout */
 static int callout_count;
 static struct ble_npl_eventq default_queue;
@@ -88,7 +88,11 @@ ble_npl_callout_init(struct ble_npl_callout *co, struct ble_npl_eventq *evq, ble
     struct fake_callout *c = callout_of(co);
 
     (void)evq;
-    if (!c) { c = &callouts[callout_count++]; c->co = co; }
+    if (!c) {
+        if (callout_count == (int)(sizeof callouts / sizeof callouts[0])) { printf("  fake: too many callouts\n"); abort(); }
+        c = &callouts[callout_count++];
+        c->co = co;
+    }
     else if (c->armed) callout_reinit_while_armed++;
     c->inits++;
     c->fn = fn; c->arg = arg; c->armed = false;
@@ -249,7 +253,7 @@ uuid_copy(ble_uuid_any_t *dst, const ble_uuid_t *src)
 }
 
 /* ---- connections ---- */
-struct fake_conn { uint16_t handle; uint16_t mtu; bool up; };
+struct fake_conn { uint16_t handle; uint16_t mtu; bool up; uint8_t role; bool plain; };
 static struct fake_conn conns[4];
 
 static struct fake_conn *
@@ -265,9 +269,10 @@ ble_gap_conn_find(uint16_t handle, struct ble_gap_conn_desc *desc)
     if (!conn_of(handle)) return BLE_HS_ENOTCONN;
     memset(desc, 0, sizeof *desc);
     desc->conn_handle = handle;
-    desc->sec_state.encrypted = 1;
-    desc->sec_state.authenticated = 1;
-    desc->sec_state.bonded = 1;
+    desc->role = conn_of(handle)->role;
+    desc->sec_state.encrypted = !conn_of(handle)->plain;
+    desc->sec_state.authenticated = !conn_of(handle)->plain;
+    desc->sec_state.bonded = !conn_of(handle)->plain;
     return 0;
 }
 
@@ -377,6 +382,8 @@ static const struct { uint16_t def, val; const ble_uuid_t *uuid; } phone_chrs[] 
 };
 static const uint16_t phone_cccds[] = { SC_CCCD, NS_CCCD, DS_CCCD };
 
+static bool ancs_hidden;   /* the phone does not publish ANCS (some do only once the link is encrypted) */
+
 static bool
 pending(const struct op *o)
 {
@@ -426,7 +433,7 @@ finish(struct op *o, int status)
         struct ble_gatt_svc svc = { 0 };
         if (status) { ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &error, NULL, o->arg); break; }
         if (ble_uuid_cmp(&o->uuid.u, BLE_UUID16_DECLARE(0x1801)) == 0) { svc.start_handle = 0x01; svc.end_handle = 0x05; }
-        if (ble_uuid_cmp(&o->uuid.u, &ancs_uuid.u) == 0) { svc.start_handle = 0x20; svc.end_handle = 0x2F; }
+        if (ble_uuid_cmp(&o->uuid.u, &ancs_uuid.u) == 0 && !ancs_hidden) { svc.start_handle = 0x20; svc.end_handle = 0x2F; }
         uuid_copy(&svc.uuid, &o->uuid.u);
         if (svc.start_handle) ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &error, &svc, o->arg);
         ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &done, NULL, o->arg);
@@ -533,14 +540,35 @@ said(const char *words)
 }
 
 /* ---- GAP events into the adapter ---- */
+/* A connection comes up (the accessory as peripheral unless `role` says
+ * otherwise; encrypted unless `plain`), told to `a` (and `b` if not NULL). */
 static void
-connect_link(ancs_nimble *a, uint16_t handle, uint16_t mtu)
+connect_as(ancs_nimble *a, ancs_nimble *b, uint16_t handle, uint16_t mtu, uint8_t role, bool plain)
 {
     struct ble_gap_event e = { .type = BLE_GAP_EVENT_CONNECT };
 
-    for (int i = 0; i < 4; i++) if (!conns[i].up) { conns[i] = (struct fake_conn){ handle, mtu, true }; break; }
+    for (int i = 0; i < 4; i++) if (!conns[i].up) { conns[i] = (struct fake_conn){ handle, mtu, true, role, plain }; break; }
     e.connect.status = 0;
     e.connect.conn_handle = handle;
+    ancs_nimble_gap_event(a, &e);
+    if (b) ancs_nimble_gap_event(b, &e);
+}
+
+static void
+connect_link(ancs_nimble *a, uint16_t handle, uint16_t mtu)
+{
+    connect_as(a, NULL, handle, mtu, BLE_GAP_ROLE_SLAVE, false);
+}
+
+/* The link is encrypted now (BLE_GAP_EVENT_ENC_CHANGE with `status`). */
+static void
+encryption_changed(ancs_nimble *a, uint16_t handle, int status)
+{
+    struct ble_gap_event e = { .type = BLE_GAP_EVENT_ENC_CHANGE };
+
+    if (status == 0) conn_of(handle)->plain = false;
+    e.enc_change.conn_handle = handle;
+    e.enc_change.status = status;
     ancs_nimble_gap_event(a, &e);
 }
 
@@ -583,6 +611,15 @@ notification_added(ancs_nimble *a, uint16_t handle, uint32_t uid)
     notify(a, handle, NS_VALUE, ns, sizeof ns);
 }
 
+/* The end of a test: the adapter's link dropped and the adapter
+ * deinitialised, so that no later test finds its handle taken. */
+static void
+release(ancs_nimble *a)
+{
+    if (a->conn != BLE_HS_CONN_HANDLE_NONE && conn_of(a->conn)) drop_link(a, a->conn);
+    CHECK(ancs_nimble_deinit(a) == 0, "deinit at the end of the test");
+}
+
 /* ---- per test ---- */
 static ancs_consumer_config lazy;   /* no display fetches: only the test's requests write */
 
@@ -594,6 +631,7 @@ reset_fake(const char *name, ble_npl_time_t ticks)
     fake_hz = 1000;
     memset(conns, 0, sizeof conns);
     op_count = gattc_calls = fail_rc = fail_count = 0;
+    ancs_hidden = false;
     event_count = text_count = 0;
     callout_reinit_while_armed = 0;
     ancs_consumer_config_default(&lazy);
@@ -687,6 +725,7 @@ test_disconnect_with_write_pending(void)
     notify(&a, 1, DS_VALUE, response, n);
     CHECK(done_of(third) && done_of(third)->status == ANCS_OK, "the new link's request ended with %d",
           done_of(third) ? (int)done_of(third)->status : 999);
+    release(&a);
 }
 
 /* A Data Source notification of MTU 517 − 3 = 514 bytes reaches the engine whole. */
@@ -721,6 +760,7 @@ test_long_notification(void)
     notify(&a, 2, DS_VALUE, response, n);
     CHECK(!done_of(id) || done_of(id)->status != ANCS_OK, "a 515-byte notification was taken (cut?)");
     CHECK(text_count > texts_before && said("515"), "a 515-byte notification dropped without a word");
+    release(&a);
 }
 
 /* The clock: NimBLE's FreeRTOS port converts ticks to ms in 32 bits (at 1 kHz, the ms wrap after
@@ -747,6 +787,7 @@ clock_wrap_at(const char *name, ble_npl_time_t start, uint32_t hz)
           done_of(id) ? (int)done_of(id)->status : 0);
     for (int i = 0; i < 20; i++) advance(hz / 10);   /* 11 s */
     CHECK(done_of(id) && done_of(id)->status == ANCS_ERR_TIMED_OUT, "no timeout 11 s after the write");
+    release(&a);
 }
 
 static void
@@ -780,6 +821,7 @@ test_stop_serializes(void)
     CHECK(most == 1, "%d writes at once", most);
     CHECK(cleared == 2, "%d CCCDs cleared", cleared);
     CHECK(count_events(ANCS_EVENT_SESSION_ENDED) == 1, "session not ended");
+    release(&a);
 }
 
 /* The first pending procedure, or NULL. */
@@ -821,6 +863,7 @@ test_resubscribe_order(void)
           handles[2] == DS_CCCD && values[2] == 1 && handles[3] == NS_CCCD && values[3] == 1,
           "CCCD writes not NS off, DS off, DS on, NS on (%d writes; last DS value %d)", n, n >= 3 ? values[2] : -1);
     CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 2, "%d sessions, not a new one", count_events(ANCS_EVENT_SESSION_STARTED));
+    release(&a);
 }
 
 /* Subscriptions refused (0x08 until the phone's user allows notifications):
@@ -921,6 +964,7 @@ test_init_again(void)
         advance(11000);
         CHECK(done_of(r) && done_of(r)->status == ANCS_ERR_TIMED_OUT, "the kept timer did not time the request out");
     }
+    release(&a);
 }
 
 /* A Control Point write NimBLE refuses at once: reported later (from the timer), not from inside
@@ -981,6 +1025,7 @@ test_write_refused(void)
     advance(1000);
     pump();
     CHECK(!first_pending_write_to(CP_VALUE), "a Control Point write after the session was stopped");
+    release(&a);
 }
 
 /* The phone forgot the bond: a repeat pairing, or a re-encryption that
@@ -1020,6 +1065,260 @@ test_bond_lost(void)
     health = -1;
     for (int i = 0; i < event_count; i++) if (events[i].type == ANCS_EVENT_HEALTH) health = (int)events[i].health;
     CHECK(health == ANCS_HEALTH_BOND_LOST, "health %d, not bond lost", health);
+    release(&a);
+}
+
+
+/* Answers the pending procedures in order, with status 0, until `stop` is
+ * the first pending one (or none is). */
+static struct op *
+pump_until(bool (*stop)(const struct op *))
+{
+    for (struct op *o; (o = first_pending());) {
+        if (stop(o)) return o;
+        finish(o, 0);
+    }
+    return NULL;
+}
+
+static bool is_ancs_chrs(const struct op *o) { return o->kind == OP_DISC_CHRS && o->start == 0x20; }
+static bool is_sc_subscription(const struct op *o) { return o->kind == OP_WRITE && o->handle == SC_CCCD; }
+static bool is_ds_subscription(const struct op *o) { return o->kind == OP_WRITE && o->handle == DS_CCCD && o->value[0]; }
+
+/* Answers every pending procedure; returns the most that were pending at once. */
+static int
+pump_counting(void)
+{
+    int most = 0;
+    for (struct op *o; (o = first_pending());) {
+        if (pending_count() > most) most = pending_count();
+        finish(o, 0);
+    }
+    return most;
+}
+
+/* Service Changed arrives while ANCS is being discovered: the discovery
+ * running is not doubled (the two would share the handles found); it starts
+ * over once it ends, and one session starts. */
+static void
+test_service_changed_during_discovery(void)
+{
+    static ancs_nimble a;
+    static const uint8_t changed[4] = { 0x20, 0x00, 0x2F, 0x00 };
+
+    reset_fake("Service Changed during discovery", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    connect_link(&a, 9, 185);
+    CHECK(pump_until(is_ancs_chrs) != NULL, "no ANCS characteristic discovery");
+    notify(&a, 9, SC_VALUE, changed, sizeof changed);
+    CHECK(pending_count() == 1, "%d procedures pending: a second discovery started over the running one", pending_count());
+    int before = op_count;
+    int most = pump_counting();
+    CHECK(most == 1, "%d procedures at once", most);
+    bool again = false;
+    for (int i = before; i < op_count; i++) again |= ops[i].kind == OP_DISC_SVC && ble_uuid_cmp(&ops[i].uuid.u, &ancs_uuid.u) == 0;
+    CHECK(again, "ANCS not discovered again after the discovery that Service Changed made stale");
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 1, "%d sessions", count_events(ANCS_EVENT_SESSION_STARTED));
+    CHECK(a.ns_value == NS_VALUE && a.ns_cccd == NS_CCCD && a.ds_cccd == DS_CCCD, "handles 0x%x 0x%x 0x%x", a.ns_value, a.ns_cccd, a.ds_cccd);
+    release(&a);
+}
+
+/* Discovery fails on an encrypted link (not for want of security): it is
+ * tried again every retry interval. Security that fails while discovery
+ * waits for it: the same. */
+static void
+test_discovery_failed_retried(void)
+{
+    static ancs_nimble a;
+
+    reset_fake("discovery failed: tried again", 1000);
+    lazy.retry_interval_s = 5;
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    connect_link(&a, 10, 185);
+    struct op *o = first_pending();
+    CHECK(o && o->kind == OP_DISC_SVC, "no discovery");
+    if (o) finish(o, BLE_HS_ETIMEOUT);
+    CHECK(pending_count() == 0, "%d procedures at once after the failure", pending_count());
+    advance(4500);
+    CHECK(pending_count() == 0, "discovery again before the retry interval");
+    advance(1000);
+    CHECK(pending_count() == 1, "discovery not tried again after the retry interval (%d pending)", pending_count());
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 1, "no session after discovery was tried again");
+    release(&a);
+
+    reset_fake("security failed while discovery waits: tried again", 1000);
+    lazy.retry_interval_s = 5;
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    security_initiated = 0;
+    connect_as(&a, NULL, 10, 185, BLE_GAP_ROLE_SLAVE, true);
+    if ((o = first_pending())) finish(o, BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_AUTHEN));
+    CHECK(security_initiated == 1, "security asked %d times", security_initiated);
+    encryption_changed(&a, 10, BLE_HS_HCI_ERR(BLE_ERR_AUTH_FAIL));
+    advance(5500);
+    CHECK(pending_count() == 1, "discovery not tried again after security failed (%d pending)", pending_count());
+    release(&a);
+}
+
+/* ANCS hidden until the link is encrypted: discovered again then. */
+static void
+test_ancs_after_encryption(void)
+{
+    static ancs_nimble a;
+
+    reset_fake("ANCS published once encrypted", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    ancs_hidden = true;
+    connect_as(&a, NULL, 11, 185, BLE_GAP_ROLE_SLAVE, true);
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 0, "a session without ANCS");
+    ancs_hidden = false;
+    encryption_changed(&a, 11, 0);
+    CHECK(pending_count() == 1, "ANCS not looked for again once the link is encrypted (%d pending)", pending_count());
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 1, "no session once ANCS shows");
+    release(&a);
+}
+
+/* The Service Changed subscription refused for want of authentication: written again once encrypted. */
+static void
+test_service_changed_subscribed_after_encryption(void)
+{
+    static ancs_nimble a;
+    static const uint8_t changed[4] = { 0x20, 0x00, 0x2F, 0x00 };
+
+    reset_fake("Service Changed subscribed again once encrypted", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    security_initiated = 0;
+    connect_as(&a, NULL, 12, 185, BLE_GAP_ROLE_SLAVE, true);
+    struct op *o = pump_until(is_sc_subscription);
+    CHECK(o != NULL, "Service Changed not subscribed");
+    if (o) finish(o, BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_AUTHEN));
+    CHECK(security_initiated == 1, "security asked %d times", security_initiated);
+    encryption_changed(&a, 12, 0);
+    o = pump_until(is_sc_subscription);
+    CHECK(o && o->value[0] == 2, "Service Changed not subscribed again once encrypted");
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 1, "no session");
+    int before = op_count;
+    notify(&a, 12, SC_VALUE, changed, sizeof changed);
+    CHECK(op_count > before, "Service Changed not heard");
+    release(&a);
+}
+
+/* Data Source refused for want of authentication, and security fails: the
+ * engine is told (health) and subscribes again at its retry interval. */
+static void
+test_data_source_refused_retried(void)
+{
+    static ancs_nimble a;
+
+    reset_fake("Data Source refused, security failed: retried", 1000);
+    lazy.retry_interval_s = 5;
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    security_initiated = 0;
+    connect_as(&a, NULL, 13, 185, BLE_GAP_ROLE_SLAVE, true);
+    struct op *o = pump_until(is_ds_subscription);
+    CHECK(o != NULL, "Data Source not subscribed");
+    if (o) finish(o, BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_AUTHEN));
+    CHECK(security_initiated == 1, "security asked %d times", security_initiated);
+    encryption_changed(&a, 13, BLE_HS_HCI_ERR(BLE_ERR_AUTH_FAIL));
+    bool told = false;
+    for (int i = 0; i < event_count; i++)
+        told |= events[i].type == ANCS_EVENT_HEALTH && events[i].health == ANCS_HEALTH_WAITING_FOR_PERMISSION;
+    CHECK(told, "the application was not told");
+    pump();
+    CHECK(pending_count() == 0, "%d procedures pending before the retry interval", pending_count());
+    advance(5500);
+    /* the engine subscribes again: both off, then Data Source and Notification Source on */
+    CHECK(pump_until(is_ds_subscription) != NULL, "Data Source not subscribed again after the retry interval");
+    release(&a);
+}
+
+/* A link on which this accessory is the central (a heart-rate strap) is not
+ * taken; the phone that connects next is. Two adapters serve two phones. */
+static void
+test_phone_links_only(void)
+{
+    static ancs_nimble a, b;
+
+    reset_fake("only the phone's link, one adapter per phone", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    connect_as(&a, NULL, 14, 185, BLE_GAP_ROLE_MASTER, false);
+    CHECK(pending_count() == 0, "the adapter took a link it made as central (%d procedures)", pending_count());
+    session(&a, 15, 185);
+    ancs_nimble_init(&b, &lazy, on_event, NULL);
+    connect_as(&a, &b, 16, 185, BLE_GAP_ROLE_SLAVE, false);   /* a second phone; both adapters hear it */
+    CHECK(a.conn == 15 && b.conn == 16, "links: first adapter 0x%x, second 0x%x", a.conn, b.conn);
+    pump();
+    CHECK(ancs_consumer_in_session(ancs_nimble_consumer(&a)) && ancs_consumer_in_session(ancs_nimble_consumer(&b)),
+          "not a session on each phone");
+    release(&b);
+    CHECK(ancs_consumer_in_session(ancs_nimble_consumer(&a)), "the second phone's end ended the first's session");
+    release(&a);
+
+    /* One phone heard by both: one adapter takes it, the other does not. */
+    reset_fake("one phone, two adapters", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    ancs_nimble_init(&b, &lazy, on_event, NULL);
+    connect_as(&a, &b, 17, 185, BLE_GAP_ROLE_SLAVE, false);
+    CHECK(a.conn == 17 && b.conn == BLE_HS_CONN_HANDLE_NONE, "both adapters took the link");
+    CHECK(pending_count() == 1, "%d discoveries at once", pending_count());
+    release(&a);
+    release(&b);
+}
+
+/* A Control Point write the engine abandoned at its request timeout: its
+ * late callback is not taken for the next write's. */
+static void
+test_abandoned_write(void)
+{
+    static ancs_nimble a;
+    uint8_t response[64];
+
+    reset_fake("an abandoned write's late callback", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 18, 185);
+    notification_added(&a, 18, 1);
+    notification_added(&a, 18, 2);
+    uint32_t r1 = fetch_message(&a, 1), r2 = fetch_message(&a, 2);
+    struct op *w1 = first_pending_write_to(CP_VALUE);
+    advance(10500);
+    CHECK(done_of(r1) && done_of(r1)->status == ANCS_ERR_TIMED_OUT, "the first request did not time out");
+    struct op *w2 = NULL;
+    for (int i = 0; i < op_count; i++) if (pending(&ops[i]) && &ops[i] != w1 && ops[i].handle == CP_VALUE) w2 = &ops[i];
+    CHECK(w2 != NULL, "the second request was not written");
+    if (w1) finish(w1, BLE_HS_ATT_ERR(0xA1));   /* NimBLE answers the first write late */
+    CHECK(!done_of(r2), "the abandoned write's result ended the next request (status 0x%x)", done_of(r2) ? (unsigned)done_of(r2)->status : 0);
+    if (w2) finish(w2, 0);
+    uint16_t n = message_response(response, 2, 10);
+    notify(&a, 18, DS_VALUE, response, n);
+    CHECK(done_of(r2) && done_of(r2)->status == ANCS_OK, "the second request ended %d", done_of(r2) ? (int)done_of(r2)->status : 999);
+    release(&a);
+}
+
+/* Security started by the adapter (default), or left to the application. */
+static void
+test_security_by_application(void)
+{
+    static ancs_nimble a;
+
+    for (int by_application = 0; by_application < 2; by_application++) {
+        reset_fake(by_application ? "security left to the application" : "security started by the adapter", 1000);
+        ancs_nimble_init(&a, &lazy, on_event, NULL);
+        a.security_by_application = by_application;
+        security_initiated = 0;
+        connect_as(&a, NULL, 19, 185, BLE_GAP_ROLE_SLAVE, true);
+        struct op *o = pump_until(is_ds_subscription);
+        if (o) finish(o, BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_ENC));
+        CHECK(security_initiated == !by_application, "security initiated %d times", security_initiated);
+        encryption_changed(&a, 19, 0);   /* by the adapter's request, or by the application */
+        o = first_pending();
+        CHECK(o && is_ds_subscription(o), "Data Source not written again once encrypted");
+        pump();
+        CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 1, "no session");
+        release(&a);
+    }
 }
 
 int
@@ -1036,6 +1335,14 @@ main(int argc, char **argv)
     test_init_again();
     test_write_refused();
     test_bond_lost();
+    test_service_changed_during_discovery();
+    test_discovery_failed_retried();
+    test_ancs_after_encryption();
+    test_service_changed_subscribed_after_encryption();
+    test_data_source_refused_retried();
+    test_phone_links_only();
+    test_abandoned_write();
+    test_security_by_application();
     printf("adapter: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
