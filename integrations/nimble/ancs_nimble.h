@@ -63,7 +63,8 @@
  * as central (to a heart-rate strap, say) is never taken. For two phones at
  * once, initialise two adapters and forward every GAP event to both: the
  * first that is free takes the new phone, the other ignores it. Storage is
- * the caller's.
+ * the caller's; the adapters initialised are kept in a list, so storage is
+ * freed only after ancs_nimble_deinit().
  */
 #ifndef ANCS_NIMBLE_H
 #define ANCS_NIMBLE_H
