@@ -278,7 +278,7 @@ def faults(phone):
     phone('post_many', 4, 1)
     again = wait(lambda: health('resubscribing', mark), 30, 'resubscribing')
     check('silent drop: listen noticed (probe unanswered) and subscribes again', again, again)
-    shown = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 4, mark), 20, 'uid 4 shown')
+    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 4, mark), 20, 'uid 4 shown')
     check('silent drop: the missed notification shown after the new subscription', shown, shown)
     writes = subscriptions(phone, seen)
     check('silent drop: the phone saw both CCCDs written off and on again (not a StartNotify answered at once)',
@@ -286,11 +286,30 @@ def faults(phone):
     ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
     check('silent drop: healthy again', ok, ok)
 
+    # 1b. Notification Source quiet while the Control Point answers; a notification comes (the
+    # next UID, as iOS numbers them): the
+    # probe for the UID after the highest announced gets its attributes (a notification never
+    # announced), listen subscribes again and the phone announces it.
+    mark, seen = len(events), len(phone('events'))
+    phone('ns_quiet')
+    phone('post_many', 5, 1)
+    again = wait(lambda: health('resubscribing', mark), 30, 'resubscribing')
+    check('quiet Notification Source: listen noticed (a notification never announced) and subscribes again',
+          again and again.get('reason') == 'missedNotification', again)
+    # (The probe's own answer comes as an `attributes` event with the AppIdentifier alone.)
+    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 5, mark), 20, 'uid 5 ready')
+    check('quiet Notification Source: the notification announced and shown after the new subscription',
+          shown and find(lambda e: e['event'] == 'added' and e['uid'] == 5, mark), shown)
+    wait(lambda: ('ns', True) in subscriptions(phone, seen), 10, 'Notification Source written on')
+    writes = subscriptions(phone, seen)
+    check('quiet Notification Source: the phone saw the CCCDs written off and on again',
+          ('ns', False) in writes and ('ns', True) in writes, writes)
+
     # 2. Sharing off: CCCDs fine, every Control Point write 0x03, nothing announced. Two refused
     # probes: "not shared", with what to do on the iPhone; sharing on: shown again.
     mark, seen = len(events), len(phone('events'))
     phone('sharing', 'off')
-    phone('post_many', 5, 1)
+    phone('post_many', 6, 1)
     off = wait(lambda: health('notShared', mark), 30, 'notShared')
     check('sharing off: listen reports "not shared"', off, off)
     check('sharing off: its status line says what to change on the iPhone',
@@ -299,7 +318,7 @@ def faults(phone):
           len([e for e in events[mark:] if e['event'] == 'health' and e['state'] == 'notShared']) == 1
           and not find(lambda e: e['event'] == 'displayFailed', mark), [e for e in events[mark:] if e['event'] != 'removed'][:6])
     phone('sharing', 'on')
-    shown = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 5, mark), 30, 'uid 5 shown')
+    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 6, mark), 30, 'uid 6 shown')
     check('sharing on: the notification held meanwhile is shown', shown, shown)
     ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
     check('sharing on: healthy again', ok, ok)
@@ -319,8 +338,8 @@ def faults(phone):
     check('refused 0x05: never a transport failure', not any('transportFailure' in json.dumps(e) for e in events[mark:]),
           [e for e in events[mark:] if 'transportFailure' in json.dumps(e)][:2])
     phone('refuse_cccd', 'off')
-    phone('post_many', 6, 1)
-    shown = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 6, mark), 30, 'uid 6 shown')
+    phone('post_many', 7, 1)
+    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 7, mark), 30, 'uid 7 shown')
     check('allowed: subscribed and the next notification shown', shown, shown)
     writes = subscriptions(phone, seen)
     check('allowed: the phone saw both CCCDs written on', ('ds', True) in writes and ('ns', True) in writes, writes)
@@ -341,8 +360,8 @@ def faults(phone):
     again = wait(lambda: find(lambda e: e['event'] == 'sessionStarted', mark), 40, 'sessionStarted after pairing anew')
     paired = [e for e in phone('events')[seen:] if e['ev'] == 'paired']
     check('bond lost: the phone paired anew and a session started', again and paired, [e['ev'] for e in phone('events')[seen:]][-12:])
-    phone('post_many', 7, 1)
-    shown = wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 7, mark), 30, 'uid 7 shown')
+    phone('post_many', 8, 1)
+    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 8, mark), 30, 'uid 8 shown')
     check('bond lost: the next notification shown', shown, shown)
     ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
     check('bond lost: healthy again', ok, ok)

@@ -17,6 +17,8 @@ and the faults of real iPhones:
   refuse_cccd <code>|off CCCD writes refused with that ATT code (notifications not allowed yet)
   forget_bond            "Forget This Device": the keys deleted, the link dropped; the next
                          connection pairs anew
+  ns_quiet               Notification Source quiet (the Control Point still answers) until
+                         the accessory subscribes to it again
 """
 import argparse, asyncio, json, os, struct, time
 
@@ -72,6 +74,7 @@ class Phone:
         }
         self.present = {1}   # on the phone before the accessory subscribes: PreExisting
         self.sharing = True
+        self.ns_quiet = False
         self.cccd_refusal = None   # an ATT code: CCCD writes refused with it
         self.apps = {'com.apple.MobileSMS': 'Messages', 'com.apple.mobilemail': 'Mail', 'com.apple.mobilecal': 'Calendar'}
         self.install_service()
@@ -118,6 +121,7 @@ class Phone:
     def on_ns_subscription(self, conn, notify, _indicate):
         self.ev('ns_subscription', on=bool(notify))
         if notify:   # iOS announces what is already there
+            self.ns_quiet = False
             async def announce():
                 await asyncio.sleep(0.1)
                 for uid in sorted(self.present):
@@ -127,7 +131,7 @@ class Phone:
     async def post(self, uid, event=EventId.NOTIFICATION_ADDED, pre_existing=False):
         if event == EventId.NOTIFICATION_ADDED:
             self.present.add(uid)
-        if not self.sharing:   # held, announced once sharing is on and the accessory subscribes
+        if not self.sharing or self.ns_quiet:   # held, announced when the accessory subscribes again
             self.ev('held', uid=uid, event=int(event))
             return
         n = self.notifications[uid]
@@ -311,6 +315,8 @@ async def main():
                     r = sum(len(c) for c in dev.gatt_server.subscribers.values())
                     dev.gatt_server.subscribers.clear()
                     phone.ev('subscriptions_forgotten', count=r)
+                elif cmd == 'ns_quiet':
+                    phone.ns_quiet = True; phone.ev('ns_quiet'); r = True
                 elif cmd == 'sharing':
                     phone.sharing = rest[0] == 'on'; phone.ev('sharing', on=phone.sharing); r = phone.sharing
                 elif cmd == 'refuse_cccd':
