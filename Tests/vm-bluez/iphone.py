@@ -20,20 +20,24 @@ and the faults of real iPhones:
   ns_quiet               Notification Source quiet (the Control Point still answers) until
                          the accessory subscribes to it again
 """
-import argparse, asyncio, json, os, struct, time
+import argparse, asyncio, json, os, struct, sys, time
 
-from bumble import core, hci
+from bumble import hci
 from bumble.att import ATT_Error, Attribute, AttributeValueV2
 from bumble.controller import Controller
 from bumble.core import AdvertisingData
 from bumble.device import Device
 from bumble.gatt import CharacteristicValue, Descriptor, GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
 from bumble.host import Host
-from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.profiles.ancs import Ancs, CategoryId, EventFlags, EventId, Notification
 from bumble.transport import open_transport
 from bumble.transport.common import AsyncPipeSink
+
+# The host program's virtual link, which delivers LE data from the connection's own (public)
+# address, as the kernel's connection expects.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'Sources', 'ANCSBumble', 'Host'))
+from ancs_host.link import FixedLink  # noqa: E402
 
 ANCS_UUID = '7905f431-b5ce-4e99-a40f-4b1e122d00d0'
 T0 = time.monotonic()
@@ -41,20 +45,6 @@ T0 = time.monotonic()
 
 def log(msg):
     print(f'[iphone {time.monotonic() - T0:7.3f}] {msg}', flush=True)
-
-
-class PublicAddressLink(LocalLink):
-    """Bumble's LocalLink tags LE ACL data with the sender's random address; the kernel's
-    connection uses its public one, so deliver with the connection's own address."""
-
-    def send_acl_data(self, sender_controller, destination_address, transport, data):
-        if transport != core.PhysicalTransport.LE:
-            return super().send_acl_data(sender_controller, destination_address, transport, data)
-        conn = sender_controller.le_connections.get(destination_address)
-        source = conn.self_address if conn else sender_controller.random_address
-        dest = self.find_le_controller(destination_address)
-        if dest is not None:
-            asyncio.get_running_loop().call_soon(lambda: dest.on_link_acl_data(source, transport, data))
 
 
 class Phone:
@@ -213,7 +203,7 @@ async def main():
     ap.add_argument('--control', default='/run/iphone.sock')
     args = ap.parse_args()
 
-    link = PublicAddressLink()
+    link = FixedLink()
     transport = await open_transport(args.transport)
     Controller('A', host_source=transport.source, host_sink=transport.sink, link=link, public_address='C0:DE:00:00:00:01')
     ctrl = Controller('B', link=link, public_address='F1:F1:F1:F1:F1:F1')
