@@ -1052,10 +1052,13 @@ public struct Consumer: Sendable {
     private mutating func apply(_ response: DataSourceResponse, at now: Timestamp, into actions: inout [ConsumerAction]) {
         switch response {
         case .notificationAttributes(let value):
+            // Told for a notification of the model only: not for the probe's
+            // answer about one never announced (or a request's about one the
+            // model dropped), which the request's `.completed` carries.
             if let index = modelIndex(value.notificationUID) {
                 model[index].notification.attributes.merge(value.attributes)
+                actions.appendOutOfLine(.emit(.attributes(value)))
             }
-            actions.appendOutOfLine(.emit(.attributes(value)))
         case .appAttributes(let value):
             let cached = cacheIndex(value.appIdentifierBytes)
             var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])

@@ -135,7 +135,10 @@ public enum ConsumerEvent: Hashable, Sendable {
     case removed(ConsumerNotification)
     /// An event with a reserved EventID, passed through unchanged.
     case unknownEvent(NotificationSourceEvent)
-    /// Attributes arrived for a notification (requested or fetched eagerly); the model holds them.
+    /// Attributes arrived for a notification of the model (requested or
+    /// fetched eagerly); the model holds them. An answer about a notification
+    /// the model does not hold comes only as its request's `.completed` (the
+    /// liveness probe's, as nothing).
     case attributes(NotificationAttributesResponse)
     /// App attributes arrived; cached for the rest of the session.
     case appAttributes(AppAttributesResponse)
