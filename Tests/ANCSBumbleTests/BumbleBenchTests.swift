@@ -50,6 +50,17 @@ struct Bench {
        .enabled(if: ANCSExecutable.url != nil, "\(ANCSExecutable.missing)"),
        .serialized, .timeLimit(.minutes(3)))
 struct BumbleBenchTests {
+    /// A port of the pair drawn is taken (another test's link, another
+    /// program): the link starts on another pair. The host says why it could
+    /// not on stdout, where the retry once failed to look (CI saw "address
+    /// already in use" fail a run).
+    @Test func aTakenPortIsSkipped() async throws {
+        let taken = try ListeningSocket()
+        let link = try await VirtualLink(first: (taken.port, taken.port + 1))
+        defer { link.stop() }
+        #expect(!link.transports.0.hasSuffix(":\(taken.port)"))
+    }
+
     /// The virtual link serves one pair after another, however the last one
     /// ended: an accessory that closed, one killed, a phone killed.
     @Test func theLinkServesSessionAfterSession() async throws {
@@ -311,4 +322,29 @@ struct BumbleHostFilesTests {
         #expect(BumbleTestEnvironment.locate(environment: ["HOME": home.path]) == setUp + "/bin/python")
         #expect(BumbleTestEnvironment.locate(environment: ["HOME": home.path, "ANCS_BUMBLE_PYTHON": "/opt/python"]) == "/opt/python")
     }
+}
+
+/// A TCP socket listening on 127.0.0.1 on a port the system chose.
+final class ListeningSocket {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.descriptor = descriptor
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && listen(descriptor, 1) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard descriptor >= 0, bound else { throw TransportError(.unavailable, "cannot listen on 127.0.0.1") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
 }

@@ -129,12 +129,13 @@ final class VirtualLink: Sendable {
     let child: ChildProcess
     let transports: (String, String)
 
-    init() async throws {
+    /// `first`: the ports tried first (a test of the retry), then pairs at random.
+    init(first: (Int, Int)? = nil) async throws {
         let environment = try BumbleTestEnvironment.environment()
         // Ports taken at random may be in use: another pair then.
         var attempt = 1
         while true {
-            let (a, b) = BumbleTestEnvironment.ports()
+            let (a, b) = attempt == 1 ? first ?? BumbleTestEnvironment.ports() : BumbleTestEnvironment.ports()
             let child = try ChildProcess(environment.python, ["-u", "-B", environment.script, "link",
                                                               "--hci", "tcp-server:127.0.0.1:\(a)", "--hci", "tcp-server:127.0.0.1:\(b)"],
                                          captureErrors: true)
@@ -144,7 +145,8 @@ final class VirtualLink: Sendable {
                 return
             }
             child.stop()
-            guard attempt < 5, child.errorText.contains("address already in use") else {
+            // The host says why on stdout (`fatal cannot open transport …: address already in use`).
+            guard attempt < 5, (child.text + child.errorText).contains("address already in use") else {
                 throw TransportError(.unavailable, "the virtual link did not start: \(child.text)\(child.errorText)")
             }
             attempt += 1
