@@ -25,15 +25,24 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# A virtual link with two controllers on loopback ports; sets $port_a, $port_b.
+# A virtual link with two controllers on loopback ports; sets $port_a, $port_b. Ports
+# below the ephemeral range, drawn at random; a pair in use is drawn again.
 start_link() {
-  local name=$1
-  port_a=$((20000 + RANDOM % 20000)); port_b=$((port_a + 1))
-  exec {link_fd}< <(sleep 600)
-  "$ANCS_BUMBLE_PYTHON" -B -u "$host" link --hci "tcp-server:127.0.0.1:$port_a" --hci "tcp-server:127.0.0.1:$port_b" \
-    <&"$link_fd" >"$out/$name-link.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do grep -q '^ready' "$out/$name-link.log" && return 0; sleep 0.1; done
+  local name=$1 attempt
+  for attempt in 1 2 3 4 5; do
+    port_a=$((12000 + RANDOM % 20000)); port_b=$((port_a + 1))
+    exec {link_fd}< <(sleep 600)
+    pids+=($!)  # the sleep holding the link's stdin open: ended with the rest
+    "$ANCS_BUMBLE_PYTHON" -B -u "$host" link --hci "tcp-server:127.0.0.1:$port_a" --hci "tcp-server:127.0.0.1:$port_b" \
+      <&"$link_fd" >"$out/$name-link.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+      grep -q '^ready' "$out/$name-link.log" && return 0
+      grep -q 'address already in use' "$out/$name-link.log" && break
+      sleep 0.1
+    done
+    grep -q 'address already in use' "$out/$name-link.log" || break
+  done
   echo "virtual link did not start"; cat "$out/$name-link.log"; return 1
 }
 
