@@ -8,6 +8,19 @@
 
 #include "ancs_nimble.h"
 
+/* The event queue of a NULL eventq: Mynewt's default queue, or NimBLE's
+ * porting layer's (FreeRTOS, Zephyr, Linux, ...), which Mynewt lacks. A port
+ * with neither defines ANCS_NIMBLE_NO_DEFAULT_EVENTQ and always passes a
+ * queue; the adapter then references no default queue at all. */
+#if defined(MYNEWT)
+#define default_eventq() ble_npl_eventq_dflt_get()
+#elif defined(ANCS_NIMBLE_NO_DEFAULT_EVENTQ)
+#define default_eventq() ((struct ble_npl_eventq *)NULL)
+#else
+#include "nimble/nimble_port.h"
+#define default_eventq() nimble_port_get_dflt_eventq()
+#endif
+
 /* 7905F431-B5CE-4E99-A40F-4B1E122D00D0 and its characteristics, little-endian */
 static const ble_uuid128_t ancs_service_uuid = BLE_UUID128_INIT(
     0xd0, 0x00, 0x2d, 0x12, 0x1e, 0x4b, 0x0f, 0xa4, 0x99, 0x4e, 0xce, 0xb5, 0x31, 0xf4, 0x05, 0x79);
@@ -39,11 +52,15 @@ enum phase {
     PHASE_ABSENT,        /* ANCS is not on the phone now: wait for Service Changed */
 };
 
-static void say(ancs_nimble *a, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static inline void say(ancs_nimble *a, const char *format, ...) __attribute__((format(printf, 2, 3)));
 static void discover_ancs(ancs_nimble *a);
 static void discover(ancs_nimble *a);
 static void schedule(ancs_nimble *a);
 
+/* The adapter's progress as text for on_event. With ANCS_NIMBLE_LOG 0 the
+ * body is empty: the calls, their format strings and vsnprintf are compiled
+ * out (scripts/firmware-size.sh checks that vsnprintf is not referenced). */
+#if ANCS_NIMBLE_LOG
 static void
 say(ancs_nimble *a, const char *format, ...)
 {
@@ -55,6 +72,14 @@ say(ancs_nimble *a, const char *format, ...)
     va_end(args);
     a->on_event(a->context, NULL, text);
 }
+#else
+static inline void
+say(ancs_nimble *a, const char *format, ...)
+{
+    (void)a;
+    (void)format;
+}
+#endif
 
 /* Milliseconds since init. Ticks are subtracted before any conversion: the
  * tick count wraps at 2^32, and ports convert ticks to milliseconds in 32
@@ -739,20 +764,29 @@ ancs_nimble_deinit(ancs_nimble *a)
 int
 ancs_nimble_init(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble_event_fn *on_event, void *context)
 {
+    return ancs_nimble_init_on_queue(a, config, on_event, context, NULL);
+}
+
+int
+ancs_nimble_init_on_queue(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble_event_fn *on_event,
+                          void *context, struct ble_npl_eventq *eventq)
+{
     ancs_status status;
     uint8_t epoch = 0;
     struct ble_npl_callout timer;
     bool timer_kept;
 
-    if (!a || !on_event) return BLE_HS_EINVAL;
+    if (!eventq) eventq = default_eventq();
+    if (!a || !on_event || !eventq) return BLE_HS_EINVAL;
     if (initialised(a)) {   /* its timer may be armed, its engine holds heap: stop them first */
         int rc = ancs_nimble_deinit(a);
         if (rc != 0) return rc;
         epoch = a->epoch;
     }
-    /* A callout initialised on this storage before (and stopped) is kept: NimBLE's NPL has no
-     * callout deinit, and FreeRTOS's creates a timer at each ble_npl_callout_init. */
-    timer_kept = a->self == a && a->timer_magic == ANCS_NIMBLE_MAGIC;
+    /* A callout initialised on this storage before (and stopped) is kept when it is on the
+     * same queue: NimBLE's NPL has no callout deinit, and FreeRTOS's creates a timer at each
+     * ble_npl_callout_init. */
+    timer_kept = a->self == a && a->timer_magic == ANCS_NIMBLE_MAGIC && a->eventq == eventq;
     if (timer_kept) timer = a->timer;
     memset(a, 0, sizeof *a);
     a->on_event = on_event;
@@ -763,8 +797,9 @@ ancs_nimble_init(ancs_nimble *a, const ancs_consumer_config *config, ancs_nimble
     a->last_tick = ble_npl_time_get();
     a->ticks_per_second = ble_npl_time_ms_to_ticks32(1000);
     if (a->ticks_per_second == 0) a->ticks_per_second = 1000;
+    a->eventq = eventq;
     if (timer_kept) a->timer = timer;
-    else ble_npl_callout_init(&a->timer, nimble_port_get_dflt_eventq(), on_timer, a);
+    else ble_npl_callout_init(&a->timer, eventq, on_timer, a);
     a->self = a;
     a->timer_magic = ANCS_NIMBLE_MAGIC;
     status = ancs_consumer_init(&a->consumer, config, &engine_callbacks, a);

@@ -72,7 +72,13 @@
 #include "ancs.h"
 #include "host/ble_hs.h"
 #include "nimble/nimble_npl.h"
-#include "nimble/nimble_port.h"
+
+/* ANCS_NIMBLE_LOG 0 (e.g. -DANCS_NIMBLE_LOG=0) compiles the adapter's
+ * progress text out: on_event is then called for engine events only, and
+ * nothing is formatted (no vsnprintf, no format strings in the firmware). */
+#ifndef ANCS_NIMBLE_LOG
+#define ANCS_NIMBLE_LOG 1
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -150,6 +156,7 @@ typedef struct ancs_nimble {
     ble_npl_time_t last_tick;      /* NimBLE's tick count when last read */
     uint32_t ticks_per_second;
     uint64_t ticks;                /* ticks since init (64 bits: does not wrap) */
+    struct ble_npl_eventq *eventq; /* the queue the timer's events go to */
     struct ble_npl_callout timer;
     struct ancs_nimble_link links[4];
     uint8_t rx[ANCS_NIMBLE_RX_MAX];
@@ -162,6 +169,16 @@ typedef struct ancs_nimble {
 int ancs_nimble_init(ancs_nimble *adapter, const ancs_consumer_config *config,
                      ancs_nimble_event_fn *on_event, void *context);
 
+/* As ancs_nimble_init, with the engine's timer on `eventq`: the queue of the
+ * task that runs the NimBLE host (the adapter's functions are called from
+ * that task). NULL is the default queue: Mynewt's (os_eventq_dflt_get), or
+ * the porting layer's (nimble_port_get_dflt_eventq) elsewhere. Built with
+ * ANCS_NIMBLE_NO_DEFAULT_EVENTQ (a port with neither), the adapter references
+ * no default queue and NULL is refused (BLE_HS_EINVAL). ancs_nimble_init
+ * passes NULL. */
+int ancs_nimble_init_on_queue(ancs_nimble *adapter, const ancs_consumer_config *config,
+                              ancs_nimble_event_fn *on_event, void *context, struct ble_npl_eventq *eventq);
+
 /* Stops the adapter: the session ends (requests end with
  * ANCS_ERR_SESSION_ENDED, then ANCS_EVENT_SESSION_ENDED; the CCCDs are left
  * as they are: ancs_consumer_stop() first to unsubscribe), the timer is
@@ -171,7 +188,7 @@ int ancs_nimble_init(ancs_nimble *adapter, const ancs_consumer_config *config,
  * storage): call it again once it ended, or after BLE_GAP_EVENT_DISCONNECT.
  * 0 otherwise, also on storage not initialised. From the host task. A timer
  * event NimBLE queued just before is ignored when it runs, but reads the
- * storage: free it from an event put on the default queue after this call
+ * storage: free it from an event put on the adapter's queue after this call
  * (NimBLE's NPL cannot take a queued callout event back portably). */
 int ancs_nimble_deinit(ancs_nimble *adapter);
 

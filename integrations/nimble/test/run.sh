@@ -19,4 +19,21 @@ inc=(-I "$nimble/nimble/include" -I "$nimble/nimble/host/include" -I "$nimble/po
      -I "$root/integrations/c/include" -I "$here/..")
 gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 "${inc[@]}" \
   -o "$out/test_adapter" "$here/test_adapter.c" "${ADAPTER_SOURCE:-$here/../ancs_nimble.c}" "$capi/libancs.a" $tables -lm
+# Builds without NimBLE's porting layer reference no nimble_port_get_dflt_eventq:
+# Mynewt's (MYNEWT; its ble_npl_eventq_dflt_get is an inline function of its
+# NPL, declared here instead) and a port with no default queue
+# (ANCS_NIMBLE_NO_DEFAULT_EVENTQ). With ANCS_NIMBLE_LOG=0 nothing is formatted.
+echo 'struct ble_npl_eventq *ble_npl_eventq_dflt_get(void);' > "$out/mynewt_eventq.h"
+gcc -std=gnu11 -Os -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 -DMYNEWT \
+  -include nimble/nimble_npl.h -include "$out/mynewt_eventq.h" "${inc[@]}" -c -o "$out/mynewt.o" "$here/../ancs_nimble.c"
+gcc -std=gnu11 -Os -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 -DANCS_NIMBLE_NO_DEFAULT_EVENTQ \
+  -DANCS_NIMBLE_LOG=0 "${inc[@]}" -c -o "$out/no-default-queue.o" "$here/../ancs_nimble.c"
+for object in mynewt no-default-queue; do
+  if nm -u "$out/$object.o" | grep -w nimble_port_get_dflt_eventq; then
+    echo "adapter: the $object build references the porting layer's default queue" >&2; exit 1
+  fi
+done
+if nm -u "$out/no-default-queue.o" | grep -E 'printf'; then
+  echo "adapter: built with ANCS_NIMBLE_LOG=0, it still formats text" >&2; exit 1
+fi
 timeout 120 "$out/test_adapter" "$@"

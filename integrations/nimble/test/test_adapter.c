@@ -64,6 +64,7 @@ struct fake_callout {
     void *arg;
     bool armed;
     int inits;                 /* ble_npl_callout_init calls (FreeRTOS creates a timer at each) */
+    struct ble_npl_eventq *evq;   /* the queue its events go to */
     ble_npl_time_t due;
     struct ble_npl_event event;
 };
@@ -87,7 +88,6 @@ ble_npl_callout_init(struct ble_npl_callout *co, struct ble_npl_eventq *evq, ble
 {
     struct fake_callout *c = callout_of(co);
 
-    (void)evq;
     if (!c) {
         if (callout_count == (int)(sizeof callouts / sizeof callouts[0])) { printf("  fake: too many callouts\n"); abort(); }
         c = &callouts[callout_count++];
@@ -95,6 +95,7 @@ ble_npl_callout_init(struct ble_npl_callout *co, struct ble_npl_eventq *evq, ble
     }
     else if (c->armed) callout_reinit_while_armed++;
     c->inits++;
+    c->evq = evq;
     c->fn = fn; c->arg = arg; c->armed = false;
 }
 
@@ -1321,6 +1322,29 @@ test_security_by_application(void)
     }
 }
 
+/* The timer's events go to the queue given at init (a Mynewt task's, say),
+ * or to the porting layer's default one for NULL (ancs_nimble_init). */
+static void
+test_event_queue(void)
+{
+    static ancs_nimble a;
+    static struct ble_npl_eventq host_queue;
+
+    reset_fake("the timer on the queue given at init", 1000);
+    CHECK(ancs_nimble_init_on_queue(&a, &lazy, on_event, NULL, &host_queue) == 0, "init on a queue");
+    struct fake_callout *c = callout_of(&a.timer);
+    CHECK(c && c->evq == &host_queue, "the timer is not on the queue given");
+    connect_as(&a, NULL, 20, 185, BLE_GAP_ROLE_SLAVE, true);
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 1, "no session");
+    release(&a);
+    CHECK(ancs_nimble_init(&a, &lazy, on_event, NULL) == 0, "init on the default queue");
+    c = callout_of(&a.timer);
+    CHECK(c && c->evq == &default_queue, "ancs_nimble_init's timer is not on the default queue");
+    CHECK(c && c->inits == 2, "the timer was not initialised again for the other queue (%d inits)", c ? c->inits : 0);
+    release(&a);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1343,6 +1367,7 @@ main(int argc, char **argv)
     test_phone_links_only();
     test_abandoned_write();
     test_security_by_application();
+    test_event_queue();
     printf("adapter: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
