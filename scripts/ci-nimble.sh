@@ -35,7 +35,9 @@
 #                    its stale bond, pairs again
 #        removeancs  ANCS removed and added back without Service Changed: the
 #                    probe answered 0xFD, subscribed again
-#   4. the adapter and the core built for Cortex-M4 against NimBLE's headers, and their size.
+#   4. the adapter and the core built against NimBLE's headers for Cortex-M4
+#      (soft-float and hard-float ABI) and the ESP32-C3 (rv32imc), and their
+#      size (scripts/firmware-size.sh); both Cortex-M4 totals within the budget.
 #
 # Every process has a timeout. Prints "nimble: N passed, N failed".
 # Logs: .build/ci-nimble/<run>/. NIMBLE_RUNS="mtu23 hundred" runs only those.
@@ -57,6 +59,10 @@ command -v llvm-size >/dev/null 2>&1 || ls /usr/bin/llvm-size-* >/dev/null 2>&1 
 command -v ld.lld >/dev/null 2>&1 || missing+=(lld)
 command -v arm-none-eabi-gcc >/dev/null 2>&1 || missing+=(gcc-arm-none-eabi)
 [ -f /usr/lib/arm-none-eabi/include/stdio.h ] || missing+=(libnewlib-dev)
+if [ -z "${NIMBLE_RUNS:-}" ] || [[ " $NIMBLE_RUNS " == *" size "* ]]; then   # the ESP32-C3's adapter (scripts/firmware-size.sh)
+  command -v riscv64-unknown-elf-gcc >/dev/null 2>&1 || missing+=(gcc-riscv64-unknown-elf)
+  [ -f /usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs ] || missing+=(picolibc-riscv64-unknown-elf)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -375,16 +381,22 @@ check "removeancs: the notification posted after the fault shown, once" test "$(
 fi
 
 # ---- 4. Cortex-M4: the adapter against NimBLE's headers, the core
-echo "== Cortex-M4 build and size"
+echo "== Cortex-M4 (soft- and hard-float) and ESP32-C3 builds and size"
 if ! want size; then :
 elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
-  cat "$out/size.txt"; passed=$((passed + 1)); echo "  ok   Cortex-M4 build"
+  # firmware-size.sh fails if a build or link fails, if the soft-float adapter
+  # links with the hard-float library, or if ANCS_NIMBLE_LOG=0 still formats.
+  cat "$out/size.txt"; passed=$((passed + 1)); echo "  ok   Cortex-M4 and ESP32-C3 builds"
   # The firmware's share of flash: adapter + C API + core within its budget of text.
-  total=$(awk '/^adapter \+ C API \+ core/ { print $(NF - 2) }' "$out/size.txt")
+  total=$(awk '/^adapter \+ C API \+ core / { print $(NF - 2) }' "$out/size.txt")
   check "Cortex-M4: adapter + C API + core ${total:-?} bytes of text, within ${FIRMWARE_TEXT_BUDGET:=32768}" \
     test "${total:-999999}" -le "$FIRMWARE_TEXT_BUDGET"
+  hard=$(awk '/^hard-float: adapter \+ C API \+ core / { print $(NF - 2) }' "$out/size.txt")
+  check "Cortex-M4F hard-float: adapter + C API + core ${hard:-?} bytes of text, within $FIRMWARE_TEXT_BUDGET" \
+    test "${hard:-999999}" -le "$FIRMWARE_TEXT_BUDGET"
+  check "ESP32-C3: adapter + C API + core linked" grep -Eq '^rv32imc: adapter \+ C API \+ core ' "$out/size.txt"
 else
-  cat "$out/size.txt"; failed=$((failed + 1)); echo "  FAIL Cortex-M4 build"
+  cat "$out/size.txt"; failed=$((failed + 1)); echo "  FAIL Cortex-M4 and ESP32-C3 builds"
 fi
 
 echo "nimble: $passed passed, $failed failed"

@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# The accessory firmware's ANCS code for Cortex-M4, and its size:
+# The accessory firmware's ANCS code, and its size, for:
+#   Cortex-M4, soft-float ABI   armv7em-none-none-eabi, adapter -mcpu=cortex-m4
+#   Cortex-M4F, hard-float ABI  armv7em-none-none-eabihf, adapter
+#                               -mfloat-abi=hard -mfpu=fpv4-sp-d16 (most nRF52
+#                               and STM32 projects)
+#   ESP32-C3 (RV32IMC, ilp32)   rv32imc, adapter riscv64-unknown-elf-gcc
+#                               -march=rv32imc -mabi=ilp32 (picolibc's headers)
+# Each of:
 #   core+C API   Sources/ANCS (consumer side) and integrations/c, Embedded Swift
-#                (integrations/c/build.sh armv7em-none-none-eabi)
+#                (integrations/c/build.sh TARGET)
 #   adapter      integrations/nimble/ancs_nimble.c against NimBLE's headers
-#                (arm-none-eabi-gcc -Os, NimBLE's NPL port "dummy" for the types)
-# Each is linked alone with --gc-sections from the functions a firmware calls,
-# C library and NimBLE left unresolved (their size is the firmware's), and
-# measured with llvm-size. Needs the NimBLE tree (NIMBLE_ROOT, default
-# .build/nimble/src, extracted by scripts/ci-nimble.sh).
+#                (GCC -Os, NimBLE's NPL port "dummy" for the types)
+# is linked alone and all together with --gc-sections from the functions a
+# firmware calls, C library and NimBLE left unresolved (their size is the
+# firmware's), and measured with llvm-size. The hard-float objects are linked
+# by GNU ld, which refuses objects of another float ABI: the script checks
+# that the soft-float adapter does not link with the hard-float library. The
+# soft-float adapter is also built with ANCS_NIMBLE_LOG=0 (no progress text):
+# it must not reference vsnprintf; ancs.h's enums must be int-sized with
+# GCC's short enums. Needs the NimBLE tree (NIMBLE_ROOT,
+# default .build/nimble/src, extracted by scripts/ci-nimble.sh); the RISC-V
+# adapter is skipped (the library alone is measured) without
+# riscv64-unknown-elf-gcc and picolibc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -18,11 +32,25 @@ size_bin=$(command -v llvm-size || ls /usr/bin/llvm-size-* 2>/dev/null | head -n
 lld=$(command -v ld.lld)
 
 integrations/c/build.sh armv7em-none-none-eabi "$out/capi" > "$out/capi.log"
+integrations/c/build.sh armv7em-none-none-eabihf "$out/capi-hf" > "$out/capi-hf.log"
+integrations/c/build.sh rv32imc "$out/capi-rv32imc" > "$out/capi-rv32imc.log"
 inc=(-I "$nimble/nimble/include" -I "$nimble/nimble/host/include" -I "$nimble/porting/nimble/include"
      -I "$nimble/porting/npl/dummy/include" -I "$nimble/porting/examples/linux/include" -I "$nimble/nimble/transport/include"
      -I "$root/integrations/c/include" -I "$root/integrations/nimble")
-arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -Os -ffunction-sections -fdata-sections -Wall -Wextra -Werror -Wno-unused-parameter \
-  -DMYNEWT_VAL_BLE_SM_SC=1 "${inc[@]}" -c integrations/nimble/ancs_nimble.c -o "$out/ancs_nimble.o"
+cflags=(-Os -ffunction-sections -fdata-sections -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 "${inc[@]}")
+m4=(arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb)
+"${m4[@]}" "${cflags[@]}" -c integrations/nimble/ancs_nimble.c -o "$out/ancs_nimble.o"
+"${m4[@]}" "${cflags[@]}" -DANCS_NIMBLE_LOG=0 -c integrations/nimble/ancs_nimble.c -o "$out/ancs_nimble-nolog.o"
+"${m4[@]}" -mfloat-abi=hard -mfpu=fpv4-sp-d16 "${cflags[@]}" -c integrations/nimble/ancs_nimble.c -o "$out/ancs_nimble-hf.o"
+rv=()
+if command -v riscv64-unknown-elf-gcc >/dev/null && [ -f /usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs ]; then
+  rv=("$out/ancs_nimble-rv32imc.o")
+  riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 "${cflags[@]}" \
+    -c integrations/nimble/ancs_nimble.c -o "${rv[0]}"
+fi
+if nm -u "$out/ancs_nimble-nolog.o" | grep -q printf; then
+  echo "error: ancs_nimble.c built with ANCS_NIMBLE_LOG=0 still formats text" >&2; exit 1
+fi
 
 api=(ancs_consumer_init ancs_consumer_deinit ancs_consumer_config_default ancs_consumer_link_up ancs_consumer_mtu_changed
      ancs_consumer_subscription_result ancs_consumer_notification_source ancs_consumer_data_source ancs_consumer_write_result
@@ -31,17 +59,48 @@ api=(ancs_consumer_init ancs_consumer_deinit ancs_consumer_config_default ancs_c
      ancs_consumer_cancel ancs_status_name)
 adapter=(ancs_nimble_init ancs_nimble_gap_event ancs_nimble_fetch_attributes ancs_nimble_fetch_app_attributes
          ancs_nimble_perform_action ancs_nimble_consumer)
-link() {  # output roots objects...
-  local output=$1 roots=$2; shift 2
+link() {  # linker output roots objects...
+  local linker=$1 output=$2 roots=$3; shift 3
   local keep=()
   for symbol in $roots; do keep+=(--undefined="$symbol"); done
-  "$lld" --gc-sections --unresolved-symbols=ignore-all --entry=0 "${keep[@]}" -o "$output" "$@"
+  "$linker" --gc-sections --unresolved-symbols=ignore-all --entry=0 "${keep[@]}" -o "$output" "$@"
 }
-link "$out/capi.elf" "${api[*]}" "$out/capi/ancs-swift.o" "$out/capi/ancs_tables.o"
-link "$out/adapter.elf" "${adapter[*]}" "$out/ancs_nimble.o"
-link "$out/all.elf" "${adapter[*]}" "$out/ancs_nimble.o" "$out/capi/ancs-swift.o" "$out/capi/ancs_tables.o"
-printf '%-34s %8s %8s %8s\n' "Cortex-M4 (armv7em, -Os)" text data bss
-row() { "$size_bin" "$2" | awk -v n="$1" 'NR==2 { printf "%-34s %8s %8s %8s\n", n, $1, $2, $3 }'; }
+capi() { echo "$out/$1/ancs-swift.o" "$out/$1/ancs_tables.o"; }
+link "$lld" "$out/capi.elf" "${api[*]}" $(capi capi)
+link "$lld" "$out/adapter.elf" "${adapter[*]}" "$out/ancs_nimble.o"
+link "$lld" "$out/all.elf" "${adapter[*]}" "$out/ancs_nimble.o" $(capi capi)
+link "$lld" "$out/adapter-nolog.elf" "${adapter[*]}" "$out/ancs_nimble-nolog.o"
+link "$lld" "$out/all-nolog.elf" "${adapter[*]}" "$out/ancs_nimble-nolog.o" $(capi capi)
+# GNU ld checks the float ABI (Tag_ABI_VFP_args) of every object, lld does
+# not when the tag is absent, as in GCC's soft-float objects.
+link arm-none-eabi-ld "$out/capi-hf.elf" "${api[*]}" $(capi capi-hf) 2> "$out/link-hf.log"
+link arm-none-eabi-ld "$out/all-hf.elf" "${adapter[*]}" "$out/ancs_nimble-hf.o" $(capi capi-hf) 2>> "$out/link-hf.log"
+if link arm-none-eabi-ld "$out/mixed.elf" "${adapter[*]}" "$out/ancs_nimble.o" $(capi capi-hf) 2> "$out/link-mixed.log"; then
+  echo "error: the soft-float adapter linked with the hard-float library: the float ABI is not checked" >&2; exit 1
+fi
+grep -q 'uses VFP register arguments' "$out/link-mixed.log" || { cat "$out/link-mixed.log" >&2; exit 1; }
+# GCC for arm-none-eabi makes enums as small as their values (-fshort-enums,
+# what GNU ld's "variable-size enums" warning above is about, object-wide);
+# the library's are int-sized. ancs.h's enums must be int-sized under both,
+# or the fields of ancs_event after one would move (ANCS_ENUM_INT).
+printf '#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include "ancs.h"\n%s\n' \
+  '_Static_assert(sizeof(ancs_characteristic) == 4 && sizeof(ancs_event_type) == 4 && sizeof(ancs_health) == 4 && sizeof(ancs_resubscribe_reason) == 4 && sizeof(ancs_session_end) == 4, "an enum of ancs.h is not int-sized with -fshort-enums");' \
+  > "$out/enum-size.c"
+"${m4[@]}" -fshort-enums -I integrations/c/include -c "$out/enum-size.c" -o "$out/enum-size.o"
+link "$lld" "$out/capi-rv32imc.elf" "${api[*]}" $(capi capi-rv32imc)
+if [ ${#rv[@]} -gt 0 ]; then link "$lld" "$out/all-rv32imc.elf" "${adapter[*]}" "${rv[0]}" $(capi capi-rv32imc); fi
+
+row() { "$size_bin" "$2" | awk -v n="$1" 'NR==2 { printf "%-42s %8s %8s %8s\n", n, $1, $2, $3 }'; }
+printf '%-42s %8s %8s %8s\n' "Cortex-M4 (armv7em, soft-float, -Os)" text data bss
 row "core + C API (ancs.h)" "$out/capi.elf"
 row "NimBLE adapter (ancs_nimble.c)" "$out/adapter.elf"
 row "adapter + C API + core" "$out/all.elf"
+row "NimBLE adapter, ANCS_NIMBLE_LOG=0" "$out/adapter-nolog.elf"
+row "adapter + C API + core, ANCS_NIMBLE_LOG=0" "$out/all-nolog.elf"
+echo "Cortex-M4F (armv7em, hard-float, fpv4-sp-d16)"
+row "hard-float: core + C API" "$out/capi-hf.elf"
+row "hard-float: adapter + C API + core" "$out/all-hf.elf"
+echo "ESP32-C3 (rv32imc, ilp32)"
+row "rv32imc: core + C API" "$out/capi-rv32imc.elf"
+if [ ${#rv[@]} -gt 0 ]; then row "rv32imc: adapter + C API + core" "$out/all-rv32imc.elf"
+else echo "rv32imc: adapter not built (no riscv64-unknown-elf-gcc with picolibc)"; fi

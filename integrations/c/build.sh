@@ -7,7 +7,15 @@
 #
 #   target   an Embedded Swift target triple; default x86_64-unknown-linux-gnu
 #            (the host, for tests and the NimBLE Linux port). Firmware:
-#            armv7em-none-none-eabi (Cortex-M4), riscv32-none-none-eabi.
+#              armv7em-none-none-eabi     Cortex-M4/M7, soft-float ABI
+#              armv7em-none-none-eabihf   Cortex-M4F, hard-float ABI
+#                                         (-mfloat-abi=hard -mfpu=fpv4-sp-d16,
+#                                         most nRF52 and STM32 projects)
+#              riscv32-none-none-eabi     RV32IMAC, ilp32 (Embedded Swift's
+#                                         default for the triple)
+#              rv32imc, rv32imac, ...     RISC-V with that ISA (-march), ABI
+#                                         ilp32 (ilp32f/ilp32d with F/D);
+#                                         rv32imc is the ESP32-C3's
 #   output   default .build/capi/<target>
 #
 # Writes <output>/libancs.a and prints what the object needs from the
@@ -27,10 +35,30 @@ mkdir -p "$out"
 mapfile -t core < <(find "$root/Sources/ANCS" -name '*.swift' | grep -v '/Provider' | sort)
 extra=()
 cc=(cc)
+# The Swift library exists for armv7em-none-none-eabi and riscv32-none-none-eabi
+# only; the other firmware targets compile against it with the code generation
+# flags below (clang's), given to the Swift compiler (its functions carry the
+# CPU and features), to the runtime's C and to the final compilation, so the
+# object is the target's throughout (its build attributes say so, and a linker
+# refuses to mix it with objects of another float ABI).
+swift_target=$target clang_target=$target codegen=()
+case "$target" in
+  armv7em-none-none-eabihf)
+    swift_target=armv7em-none-none-eabi
+    codegen=(-mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16) ;;
+  rv32*)
+    swift_target=riscv32-none-none-eabi clang_target=riscv32-none-none-eabi
+    case "${target#rv32}" in
+      *d*|*g*) abi=ilp32d ;;
+      *f*) abi=ilp32f ;;
+      *) abi=ilp32 ;;
+    esac
+    codegen=(-march="$target" -mabi="$abi") ;;
+esac
 case "$target" in
   x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu) ;;
-  *-none-*)
-    cc=(clang -target "$target" -ffunction-sections -fdata-sections -Os -ffreestanding)
+  *-none-*|rv32*)
+    cc=(clang -target "$clang_target" "${codegen[@]}" -ffunction-sections -fdata-sections -Os -ffreestanding)
     ;;
   *) extra=(-disable-stack-protector) ;;
 esac
@@ -39,8 +67,22 @@ esac
 # functions (ancs_*) stay visible, what they cannot reach is dropped. On
 # Cortex-M4 the C API and core are a tenth smaller than the module's own
 # object (BENCHMARKS.md section 8).
-"$root/scripts/embedded/whole-program.sh" "$target" 'ancs_*' "$out/ancs-swift.o" \
-  "${extra[@]}" -I "$here/include" -module-name ANCS "${core[@]}" "$here/src/ANCSConsumerC.swift"
+sources=(-I "$here/include" -module-name ANCS "${core[@]}" "$here/src/ANCSConsumerC.swift")
+if [ ${#codegen[@]} -eq 0 ]; then
+  "$root/scripts/embedded/whole-program.sh" "$target" 'ancs_*' "$out/ancs-swift.o" "${extra[@]}" "${sources[@]}"
+else
+  # The same steps as whole-program.sh, each with the code generation flags.
+  toolchain=$(dirname "$(command -v swiftc)")
+  xcc=(); for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
+  swiftc -target "$swift_target" "${xcc[@]}" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
+    -Xfrontend -assume-single-threaded -lto=llvm-full "${sources[@]}" -c -o "$out/ancs-swift.bc"
+  "$toolchain/clang" -target "$clang_target" "${codegen[@]}" -Oz -flto -I "$toolchain/../lib/swift/shims" \
+    -ffunction-sections -fdata-sections -c "$root/scripts/embedded/nonatomic-refcounting.c" -o "$out/ancs-swift.refcounting.bc"
+  "$toolchain/ld.lld" --lto-emit-llvm --lto-O2 --unresolved-symbols=ignore-all --entry=0 \
+    --undefined-glob='ancs_*' -o "$out/ancs-swift.whole.bc" "$out/ancs-swift.bc" "$out/ancs-swift.refcounting.bc"
+  "$toolchain/clang" -target "$clang_target" "${codegen[@]}" -Oz -ffunction-sections -fdata-sections \
+    -c "$out/ancs-swift.whole.bc" -o "$out/ancs-swift.o"
+fi
 "${cc[@]}" -c -I "$here/include" -o "$out/ancs_tables.o" "$here/src/ancs_tables.c"
 rm -f "$out/libancs.a"
 ar rcs "$out/libancs.a" "$out/ancs-swift.o" "$out/ancs_tables.o"
@@ -54,7 +96,7 @@ if lazy=$(grep '_Wz$' <<< "$(nm "$out/ancs-swift.o")"); then
   exit 1
 fi
 
-tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$target/libswiftUnicodeDataTables.a
+tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$swift_target/libswiftUnicodeDataTables.a
 echo "built $out/libancs.a"
 echo "needs from the C library: $(nm -u "$out/ancs-swift.o" | awk '{print $2}' | grep -v '^_swift_stdlib_' | sort -u | tr '\n' ' ')"
 if [ -f "$tables" ]; then echo "UNICODE_TABLES=$(cd "$(dirname "$tables")" && pwd)/$(basename "$tables")"; fi

@@ -113,10 +113,16 @@ enum {
 const char *ancs_status_name(ancs_status status);
 
 /* ---- Protocol values (docs/PROTOCOL.md) --------------------------------- */
+/* ANCS_ENUM_INT: each enum type of this header has a last member
+ * 0x7FFFFFFF, which is no value, so that the type is int-sized with any
+ * compiler flags: the library is built with int-sized enums, and GCC for
+ * arm-none-eabi makes enums as small as their values by default
+ * (-fshort-enums), which would move the fields of ancs_event that follow one. */
 typedef enum {
     ANCS_NOTIFICATION_SOURCE = 0,
     ANCS_CONTROL_POINT = 1,
-    ANCS_DATA_SOURCE = 2
+    ANCS_DATA_SOURCE = 2,
+    ANCS_CHARACTERISTIC_INT_SIZE = 0x7FFFFFFF   /* not a value: keeps the enum int-sized (ANCS_ENUM_INT) */
 } ancs_characteristic;
 
 enum { /* NotificationAttributeID */
@@ -189,7 +195,8 @@ typedef enum {
     ANCS_EVENT_PROTOCOL_ERROR,      /* the phone sent bytes that break the format (they were dropped) */
     ANCS_EVENT_DATA_SOURCE_UNAVAILABLE, /* status: the Data Source subscription's result; fetches fail this session */
     ANCS_EVENT_UNKNOWN_EVENT,       /* a Notification Source EventID this library does not know: event_id */
-    ANCS_EVENT_HEALTH               /* whether notifications reach the accessory changed: health, and below */
+    ANCS_EVENT_HEALTH,              /* whether notifications reach the accessory changed: health, and below */
+    ANCS_EVENT_TYPE_INT_SIZE = 0x7FFFFFFF   /* not an event: keeps the enum int-sized (ANCS_ENUM_INT) */
 } ancs_event_type;
 
 /* What the phone's answers say about whether notifications reach the
@@ -201,7 +208,8 @@ typedef enum {
     ANCS_HEALTH_NOT_SHARED,             /* Control Point writes refused 0x03 twice in a row: on the iPhone,
                                            Settings > Bluetooth > (i) > Share System Notifications */
     ANCS_HEALTH_RESUBSCRIBING,          /* writing both subscriptions again: resubscribe_reason says why */
-    ANCS_HEALTH_BOND_LOST               /* the phone forgot this accessory's bond (ancs_consumer_bond_lost) */
+    ANCS_HEALTH_BOND_LOST,              /* the phone forgot this accessory's bond (ancs_consumer_bond_lost) */
+    ANCS_HEALTH_INT_SIZE = 0x7FFFFFFF   /* not a state: keeps the enum int-sized (ANCS_ENUM_INT) */
 } ancs_health;
 
 typedef enum {
@@ -209,7 +217,8 @@ typedef enum {
     ANCS_RESUBSCRIBE_MISSED_NOTIFICATION,      /* the phone holds a notification Notification Source never announced */
     ANCS_RESUBSCRIBE_NOTIFICATION_SOURCE_SILENT, /* nothing on Notification Source for the silence limit */
     ANCS_RESUBSCRIBE_SUBSCRIPTION_LOST,        /* a write answered 0xFD: the phone holds no subscription */
-    ANCS_RESUBSCRIBE_SHARING_RESTORED          /* a write answered after "not shared" */
+    ANCS_RESUBSCRIBE_SHARING_RESTORED,         /* a write answered after "not shared" */
+    ANCS_RESUBSCRIBE_INT_SIZE = 0x7FFFFFFF     /* not a reason: keeps the enum int-sized (ANCS_ENUM_INT) */
 } ancs_resubscribe_reason;
 
 typedef enum {
@@ -217,7 +226,8 @@ typedef enum {
     ANCS_SESSION_UNSUBSCRIBED,
     ANCS_SESSION_SERVICE_UNPUBLISHED,
     ANCS_SESSION_SUBSCRIPTION_FAILED,
-    ANCS_SESSION_RESUBSCRIBING      /* subscribing again (off, then on): a new session follows */
+    ANCS_SESSION_RESUBSCRIBING,     /* subscribing again (off, then on): a new session follows */
+    ANCS_SESSION_END_INT_SIZE = 0x7FFFFFFF   /* not a reason: keeps the enum int-sized (ANCS_ENUM_INT) */
 } ancs_session_end;
 
 typedef struct {
