@@ -189,7 +189,7 @@ typedef enum {
     ANCS_EVENT_READY,               /* ready to show: attributes, app name if known */
     ANCS_EVENT_UPDATED,             /* shown before, fetched again after MODIFIED */
     ANCS_EVENT_DISPLAY_FAILED,      /* uid, status: the display's fetch failed */
-    ANCS_EVENT_ATTRIBUTES,          /* a Get Notification Attributes response: uid, attributes */
+    ANCS_EVENT_ATTRIBUTES,          /* a Get Notification Attributes response for a notification of the session: uid, attributes */
     ANCS_EVENT_APP_ATTRIBUTES,      /* a Get App Attributes response: app_identifier, attributes (AppAttributeIDs) */
     ANCS_EVENT_REQUEST_DONE,        /* request_id, status; on success of a fetch, uid/app_identifier and attributes */
     ANCS_EVENT_PROTOCOL_ERROR,      /* the phone sent bytes that break the format (they were dropped) */
