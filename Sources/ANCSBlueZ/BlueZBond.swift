@@ -31,7 +31,7 @@ extension BlueZConsumerTransport {
     /// A bonded phone connected: its link encrypted within
     /// `Options.encryptionWait`, or its bond is stale.
     func checkEncryption(of device: String) {
-        guard tree.property(device, BlueZName.device, "Paired")?.bool == true else { return }
+        guard isPaired(device) else { return }
         encryptionCheck?.cancel()
         encryptionCheck = Task { [weak self, wait = options.encryptionWait] in
             try? await Task.sleep(for: wait)
@@ -48,7 +48,7 @@ extension BlueZConsumerTransport {
     /// Removes the device's bond if the phone no longer has it: the device is
     /// paired and its link unencrypted. Said once per link.
     func removeIfStale(_ device: String, _ what: String) async {
-        guard !bondLostTold, tree.property(device, BlueZName.device, "Paired")?.bool == true else { return }
+        guard !bondLostTold, isPaired(device) else { return }
         let address = address(of: device)
         guard options.linkEncrypted(adapterPath, address) == false else { return }
         bondLostTold = true
@@ -65,7 +65,7 @@ extension BlueZConsumerTransport {
     /// The agent is asked to pair a device: one that bluetoothd already has
     /// paired lost the bond on its side.
     func pairingRequested(_ devicePath: String) {
-        guard tree.property(devicePath, BlueZName.device, "Paired")?.bool == true else { return }
+        guard isPaired(devicePath) else { return }
         status(BlueZStatus(kind: .bondLost, message: "\(address(of: devicePath)) asks to pair again: it no longer has this accessory's bond (Forget This Device)"))
         sink.yield(.bondLost)
     }

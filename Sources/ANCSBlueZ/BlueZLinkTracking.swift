@@ -69,6 +69,11 @@ extension BlueZConsumerTransport {
         tree.property(path, BlueZName.device, "Connected")?.bool == true
     }
 
+    /// Whether bluetoothd holds keys for the device (it paired).
+    func isPaired(_ path: String) -> Bool {
+        tree.property(path, BlueZName.device, "Paired")?.bool == true
+    }
+
     /// Moves the link state to what the object tree says, telling the engine.
     func reassess(valueArrived: Bool = false) {
         guard !closing else { return }
@@ -107,7 +112,7 @@ extension BlueZConsumerTransport {
             ancsPublished = true
             let mtu = current.values.compactMap { tree.property($0, BlueZName.characteristic, "MTU")?.integer }.max() ?? 23
             let info = LinkInfo(mtu: mtu, peer: address(of: device),
-                                isEncrypted: tree.property(device, BlueZName.device, "Paired")?.bool == true,
+                                isEncrypted: isPaired(device),
                                 isBonded: tree.property(device, BlueZName.device, "Bonded")?.bool == true)
             sink.yield(.linkUp(info))
             return

@@ -22,6 +22,12 @@ struct BlueZTransportTests {
             status: { log.add($0) }, prompt: { _ in true })
     }
 
+    /// The phone connects, its services resolved: the transport's link comes up.
+    func connect(_ bluez: FakeBlueZ, _ events: inout AsyncThrowingStream<GATTClientEvent, any Error>.Iterator) async throws {
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+    }
+
     @Test("link up, a refused subscription answered with its ATT code, notifications in order, serialized writes, 0xA2, Service Changed, link down")
     func session() async throws {
         let bus = try PrivateBus()
@@ -140,8 +146,7 @@ struct BlueZTransportTests {
         let log = Log()
         let transport = try await start(bus, log, linkEncrypted: false)
         var events = transport.events.makeAsyncIterator()
-        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
-        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+        try await connect(bluez, &events)
         bluez.state.withLock { $0.startNotifyRefusals = 2 }
         #expect(await transport.subscribe(.notificationSource) == .attError(.insufficientAuthentication))
         #expect(try await events.next() == .bondLost)
@@ -160,8 +165,7 @@ struct BlueZTransportTests {
         let log = Log()
         let transport = try await start(bus, log, subscribeWait: .milliseconds(300))
         var events = transport.events.makeAsyncIterator()
-        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
-        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+        try await connect(bluez, &events)
         bluez.state.withLock { $0.holdStartNotify = true }
         #expect(await transport.subscribe(.dataSource) == .attError(.insufficientAuthentication))
         #expect(await transport.subscribe(.dataSource) == .attError(.insufficientAuthentication))
@@ -206,8 +210,7 @@ struct BlueZTransportTests {
         let log = Log()
         let transport = try await start(bus, log, linkEncrypted: nil)
         var events = transport.events.makeAsyncIterator()
-        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
-        if case .linkUp = try await events.next() {} else { Issue.record("no linkUp") }
+        try await connect(bluez, &events)
         bluez.state.withLock { $0.startNotifyRefusals = 1 }
         #expect(await transport.subscribe(.notificationSource) == .attError(.insufficientAuthentication))
         #expect(!bluez.state.withLock { $0.registered }.contains("RemoveDevice"))
