@@ -46,7 +46,11 @@ start_link() {
   echo "virtual link did not start"; cat "$out/$name-link.log"; return 1
 }
 
+# Each failure is told where it happens and again at the end, with the log that
+# says why: a CI page that shows only the step's last lines still names it.
 failures=0
+failed=()
+fail() { echo "FAILED: $1"; failures=$((failures + 1)); failed+=("$1|${2:-}"); }
 for mtu in 23 185; do
   run="ancsclient-mtu$mtu"
   echo "-- Bumble AncsClient against ancs provide, MTU $mtu"
@@ -61,7 +65,7 @@ for mtu in 23 185; do
        --transport "tcp-client:127.0.0.1:$port_b" --mtu "$mtu" "${keys[@]}" --json "$out/$run-client.json" | tee "$out/$run-client.log"; then
     :
   else
-    echo "FAILED: $run"; failures=$((failures + 1))
+    fail "$run: Bumble's AncsClient" "$out/$run-client.log"
   fi
   kill "$provide" 2>/dev/null || true; wait "$provide" 2>/dev/null || true
   cleanup; pids=()
@@ -75,7 +79,7 @@ timeout 60 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --scena
 provide=$!; pids+=($provide)
 sleep 1
 timeout 60 "$ANCS_BUMBLE_PYTHON" -B -u Tests/ANCSBumbleTests/Interop/bumble_ancs_client.py --transport "tcp-client:127.0.0.1:$port_b" \
-  --known-bugs 2>"$out/$run-client.err" | tee "$out/$run-client.log" || { echo "FAILED: $run"; failures=$((failures + 1)); }
+  --known-bugs 2>"$out/$run-client.err" | tee "$out/$run-client.log" || fail "$run: Bumble's AncsClient" "$out/$run-client.log"
 kill "$provide" 2>/dev/null || true; wait "$provide" 2>/dev/null || true
 cleanup; pids=()
 
@@ -87,13 +91,13 @@ timeout 90 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --snoop
 provide=$!; pids+=($provide)
 sleep 1
 timeout 90 "$ancs" listen --stack "bumble:tcp-client:127.0.0.1:$port_b" --snoop "$out/$run-nc.btsnoop" \
-  --duration 20 --json >"$out/$run-listen.jsonl" 2>"$out/$run-listen.err" || { echo "FAILED: listen exited $?"; cat "$out/$run-listen.err"; failures=$((failures + 1)); }
-wait "$provide" || { echo "FAILED: provide exited $?"; cat "$out/$run-provide.err"; failures=$((failures + 1)); }
+  --duration 20 --json >"$out/$run-listen.jsonl" 2>"$out/$run-listen.err" || fail "$run: listen exited $?" "$out/$run-listen.err"
+wait "$provide" || fail "$run: provide exited $?" "$out/$run-provide.err"
 cleanup; pids=()
 for title in "Team stand-up" "Pick up bike" "Alice" "Bike Shop" "Mum" "#release" "Rain in 20 minutes"; do
-  if grep -q "\"$title\"" "$out/$run-listen.jsonl"; then echo "PASS listen shows “$title”"; else echo "FAIL listen lacks “$title”"; failures=$((failures + 1)); fi
+  if grep -q "\"$title\"" "$out/$run-listen.jsonl"; then echo "PASS listen shows “$title”"; else fail "$run: listen lacks “$title”" "$out/$run-listen.jsonl"; fi
 done
-if grep -q '"event":"sessionStarted"' "$out/$run-provide.jsonl"; then echo "PASS provide saw the session"; else echo "FAIL provide saw no session"; failures=$((failures + 1)); fi
+if grep -q '"event":"sessionStarted"' "$out/$run-provide.jsonl"; then echo "PASS provide saw the session"; else fail "$run: provide saw no session" "$out/$run-provide.err"; fi
 # listen --json tells each notification as `ready` (title and app name) once it can be shown.
 if python3 - "$out/$run-listen.jsonl" <<'PY'
 import json, sys
@@ -104,7 +108,7 @@ named = all("appName" in o for o in ready)
 print(f"ready objects: {len(ready)}, titles {sorted(titles & wanted)}, all with appName: {named}")
 sys.exit(0 if wanted <= titles and named else 1)
 PY
-then echo "PASS listen --json tells ready with titles and app names"; else echo "FAIL listen --json ready objects"; failures=$((failures + 1)); fi
+then echo "PASS listen --json tells ready with titles and app names"; else fail "$run: listen --json ready objects" "$out/$run-listen.jsonl"; fi
 
 echo "-- ancs decode --btsnoop: each capture against what each side logged"
 compare=Tests/ANCSBumbleTests/Interop/compare_capture.py
@@ -113,16 +117,21 @@ for mtu in 23 185; do
   run="ancsclient-mtu$mtu"
   decode "$out/$run-np.btsnoop"
   python3 "$compare" "$out/$run-np.transcript.jsonl" --provide "$out/$run-provide.jsonl" --client "$out/$run-client.json" \
-    || failures=$((failures + 1))
+    || fail "$run: the NP capture against what each side logged"
 done
 run=listen-provide
 decode "$out/$run-np.btsnoop"
 decode "$out/$run-nc.btsnoop"
-python3 "$compare" "$out/$run-np.transcript.jsonl" --provide "$out/$run-provide.jsonl" || failures=$((failures + 1))
-python3 "$compare" "$out/$run-nc.transcript.jsonl" --listen "$out/$run-listen.jsonl" || failures=$((failures + 1))
+python3 "$compare" "$out/$run-np.transcript.jsonl" --provide "$out/$run-provide.jsonl" || fail "$run: the NP capture against provide's log"
+python3 "$compare" "$out/$run-nc.transcript.jsonl" --listen "$out/$run-listen.jsonl" || fail "$run: the NC capture against listen's log"
 
 if [ "$failures" -ne 0 ]; then
-  echo "ci-bumble: $failures failure(s); logs in $out"
+  for entry in "${failed[@]}"; do
+    what=${entry%%|*} log=${entry#*|}
+    echo "== FAILED: $what"
+    [ -n "$log" ] && [ -f "$log" ] && { grep -E '^FAIL|rror' "$log" | tail -n 5; echo "-- last lines of $log"; tail -n 15 "$log"; }
+  done
+  echo "ci-bumble: $failures failure(s): ${failed[*]%%|*}; logs in $out"
   exit 1
 fi
 echo "ci-bumble: all interop runs passed"
