@@ -165,9 +165,9 @@ extension ConsumerTests {
             let answer = AppAttributesResponse(appIdentifierBytes: app.bytes, attributes: [AppAttribute(.displayName, app.name)])
             #expect(events(deliver(.appAttributes(answer), to: &consumer)).contains(.appAttributes(answer)))
         }
-        #expect(consumer.appCache.count == apps.count)
+        #expect(consumer.session.appCache.count == apps.count)
         for app in apps {
-            #expect(consumer.appCache.first { $0.appIdentifierBytes == app.bytes }?[.displayName] == app.name)
+            #expect(consumer.session.appCache.first { $0.appIdentifierBytes == app.bytes }?[.displayName] == app.name)
             #expect(consumer.displayName(ofAppBytes: app.bytes) == app.name)
         }
         // An application request by bytes is answered from the cache, per app.
@@ -205,18 +205,18 @@ extension ConsumerTests {
         let (other, otherActions) = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 32)], for: uid(2), at: .zero)
         let (action, actionActions) = consumer.performAction(.negative, on: uid(2), at: .zero)
         #expect(joinedActions.isEmpty && otherActions.isEmpty && actionActions.isEmpty)
-        #expect(consumer.entries.count == 4)
+        #expect(consumer.session.entries.count == 4)
 
         let removed = consumer.received(notificationSource: sourceEvent(.removed, 2), at: .zero)
         for id in [joined, other, action] {
             #expect(results(removed, for: id) == [.failure(.notificationRemoved)])
         }
         #expect(consumer.pendingRequestCount == 0)
-        #expect(consumer.entries.count == 1)
+        #expect(consumer.session.entries.count == 1)
         // Nothing for notification 2 is ever written.
         _ = consumer.writeCompleted(write1.token, .success, at: .zero)
         #expect(try writes(deliver(standardResponse(1), to: &consumer)).isEmpty)
-        #expect(consumer.entries.isEmpty)
+        #expect(consumer.session.entries.isEmpty)
         #expect(consumer.nextDeadline == nil)
     }
 
@@ -233,7 +233,7 @@ extension ConsumerTests {
         _ = consumer.writeCompleted(again.token, .success, at: .zero)
         #expect(try writes(deliver(standardResponse(1, title: "new"), to: &consumer)).isEmpty)
         #expect(consumer.notifications[uid(1)]?[.title] == "new")
-        #expect(consumer.entries.isEmpty)
+        #expect(consumer.session.entries.isEmpty)
     }
 
     @Test("Eager policy: an app the NP answered 0xA2 for is not asked again in the session, however many notifications it posts")
@@ -253,7 +253,7 @@ extension ConsumerTests {
             }
         }
         #expect(appFetches == 1)
-        #expect(consumer.entries.isEmpty)
+        #expect(consumer.session.entries.isEmpty)
         // The application may still ask; a new session asks again.
         let asked = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1)
         #expect(asked.command == displayNameCommand(mailApp))

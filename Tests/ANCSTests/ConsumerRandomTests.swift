@@ -436,7 +436,7 @@ private struct RandomRun {
         check(consumer.pendingRequestCount == open, "engine has \(consumer.pendingRequestCount) pending, \(open) requests not ended")
         if let deadline = consumer.nextDeadline {
             let liveness = consumer.probeTime != nil || consumer.watchesSilence
-            check(open > 0 || !consumer.entries.isEmpty || !consumer.writeSlot.isFree || liveness, "a deadline \(deadline) with nothing pending")
+            check(open > 0 || !consumer.session.entries.isEmpty || !consumer.writeSlot.isFree || liveness, "a deadline \(deadline) with nothing pending")
         }
     }
 }

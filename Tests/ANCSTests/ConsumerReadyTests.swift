@@ -75,7 +75,7 @@ struct ConsumerReadyTests {
         #expect(applicationResults.filter { $0.error == nil }.count == 64)
         #expect(applicationResults.filter { $0.error == .tooManyRequests }.count == 6)
         #expect(readyBeforeAction >= 10 && readyBeforeAction < 100)
-        #expect(consumer.pendingRequestCount == 0 && consumer.entries.isEmpty)
+        #expect(consumer.pendingRequestCount == 0 && consumer.session.entries.isEmpty)
     }
 
     @Test("The application's action is written before the display's backlog of fetches")

@@ -232,7 +232,10 @@ public struct Consumer: Sendable {
         }
     }
 
-    public let configuration: ConsumerConfiguration
+    /// What the session holds: its requests, its notifications, its app
+    /// cache (everything a Data Source response can change).
+    var session: Session
+    public var configuration: ConsumerConfiguration { session.configuration }
     var phase: Phase = .idle
     var published = true
     /// The ATT MTU of the link, while it is up.
@@ -240,74 +243,45 @@ public struct Consumer: Sendable {
     /// Whether this session can fetch (Data Source subscribed).
     public private(set) var dataSourceAvailable = false
 
-    /// The session's model: every live notification, with its display state.
-    /// Kept as an array in arrival order (oldest first) and searched by UID:
-    /// at most `maximumNotifications` entries, and no Dictionary or hashing
-    /// in a firmware image.
-    var model: [Tracked] = []
-    /// Notifications of the model whose display phase is `.wanted`.
-    var wantedCount = 0
-
     /// The session's model: every live notification by UID (built on each
     /// read; `notification(_:)` looks one up without building it).
     public var notifications: [NotificationUID: ConsumerNotification] {
         var result: [NotificationUID: ConsumerNotification] = [:]
-        result.reserveCapacity(model.count)
-        for tracked in model { result[tracked.notification.uid] = tracked.notification }
+        result.reserveCapacity(session.model.count)
+        for tracked in session.model { result[tracked.notification.uid] = tracked.notification }
         return result
     }
 
     /// The live notification with this UID, if the model has it.
     public func notification(_ uid: NotificationUID) -> ConsumerNotification? {
-        modelIndex(uid).map { model[$0].notification }
+        session.modelIndex(uid).map { session.model[$0].notification }
     }
 
     /// The live notifications, oldest first.
-    public var liveNotifications: [ConsumerNotification] { model.map { $0.notification } }
-
-    func modelIndex(_ uid: NotificationUID) -> Int? {
-        model.firstIndex { $0.notification.uid == uid }
-    }
-    /// App attributes per AppIdentifier, for this session only, oldest first.
-    /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
-    /// eager fetches), as the NP does: no Unicode normalization (which would
-    /// also pull its tables into firmware), and two AppIdentifiers that are
-    /// not valid UTF-8 are never confused through their lenient decoding.
-    var appCache: [AppAttributesResponse] = []
-    /// AppIdentifiers the NP answered 0xA2 (Invalid parameter) for in this
-    /// session, oldest first (at most `maximumCachedApps`): their names are
-    /// not asked for again in the session (spec: never ask the NP twice for
-    /// the same app in a session).
-    var unknownApps: [[UInt8]] = []
+    public var liveNotifications: [ConsumerNotification] { session.model.map { $0.notification } }
 
     /// App attributes per AppIdentifier fetched in this session. Keyed by the
     /// text: AppIdentifiers that are not valid UTF-8 may share a key here;
     /// `cachedApp(appIdentifierBytes:)` tells them apart.
     public var appAttributes: [String: AppAttributesResponse] {
         var result: [String: AppAttributesResponse] = [:]
-        for app in appCache { result[app.appIdentifier] = app }
+        for app in session.appCache { result[app.appIdentifier] = app }
         return result
     }
 
     /// The cached app attributes of an AppIdentifier, if fetched in this session.
     public func cachedApp(_ appIdentifier: String) -> AppAttributesResponse? {
-        cacheIndex(appIdentifier.utf8).map { appCache[$0] }
+        session.cacheIndex(appIdentifier.utf8).map { session.appCache[$0] }
     }
 
     /// The cached app attributes of the AppIdentifier with exactly these bytes.
     public func cachedApp(appIdentifierBytes: [UInt8]) -> AppAttributesResponse? {
-        cacheIndex(appIdentifierBytes).map { appCache[$0] }
+        session.cacheIndex(appIdentifierBytes).map { session.appCache[$0] }
     }
 
-    func cacheIndex<Bytes: Collection<UInt8>>(_ appIdentifier: Bytes) -> Int? {
-        appCache.firstIndex { $0.appIdentifierBytes.elementsEqual(appIdentifier) }
-    }
-
-    var entries: [Entry] = []
     var writeSlot = WriteSlot.free
     var reassembler: DataSourceReassembler
     var nextRequest: UInt32 = 0
-    var nextEntryKey: UInt32 = 0
     var nextToken: UInt32 = 0
 
     // Liveness and health, after the fields every input touches (their
@@ -318,8 +292,6 @@ public struct Consumer: Sendable {
     var lastHeard = Timestamp.zero
     /// When Notification Source last spoke (or the session became active).
     var lastSourceEvent = Timestamp.zero
-    /// The entry key of the liveness probe while it is queued or written.
-    var probeKey: UInt32?
     /// Probe as soon as nothing is in flight (a new session).
     var probeSoon = false
     /// The highest NotificationUID announced in this session: the probe asks for the next.
@@ -328,14 +300,12 @@ public struct Consumer: Sendable {
     var lastWriteNotPermitted = false
     /// The application stopped the session (`stop`), and none started since.
     var stopped = false
-    /// Subscribe again, for this reason, when the input's work is done (`pump`).
-    var pendingResubscribe: ResubscribeReason?
 
     /// `configuration.requestTimeout`, in nanoseconds.
     let requestTimeout: Int64
 
     public init(configuration: ConsumerConfiguration = .default) {
-        self.configuration = configuration
+        session = Session(configuration: configuration)
         requestTimeout = Timestamp.nanoseconds(configuration.requestTimeout)
         reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: configuration.unlimitedValueLength))
     }
@@ -349,7 +319,7 @@ public struct Consumer: Sendable {
     /// Application requests not yet ended (waiting to be written, being written, or awaiting a response).
     public var pendingRequestCount: Int {
         var count = 0
-        for entry in entries { count += entry.waiters.count }
+        for entry in session.entries { count += entry.waiters.count }
         return count
     }
 
@@ -360,7 +330,7 @@ public struct Consumer: Sendable {
         func consider(_ deadline: Timestamp?) {
             if let deadline, earliest == nil || deadline < earliest! { earliest = deadline }
         }
-        for entry in entries { consider(entry.deadline) }
+        for entry in session.entries { consider(entry.deadline) }
         if case .abandoned(_, let deadline, _) = writeSlot { consider(deadline) }
         consider(probeTime)
         if watchesSilence { consider(lastSourceEvent.adding(nanoseconds: configuration.silenceNanoseconds)) }
@@ -376,8 +346,8 @@ public struct Consumer: Sendable {
     /// `tick` takes the step: subscribe again when a subscription is
     /// missing, else write the probe.
     var probeTime: Timestamp? {
-        guard mtu != nil, published, !stopped, phase == .idle || phase == .active, probeKey == nil,
-              entries.isEmpty, writeSlot.isFree, wantedCount == 0 else { return nil }
+        guard mtu != nil, published, !stopped, phase == .idle || phase == .active, session.probeKey == nil,
+              session.entries.isEmpty, writeSlot.isFree, session.wantedCount == 0 else { return nil }
         // (Idle: no Data Source either. One 0x03 asks again soon: two tell "not shared".)
         // A new session is probed sooner, but not at once: after its
         // PreExisting announcements (the probe asks for the UID after them).
@@ -536,25 +506,25 @@ public struct Consumer: Sendable {
             categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
         switch event.eventID {
         case .added:
-            insert(announced, into: &actions)
+            session.insert(announced, into: &actions)
             actions.appendOutOfLine(.emit(.added(announced)))
-            if let index = modelIndex(uid) { want(index) }
+            if let index = session.modelIndex(uid) { want(index) }
         case .modified:
             // Modified does not make a notification younger: a known one is
             // changed in place (its attributes kept), an unknown one added.
-            let known = modelIndex(uid) != nil
-            if !known { insert(announced, into: &actions) }
-            guard let index = modelIndex(uid) else { break }
-            model[index].notification.eventFlags = event.eventFlags
-            model[index].notification.categoryID = event.categoryID
-            model[index].notification.categoryCount = event.categoryCount
-            actions.appendOutOfLine(.emit(.modified(model[index].notification)))
+            let known = session.modelIndex(uid) != nil
+            if !known { session.insert(announced, into: &actions) }
+            guard let index = session.modelIndex(uid) else { break }
+            session.model[index].notification.eventFlags = event.eventFlags
+            session.model[index].notification.categoryID = event.categoryID
+            session.model[index].notification.categoryCount = event.categoryCount
+            actions.appendOutOfLine(.emit(.modified(session.model[index].notification)))
             if !known || configuration.refreshOnModified { want(index) }
         case .removed:
-            var removed = modelIndex(uid).map { forget(at: $0).notification } ?? announced
+            var removed = session.modelIndex(uid).map { session.forget(at: $0).notification } ?? announced
             removed.categoryCount = event.categoryCount
             actions.appendOutOfLine(.emit(.removed(removed)))
-            dropUnwrittenRequests(for: uid, into: &actions)
+            session.dropUnwrittenRequests(for: uid, into: &actions)
         default:
             actions.appendOutOfLine(.emit(.unknownEvent(event)))
         }
@@ -585,36 +555,13 @@ public struct Consumer: Sendable {
     /// `received(dataSource:)` for a notification that may end a response.
     @inline(never)
     private mutating func receivedAny(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
-        // The reassembler's events are handled as it reports them, through
-        // a pointer to the engine: the handler changes the engine's other
-        // state (entries, model, app cache), never the reassembler, which is
-        // in the middle of `feed` (debug builds trap if anything calls back
-        // into it: DataSourceReassembler.feeding). Only `pump`, below, after
-        // the feed, writes the next request. This way no event is stored
-        // and nothing is moved per notification (collecting the events into
-        // a buffer first cost firmware text; moving the reassembler out
-        // while it was fed, instructions per response: BENCHMARKS.md section 5, "Why the core is shaped for size").
-        withUnsafeMutablePointer(to: &self) { engine in
-            engine.pointee.reassembler.feed(bytes) { event in
-                switch event {
-                case .response(let key, let response):
-                    guard let index = engine.pointee.entryIndex(key: key) else { return }
-                    let entry = engine.pointee.entries.removeOutOfLine(at: index)
-                    engine.pointee.apply(response, at: now, into: &actions)
-                    let result: ConsumerResponse
-                    switch response {
-                    case .notificationAttributes(let value): result = .notificationAttributes(value)
-                    case .appAttributes(let value): result = .appAttributes(value)
-                    }
-                    engine.pointee.finish(entry, .success(result), into: &actions)
-                case .failed(let key, let error):
-                    guard let index = engine.pointee.entryIndex(key: key) else { return }
-                    engine.pointee.finish(engine.pointee.entries.removeOutOfLine(at: index), .failure(.invalidResponse(error)), into: &actions)
-                case .unsolicited(let error):
-                    actions.appendOutOfLine(.emit(.protocolError(error)))
-                }
-            }
-        }
+        // The reassembler's events are handled as it reports them, by the
+        // session (`Session.take`): the two are separate fields, so the
+        // handler cannot reach the reassembler in the middle of its `feed`
+        // (the compiler's exclusivity checks hold it), and nothing is stored
+        // or moved per notification (BENCHMARKS.md section 5, "Why the core
+        // is shaped for size"). Only `pump`, after the feed, writes the next request.
+        reassembler.feed(bytes) { event in session.take(event, into: &actions) }
         pump(at: now, into: &actions)
     }
 
@@ -641,7 +588,7 @@ public struct Consumer: Sendable {
             case 0x05, 0x08, 0x0C, 0x0F:  // insufficient authentication, authorization, key size, encryption
                 refused(.controlPoint, result, into: &actions)
             case 0xFD:  // CCCD improperly configured: the phone holds no subscription of ours
-                if isInSession { pendingResubscribe = .subscriptionLost }
+                if isInSession { session.pendingResubscribe = .subscriptionLost }
             case 0xA0...0xA3:  // an ANCS error is an answer
                 answered(.dataSource, into: &actions)  // as a response would be
             default:
@@ -659,18 +606,18 @@ public struct Consumer: Sendable {
         default:
             break
         }
-        if let index = entries.firstIndex(where: { $0.isWriting(token) }), case .writing(_, let deadline) = entries[index].state {
+        if let index = session.entries.firstIndex(where: { $0.isWriting(token) }), case .writing(_, let deadline) = session.entries[index].state {
             if result != .success {
-                let entry = entries.removeOutOfLine(at: index)
+                let entry = session.entries.removeOutOfLine(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: false)
                 if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierBytes {
-                    remember(unknownApp: identifier)
+                    session.remember(unknownApp: identifier)
                 }
-                finish(entry, .failure(ConsumerError(result)), into: &actions)
-            } else if entries[index].expectsResponse {
-                entries[index].state = .awaitingResponse(deadline: deadline)
+                session.finish(entry, .failure(ConsumerError(result)), into: &actions)
+            } else if session.entries[index].expectsResponse {
+                session.entries[index].state = .awaitingResponse(deadline: deadline)
             } else {
-                finish(entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
+                session.finish(session.entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
             }
         }
         pump(at: now, into: &actions)
@@ -727,10 +674,10 @@ public struct Consumer: Sendable {
 
     /// Ends a request with `cancelled`; its response, if it comes, is still consumed.
     public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp, into actions: inout [ConsumerAction]) {
-        for index in entries.indices {
-            if entries[index].waiters.remove(id) {
+        for index in session.entries.indices {
+            if session.entries[index].waiters.remove(id) {
                 actions.complete(id, .failure(.cancelled))
-                if entries[index].isUnwanted { abandon(at: index) }
+                if session.entries[index].isUnwanted { abandon(at: index) }
                 break
             }
         }
@@ -746,20 +693,20 @@ public struct Consumer: Sendable {
     /// Fails every written request whose deadline has passed.
     public mutating func tick(_ now: Timestamp, into actions: inout [ConsumerAction]) {
         var index = 0
-        while index < entries.count {
-            guard let deadline = entries[index].deadline, deadline <= now else {
+        while index < session.entries.count {
+            guard let deadline = session.entries[index].deadline, deadline <= now else {
                 index += 1
                 continue
             }
             // Its response is still consumed if it comes; whoever waited hears it timed out.
-            finish(abandon(at: index), .failure(.timedOut), into: &actions)
+            session.finish(abandon(at: index), .failure(.timedOut), into: &actions)
         }
         if case .abandoned(_, let deadline, _) = writeSlot, deadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
             writeSlot = .free
         }
         if watchesSilence, lastSourceEvent.adding(nanoseconds: configuration.silenceNanoseconds) <= now {
-            pendingResubscribe = .notificationSourceSilent
+            session.pendingResubscribe = .notificationSourceSilent
         }
         pump(at: now, into: &actions)
         if let due = probeTime, due <= now {
@@ -789,7 +736,7 @@ public struct Consumer: Sendable {
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
         case .getAppAttributes(let request):
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
-            if let answer = cachedAnswer(request) {
+            if let answer = session.cachedAnswer(request) {
                 actions.complete(id, .success(.appAttributes(answer)))
                 return id
             }
@@ -808,11 +755,11 @@ public struct Consumer: Sendable {
             return fail(.encoding(error))
         }
         // Identical commands in flight are coalesced (compared as bytes).
-        if let index = entryIndex(bytes) {
-            entries[index].waiters.append(id)
+        if let index = session.entryIndex(bytes) {
+            session.entries[index].waiters.append(id)
             return id
         }
-        enqueue(bytes, waiter: id)
+        session.enqueue(bytes, waiter: id)
         pump(at: now, into: &actions)
         return id
     }
@@ -822,66 +769,41 @@ public struct Consumer: Sendable {
         return (id, actions)
     }
 
-    /// The answer to `request` from the session's cache, when the app's
-    /// cached attributes are exactly those asked, in the order asked (the
-    /// common case: the display's name, asked again); otherwise the phone
-    /// is asked, so that the answer is the one the request describes.
-    private func cachedAnswer(_ request: GetAppAttributes) -> AppAttributesResponse? {
-        guard let cached = cacheIndex(request.appIdentifierBytes),
-              appCache[cached].attributes.count == request.attributes.count else { return nil }
-        for (index, attribute) in request.attributes.enumerated() where appCache[cached].attributes[index].id != attribute { return nil }
-        return appCache[cached]
-    }
-
-    /// Adds an entry for `bytes`, last, and returns its index.
-    @discardableResult
-    private mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil) -> Int {
-        entries.append(newEntry(bytes, waiter: waiter, displayFetch: displayFetch))
-        return entries.count - 1
-    }
-
-    private mutating func newEntry(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil, asksAppName: Bool = false) -> Entry {
-        nextEntryKey &+= 1
-        return Entry(
-            key: nextEntryKey, bytes: bytes, waiters: Waiters(waiter),
-            displayFetch: displayFetch, asksAppName: asksAppName, state: .queued)
-    }
-
     /// Issues the next write if the link allows one (one in flight, pipelining
     /// depth): a queued request first, else the display's next fetch.
     /// Afterwards nothing more could start until some input changes the state
     /// (a write in flight, the pipeline full, or nothing left to ask), so an
     /// input that changed none of that need not pump.
     private mutating func pump(at now: Timestamp, into actions: inout [ConsumerAction]) {
-        if let reason = pendingResubscribe { resubscribe(reason, into: &actions) }
+        if let reason = session.pendingResubscribe { resubscribe(reason, into: &actions) }
         guard phase == .active, writeSlot.isFree else { return }
         var outstanding = 0
         // The probe's response never holds back a request.
-        for entry in entries where !entry.isQueued && entry.expectsResponse && entry.key != probeKey { outstanding += 1 }
+        for entry in session.entries where !entry.isQueued && entry.expectsResponse && entry.key != session.probeKey { outstanding += 1 }
         // An app's name first (a notification waits on it), then in order.
-        if let index = entries.firstIndex(where: { $0.isQueued && $0.asksAppName }) ?? entries.firstIndex(where: { $0.isQueued }) {
-            if entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
+        if let index = session.entries.firstIndex(where: { $0.isQueued && $0.asksAppName }) ?? session.entries.firstIndex(where: { $0.isQueued }) {
+            if session.entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
             write(at: index, now, into: &actions)
             return
         }
         guard outstanding < configuration.pipeliningDepth else { return }
         // Each turn either writes, or settles one wanted notification without a write.
-        while wantedCount > 0, dataSourceAvailable, let next = nextWanted() {
-            model[next].stage = .fetching(again: false)
-            wantedCount -= 1
-            let uid = model[next].notification.uid
+        while session.wantedCount > 0, dataSourceAvailable, let next = session.nextWanted() {
+            session.model[next].stage = .fetching(again: false)
+            session.wantedCount -= 1
+            let uid = session.model[next].notification.uid
             let command = ControlPointCommand.getNotificationAttributes(
                 GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
             guard let bytes = try? command.encode() else {
-                model[next].stage = .settled
+                session.model[next].stage = .settled
                 continue
             }
-            if let index = entryIndex(bytes) {
+            if let index = session.entryIndex(bytes) {
                 // The application asked for the same, already written: it answers both.
-                entries[index].displayFetch = uid
+                session.entries[index].displayFetch = uid
                 continue
             }
-            write(at: enqueue(bytes, waiter: nil, displayFetch: uid), now, into: &actions)
+            write(at: session.enqueue(bytes, waiter: nil, displayFetch: uid), now, into: &actions)
             return
         }
     }
@@ -889,78 +811,38 @@ public struct Consumer: Sendable {
     private mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
-        if let request = entries[index].request {
-            reassembler.expect(request, id: entries[index].key)
+        if let request = session.entries[index].request {
+            reassembler.expect(request, id: session.entries[index].key)
         }
-        entries[index].state = .writing(token, deadline: now.adding(nanoseconds: requestTimeout))
+        session.entries[index].state = .writing(token, deadline: now.adding(nanoseconds: requestTimeout))
         writeSlot = .busy(token)
-        actions.appendOutOfLine(.writeControlPoint(entries[index].bytes, token))
-    }
-
-    /// The next notification whose attributes the display wants: live ones
-    /// before PreExisting ones (a new call is not kept behind the backlog
-    /// of a phone that held many), each in arrival order.
-    private func nextWanted() -> Int? {
-        var preExisting: Int?
-        for index in model.indices where model[index].isWanted {
-            if !model[index].notification.isPreExisting { return index }
-            if preExisting == nil { preExisting = index }
-        }
-        return preExisting
+        actions.appendOutOfLine(.writeControlPoint(session.entries[index].bytes, token))
     }
 
     /// The display wants the notification at `index` fetched (again).
     private mutating func want(_ index: Int) {
         guard fetchesForDisplay, dataSourceAvailable else { return }
-        switch model[index].stage {
+        switch session.model[index].stage {
         case .settled, .naming:
-            model[index].stage = .wanted
-            wantedCount += 1
+            session.model[index].stage = .wanted
+            session.wantedCount += 1
         case .fetching:
             // A fetch of it is queued or written: a written one may have read
             // the old content; a queued one reads the new.
-            let uid = model[index].notification.uid
-            if let fetch = entries.firstIndex(where: { $0.displayFetch == uid }), !entries[fetch].isQueued {
-                model[index].stage = .fetching(again: true)
+            let uid = session.model[index].notification.uid
+            if let fetch = session.entries.firstIndex(where: { $0.displayFetch == uid }), !session.entries[fetch].isQueued {
+                session.model[index].stage = .fetching(again: true)
             }
         case .wanted:
             break
         }
     }
 
-    /// Removes a notification from the model, keeping `wantedCount` right.
-    @inline(never)
-    private mutating func forget(at index: Int) -> Tracked {
-        let tracked = model.remove(at: index)
-        if tracked.isWanted { wantedCount -= 1 }
-        return tracked
-    }
-
-    // Entry lookups made at several places, out of line (as `finish`):
-    // smaller firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
-
-    /// The entry with exactly these command bytes (coalescing).
-    @inline(never)
-    private func entryIndex(_ bytes: [UInt8]) -> Int? {
-        entries.firstIndex { $0.bytes == bytes }
-    }
-
-    @inline(never)
-    private func entryIndex(key: UInt32) -> Int? {
-        entries.firstIndex { $0.key == key }
-    }
-
-    private mutating func remember(unknownApp identifier: [UInt8]) {
-        guard !unknownApps.contains(identifier) else { return }
-        if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
-        unknownApps.append(identifier)
-    }
-
     /// Removes the entry at `index`, which nobody waits for any more (or
     /// whose waiters are told next), and returns it.
     @discardableResult
     private mutating func abandon(at index: Int) -> Entry {
-        let entry = entries.removeOutOfLine(at: index)
+        let entry = session.entries.removeOutOfLine(at: index)
         switch entry.state {
         case .queued:
             break
@@ -974,127 +856,6 @@ public struct Consumer: Sendable {
             reassembler.cancel(entry.key, responseMayFollow: true)
         }
         return entry
-    }
-
-    /// Ends an entry: its waiters hear the result, and the display goes on
-    /// with the notification or app it was fetching. Out of line, as are
-    /// `apply` and `dropUnwrittenRequests`: inlined into each of their
-    /// callers they grow the firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
-    @inline(never)
-    private mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
-        if entry.key == probeKey {
-            // (An identical request of the application's, or the display's
-            // fetch, may have joined the probe: they end with it, below.)
-            probeKey = nil
-            probeEnded(result)
-        }
-        actions.complete(entry.waiters, result)
-        if let uid = entry.displayFetch { displayFetchEnded(uid, result, into: &actions) }
-        if entry.asksAppName, let identifier = entry.request?.appIdentifierBytes {
-            appNameEnded(identifier, into: &actions)
-        }
-    }
-
-    private mutating func displayFetchEnded(_ uid: NotificationUID, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
-        guard let index = modelIndex(uid), case .fetching(let again) = model[index].stage else { return }
-        if again {
-            // Modified while this fetch was written: fetch the new content.
-            model[index].stage = .wanted
-            wantedCount += 1
-            return
-        }
-        if case .failure(let error) = result {
-            model[index].stage = .settled
-            switch error {
-            // Refused as not shared: the health says so (and sharing again
-            // starts a new session, which announces it anew).
-            case .sessionEnded, .notificationRemoved, .cancelled, .att(.writeNotPermitted): break
-            default: actions.appendOutOfLine(.emit(.displayFailed(uid, error)))
-            }
-            return
-        }
-        guard configuration.eagerAppNames,
-              let identifier = model[index].notification[.appIdentifier]?.bytes, !identifier.isEmpty,
-              cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
-        else { return show(at: index, into: &actions) }
-        model[index].stage = .naming
-        let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
-        guard let bytes = try? command.encode() else { return show(at: index, into: &actions) }
-        if let existing = entryIndex(bytes) {
-            // Asked once: a fetch of this app's name already queued or
-            // written (the display's, or an application's identical
-            // request) serves every notification of it.
-            entries[existing].asksAppName = true
-        } else {
-            // Written ahead of the application's queued requests (`pump`): a notification is waiting on it.
-            entries.append(newEntry(bytes, waiter: nil, asksAppName: true))
-        }
-    }
-
-    /// An app-name fetch ended (answered, refused or failed): the
-    /// notifications waiting on it are shown, with the name if it came.
-    private mutating func appNameEnded(_ identifier: [UInt8], into actions: inout [ConsumerAction]) {
-        for index in model.indices where model[index].isNaming {
-            if model[index].notification[.appIdentifier]?.withBytes({ $0.elementsEqual(identifier) }) == true { show(at: index, into: &actions) }
-        }
-    }
-
-    private mutating func show(at index: Int, into actions: inout [ConsumerAction]) {
-        model[index].stage = .settled
-        let notification = model[index].notification
-        var appName: AttributeValue?
-        if let identifier = notification[.appIdentifier]?.bytes { appName = displayName(ofAppBytes: identifier) }
-        actions.appendOutOfLine(.emit(model[index].shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
-        model[index].shown = true
-    }
-
-    @inline(never)
-    private mutating func apply(_ response: DataSourceResponse, at now: Timestamp, into actions: inout [ConsumerAction]) {
-        switch response {
-        case .notificationAttributes(let value):
-            // Told for a notification of the model only: not for the probe's
-            // answer about one never announced (or a request's about one the
-            // model dropped), which the request's `.completed` carries.
-            if let index = modelIndex(value.notificationUID) {
-                model[index].notification.attributes.merge(value.attributes)
-                actions.appendOutOfLine(.emit(.attributes(value)))
-            }
-        case .appAttributes(let value):
-            let cached = cacheIndex(value.appIdentifierBytes)
-            var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
-            if appCache.count >= configuration.maximumCachedApps { appCache.remove(at: 0) }  // not removeFirst(): one removal code for the cache in firmware
-            merged.attributes.merge(value.attributes)
-            appCache.append(merged)
-            actions.appendOutOfLine(.emit(.appAttributes(value)))
-        }
-    }
-
-    /// A removed notification names nothing on the NP any more (it would
-    /// answer 0xA2): its requests not yet written (application fetches and
-    /// actions) are dropped, and whoever waits on them is told.
-    @inline(never)
-    private mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
-        var index = 0
-        while index < entries.count {
-            if entries[index].isQueued, entries[index].names(uid) {
-                finish(entries.removeOutOfLine(at: index), .failure(.notificationRemoved), into: &actions)
-            } else {
-                index += 1
-            }
-        }
-    }
-
-    private mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) {
-        if let known = modelIndex(notification.uid) {
-            // Added again: it is the youngest now, and is shown anew.
-            _ = forget(at: known)
-        } else if model.count >= configuration.maximumNotifications {
-            // Oldest first: a bounded model under an NP that never removes.
-            // The application hears it as removed (from the model; the NP
-            // still has it), so a display never shows what the model lost.
-            actions.appendOutOfLine(.emit(.removed(forget(at: 0).notification)))
-        }
-        model.append(Tracked(notification: notification))
     }
 
     // MARK: - Health
@@ -1148,7 +909,7 @@ public struct Consumer: Sendable {
             // Shared again: a new session hears what the phone holds (the
             // phone may not announce it, and the fetches refused meanwhile
             // are asked anew).
-            pendingResubscribe = .sharingRestored
+            session.pendingResubscribe = .sharingRestored
             return
         case .resubscribing:
             guard what != .controlPoint else { return }
@@ -1191,32 +952,14 @@ public struct Consumer: Sendable {
             UInt8(truncatingIfNeeded: uid >> 16), UInt8(truncatingIfNeeded: uid >> 24),
             NotificationAttributeID.appIdentifier.rawValue,
         ]
-        let index = enqueue(bytes, waiter: nil)
-        probeKey = entries[index].key
+        let index = session.enqueue(bytes, waiter: nil)
+        session.probeKey = session.entries[index].key
         write(at: index, now, into: &actions)
-    }
-
-    /// The probe ended. An ANCS error (0xA2) is the answer of a working
-    /// phone, and a refusal was judged with the write's result; attributes
-    /// mean a notification Notification Source never announced (or, rarely,
-    /// one announced while the probe was out: subscribing again costs a
-    /// re-announcement then), and no answer means the phone no longer
-    /// listens: subscribe again (in `pump`).
-    private mutating func probeEnded(_ result: ConsumerResult) {
-        switch result {
-        case .success:
-            // The phone holds a notification Notification Source never announced.
-            pendingResubscribe = .missedNotification
-        case .failure(.timedOut):
-            pendingResubscribe = .probeUnanswered
-        default:
-            break  // (a write that failed never reached the phone: the link is going)
-        }
     }
 
     /// Subscribes again for `reason`, decided during this input.
     private mutating func resubscribe(_ reason: ResubscribeReason, into actions: inout [ConsumerAction]) {
-        pendingResubscribe = nil
+        session.pendingResubscribe = nil
         guard isInSession else { return }
         // Confirmed by the new session's first probe; if the last one was
         // never confirmed, only after the probe interval (no loop of
@@ -1259,10 +1002,10 @@ public struct Consumer: Sendable {
     /// Nothing survives a session (spec: "Sessions").
     private mutating func endSession(_ reason: SessionEndReason, into actions: inout [ConsumerAction]) {
         let hadSession = isInSession
-        let ended = entries
-        entries.removeAll()
-        model.removeAll()
-        wantedCount = 0
+        let ended = session.entries
+        session.entries.removeAll()
+        session.model.removeAll()
+        session.wantedCount = 0
         // A write still in flight on a link that stays up (Service Changed,
         // stop) answers nothing in the next session, but ATT allows one
         // write at a time: the next session's first write waits for its
@@ -1278,10 +1021,10 @@ public struct Consumer: Sendable {
             actions.complete(entry.waiters, .failure(.sessionEnded))
         }
         reassembler.reset()
-        appCache.removeAll()
-        unknownApps.removeAll()
+        session.appCache.removeAll()
+        session.unknownApps.removeAll()
         dataSourceAvailable = false
-        probeKey = nil
+        session.probeKey = nil
         phase = .idle
         if hadSession { actions.appendOutOfLine(.emit(.sessionEnded(reason))) }
     }

@@ -157,13 +157,9 @@ public struct DataSourceParser: Sendable {
                     fail(DecodingError(.unexpectedAttribute(expected: expected, actual: byte), at: offset), handler)
                 }
                 attributeID = byte
-                if command[0] == CommandID.getNotificationAttributes.rawValue && NotificationAttributeID(rawValue: expected).takesMaxLength {
-                    maxLength = Int(command[cursor + 1]) | Int(command[cursor + 2]) << 8
-                    cursor += 3
-                } else {
-                    maxLength = Int.max
-                    cursor += 1
-                }
+                var attributes = AttributeCursor(command, headerCount: cursor)
+                maxLength = attributes.next(in: command) ?? Int.max
+                cursor = attributes.offset
                 phase = .lengthLow
 
             case .lengthLow:
@@ -223,15 +219,11 @@ public struct DataSourceParser: Sendable {
         case .getNotificationAttributes:
             guard command.count >= 5 else { throw DecodingError(.truncated(field: "NotificationUID"), at: command.count) }
             header = 5
-            var index = header
-            while index < command.count {
-                let id = NotificationAttributeID(rawValue: command[index])
-                if id.takesMaxLength {
-                    guard index + 2 < command.count else { throw DecodingError(.missingMaxLength(id), at: command.count) }
-                    index += 3
-                } else {
-                    index += 1
-                }
+            var attributes = AttributeCursor(command, headerCount: header)
+            while !attributes.isAtEnd(of: command) {
+                let id = NotificationAttributeID(rawValue: command[attributes.offset])
+                _ = attributes.next(in: command)
+                guard attributes.offset <= command.count else { throw DecodingError(.missingMaxLength(id), at: command.count) }
                 tuples += 1
             }
         case .getAppAttributes:

@@ -45,8 +45,8 @@
 // bytes as they come. Memory is bounded by the largest response: the sum of
 // the max lengths asked (attributes without one are bounded by
 // `Configuration.unlimitedValueLength`) and 3 bytes per attribute
-// (`DataSourceRequest.valueBound`). A feed handler must not call back into
-// the reassembler (debug builds trap if it does).
+// (`DataSourceRequest.valueBound`). A feed handler cannot call back into
+// the reassembler: Swift's exclusivity checks refuse it (`feed`).
 
 /// What the reassembler reports while it is fed.
 public enum ReassemblyEvent: Hashable, Sendable {
@@ -129,14 +129,12 @@ public struct DataSourceReassembler: Sendable {
     /// bytes mean anything.
     var scratch: [UInt8] = []
     var valuesLength = 0
-    /// The current request's bytes, and whether it asks for a
-    /// notification's attributes, copied out of the queue when its tuples
-    /// start, so the per-byte path reads them without copying the request;
-    /// the offset in them of the current tuple's AttributeID (of the next
-    /// one's, once the current one's value has begun).
+    /// The current request's bytes, copied out of the queue when its
+    /// tuples start, so the per-byte path reads them without copying the
+    /// request; the walk over its attributes, at the current tuple's
+    /// AttributeID (at the next one's, once the current one's value has begun).
     var currentBytes: [UInt8] = []
-    var currentAsksNotification = false
-    var tupleOffset = 0
+    var attributes = AttributeCursor()
 
     public init(configuration: Configuration = .default) {
         self.configuration = configuration
@@ -153,23 +151,8 @@ public struct DataSourceReassembler: Sendable {
     /// The response being received is still wanted: its values are kept.
     var collecting: Bool { streaming && !failed && !currentAbandoned }
 
-    #if DEBUG
-    /// Debug builds: set while `feed` runs. Its handler must not call back
-    /// into the reassembler (its state is half updated then): `expect`,
-    /// `cancel`, `finish` and `feed` trap if it does.
-    var feeding = false
-    #endif
-
-    @inline(__always)
-    private func checkNotFeeding() {
-        #if DEBUG
-        precondition(!feeding, "DataSourceReassembler: called from its own feed handler")
-        #endif
-    }
-
     /// Registers the request the next unclaimed response answers.
     public mutating func expect(_ request: DataSourceRequest, id: RequestID) {
-        checkNotFeeding()
         queue.append(Pending(id: id, request: request, abandoned: false))
     }
 
@@ -179,7 +162,6 @@ public struct DataSourceReassembler: Sendable {
     /// follows, spec "Errors") it is forgotten. Returns false for an unknown ID.
     @discardableResult
     public mutating func cancel(_ id: RequestID, responseMayFollow: Bool) -> Bool {
-        checkNotFeeding()
         guard let index = queue.firstIndex(where: { $0.id == id }) else { return false }
         if responseMayFollow || (index == 0 && streaming) {
             // A response already arriving is consumed whatever the caller says.
@@ -198,7 +180,6 @@ public struct DataSourceReassembler: Sendable {
     /// Ends everything (link loss, session end, or the caller giving up):
     /// each live request fails with `incomplete`, and the state is reset.
     public mutating func finish(_ handler: (ReassemblyEvent) -> Void) {
-        checkNotFeeding()
         for index in queue.indices where !queue[index].abandoned {
             let pending = queue[index]
             if index == 0 && streaming {
@@ -216,7 +197,6 @@ public struct DataSourceReassembler: Sendable {
     /// Forgets every request and the response being received (its buffer
     /// is kept for the next responses).
     mutating func reset() {
-        checkNotFeeding()
         streaming = false
         queue = []
         resetResponse()
@@ -229,13 +209,11 @@ public struct DataSourceReassembler: Sendable {
 
     /// Feeds one Data Source notification. Complete responses and failures
     /// are passed to `handler` as they are found, each request exactly once.
+    /// The handler cannot call back into this reassembler, whose state is
+    /// half updated then: Swift's exclusivity checks refuse that access
+    /// (the consumer's handler is given only its session: `Consumer.Session.take`).
     public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
-        checkNotFeeding()
         if absorbInsideValue(fragment) { return }
-        #if DEBUG
-        feeding = true
-        defer { feeding = false }
-        #endif
         feedAnyFragment(fragment, handler)
     }
 
@@ -247,10 +225,18 @@ public struct DataSourceReassembler: Sendable {
     @inline(__always)
     mutating func absorbInsideValue(_ fragment: UnsafeRawBufferPointer) -> Bool {
         guard phase == .value, length - received > fragment.count, collecting else { return false }
-        collect(fragment, at: valuesLength + received)
-        received += fragment.count
-        offset += fragment.count
+        takeValueBytes(fragment)
         return true
+    }
+
+    /// The next bytes of the value being received (all of them or its
+    /// rest): collected when the response is kept. The one step of a value
+    /// for this fast path and for `feedAnyFragment`.
+    @inline(__always)
+    private mutating func takeValueBytes(_ bytes: UnsafeRawBufferPointer) {
+        if collecting { collect(bytes, at: valuesLength + received) }
+        received += bytes.count
+        offset += bytes.count
     }
 
     /// `feed` for every notification but the plain middle of a value (kept
@@ -312,7 +298,7 @@ public struct DataSourceReassembler: Sendable {
                 if byte == 0 { startTuples(handler) }
 
             case .tupleID:
-                let expected = currentBytes[tupleOffset]
+                let expected = currentBytes[attributes.offset]
                 if byte != expected {
                     fail(.unexpectedAttribute(expected: expected, actual: byte), at: offset, handler)
                 }
@@ -341,12 +327,8 @@ public struct DataSourceReassembler: Sendable {
 
             case .value:
                 let take = min(count - index, length - received)
-                if collecting {
-                    collect(UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]), at: valuesLength + received)
-                }
+                takeValueBytes(UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]))
                 index += take
-                offset += take
-                received += take
                 if received == length {
                     keepValue()
                     finishTuple(handler)
@@ -502,19 +484,17 @@ public struct DataSourceReassembler: Sendable {
     private mutating func startTuples(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex = 0
         currentBytes = queue[0].request.bytes
-        currentAsksNotification = queue[0].request.commandID == .getNotificationAttributes
-        tupleOffset = queue[0].request.headerCount
+        attributes = AttributeCursor(offset: queue[0].request.headerCount, notification: queue[0].request.commandID == .getNotificationAttributes)
         valuesLength = 0
-        if tupleOffset == currentBytes.count { completeResponse(handler) } else { phase = .tupleID }
+        if attributes.offset == currentBytes.count { completeResponse(handler) } else { phase = .tupleID }
     }
 
     /// After a tuple's AttributeID and Length: checks the length, makes room
     /// for the value in `scratch` (when it is to be stored) and waits for its bytes.
     @inline(never)
     private mutating func beginValue(_ handler: (ReassemblyEvent) -> Void) {
-        let tuple = DataSourceRequest.tuple(in: currentBytes, at: tupleOffset, notification: currentAsksNotification)
-        tupleOffset = tuple.next  // the next tuple's, read when this one is finished
-        let limit = tuple.maxLength ?? configuration.unlimitedValueLength
+        // (The walk goes on to the next tuple's AttributeID, read when this one is finished.)
+        let limit = attributes.next(in: currentBytes) ?? configuration.unlimitedValueLength
         if length > limit {
             fail(.valueTooLong(attribute: attributeID, length: length, maxLength: limit), at: offset - 2, handler)
         }
@@ -558,7 +538,7 @@ public struct DataSourceReassembler: Sendable {
     @inline(never)
     private mutating func finishTuple(_ handler: (ReassemblyEvent) -> Void) {
         tupleIndex += 1
-        if tupleOffset == currentBytes.count {
+        if attributes.offset == currentBytes.count {
             completeResponse(handler)
         } else {
             phase = .tupleID
@@ -619,7 +599,7 @@ public struct DataSourceReassembler: Sendable {
         streaming = false
         currentAbandoned = false
         currentBytes = []
-        tupleOffset = 0
+        attributes.offset = 0
         failed = false
         tupleIndex = 0
         offset = 0

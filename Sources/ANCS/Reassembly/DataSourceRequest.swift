@@ -9,18 +9,6 @@ public struct DataSourceRequest: Hashable, Sendable {
         case app(String)
     }
 
-    /// The tuple whose AttributeID is at `offset` of a request's `bytes`:
-    /// its max length (nil when the attribute takes none) and where the next
-    /// tuple begins. An attribute of Get Notification Attributes that takes
-    /// a max length always has one (`NotificationAttributeRequest`), so the
-    /// bytes say which do.
-    static func tuple(in bytes: [UInt8], at offset: Int, notification: Bool) -> (maxLength: Int?, next: Int) {
-        if notification && NotificationAttributeID(rawValue: bytes[offset]).takesMaxLength {
-            return (readUInt16LE(bytes, at: offset + 1), offset + 3)
-        }
-        return (nil, offset + 1)
-    }
-
     /// Whom the response is about (for an app, its AppIdentifier decoded
     /// leniently; the request itself keeps and matches the exact bytes).
     public var subject: Subject {
@@ -36,7 +24,7 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// NotificationUID, or CommandID, AppIdentifier and NUL) in the first
     /// `headerCount`, then the attributes asked, in order, each AttributeID
     /// followed by its max length (2 bytes, little-endian) when it takes one
-    /// (`tuple(in:at:notification:)` reads them). Made from the command's encoded bytes,
+    /// (`AttributeCursor` reads them). Made from the command's encoded bytes,
     /// these are those bytes, shared.
     let bytes: [UInt8]
     let headerCount: Int
@@ -104,17 +92,18 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// Each attribute asked, in order: the offset of its AttributeID in
     /// `bytes` and its max length (nil when it takes none).
     private func forEachTuple(_ body: (_ offset: Int, _ maxLength: Int?) -> Void) {
-        var offset = headerCount
-        while offset < bytes.count {
-            let tuple = DataSourceRequest.tuple(in: bytes, at: offset, notification: commandID == .getNotificationAttributes)
-            body(offset, tuple.maxLength)
-            offset = tuple.next
+        bytes.withUnsafeBytes { command in
+            var attributes = AttributeCursor(command, headerCount: headerCount)
+            while !attributes.isAtEnd(of: command) {
+                let offset = attributes.offset
+                body(offset, attributes.next(in: command))
+            }
         }
     }
 
     /// The attributes asked, in order: each AttributeID and its max length
     /// (nil when it takes none). For checks; the reassembler reads them in
-    /// place (`tuple(in:at:notification:)`).
+    /// place (`AttributeCursor`).
     var tuples: [(id: UInt8, maxLength: Int?)] {
         var tuples: [(id: UInt8, maxLength: Int?)] = []
         forEachTuple { offset, maxLength in tuples.append((bytes[offset], maxLength)) }

@@ -1,0 +1,290 @@
+// Consumer.Session — what a session of the consumer holds: the requests
+// in flight (`entries`), the model of live notifications with their display
+// stages, and the app cache; and what a Data Source response does to them.
+// The engine (Consumer.swift) keeps the link, the write slot, the
+// reassembler and the liveness state beside it. Nothing here reaches the
+// reassembler, so the reassembler reports its events straight to the
+// session while it is being fed (`take`): the two are disjoint by
+// construction. The session's end empties its requests, model and caches
+// (spec "Sessions"; `Consumer.endSession`).
+
+extension Consumer {
+    struct Session: Sendable {
+        let configuration: ConsumerConfiguration
+        /// The requests: the application's, the display's fetches and the
+        /// probe, oldest first (the state diagram at the top of Consumer.swift).
+        var entries: [Entry] = []
+        var nextEntryKey: UInt32 = 0
+        /// The session's model: every live notification, with its display state.
+        /// Kept as an array in arrival order (oldest first) and searched by UID:
+        /// at most `maximumNotifications` entries, and no Dictionary or hashing
+        /// in a firmware image.
+        var model: [Tracked] = []
+        /// Notifications of the model whose display phase is `.wanted`.
+        var wantedCount = 0
+        /// App attributes per AppIdentifier, for this session only, oldest first.
+        /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
+        /// eager fetches), as the NP does: no Unicode normalization (which would
+        /// also pull its tables into firmware), and two AppIdentifiers that are
+        /// not valid UTF-8 are never confused through their lenient decoding.
+        var appCache: [AppAttributesResponse] = []
+        /// AppIdentifiers the NP answered 0xA2 (Invalid parameter) for in this
+        /// session, oldest first (at most `maximumCachedApps`): their names are
+        /// not asked for again in the session (spec: never ask the NP twice for
+        /// the same app in a session).
+        var unknownApps: [[UInt8]] = []
+        /// The entry key of the liveness probe while it is queued or written.
+        var probeKey: UInt32?
+        /// Subscribe again, for this reason, when the input's work is done (`pump`).
+        var pendingResubscribe: ResubscribeReason?
+
+        init(configuration: ConsumerConfiguration) {
+            self.configuration = configuration
+        }
+
+        func modelIndex(_ uid: NotificationUID) -> Int? {
+            model.firstIndex { $0.notification.uid == uid }
+        }
+
+        func cacheIndex<Bytes: Collection<UInt8>>(_ appIdentifier: Bytes) -> Int? {
+            appCache.firstIndex { $0.appIdentifierBytes.elementsEqual(appIdentifier) }
+        }
+
+        /// The cached display name of the app whose AppIdentifier has exactly these bytes.
+        func displayName(ofAppBytes appIdentifier: [UInt8]) -> AttributeValue? {
+            cacheIndex(appIdentifier).flatMap { appCache[$0][.displayName] }
+        }
+
+        // Entry lookups made at several places, out of line (as `finish`):
+        // smaller firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
+
+        /// The entry with exactly these command bytes (coalescing).
+        @inline(never)
+        func entryIndex(_ bytes: [UInt8]) -> Int? {
+            entries.firstIndex { $0.bytes == bytes }
+        }
+
+        @inline(never)
+        func entryIndex(key: UInt32) -> Int? {
+            entries.firstIndex { $0.key == key }
+        }
+
+        /// The answer to `request` from the session's cache, when the app's
+        /// cached attributes are exactly those asked, in the order asked (the
+        /// common case: the display's name, asked again); otherwise the phone
+        /// is asked, so that the answer is the one the request describes.
+        func cachedAnswer(_ request: GetAppAttributes) -> AppAttributesResponse? {
+            guard let cached = cacheIndex(request.appIdentifierBytes),
+                  appCache[cached].attributes.count == request.attributes.count else { return nil }
+            for (index, attribute) in request.attributes.enumerated() where appCache[cached].attributes[index].id != attribute { return nil }
+            return appCache[cached]
+        }
+
+        /// Adds an entry for `bytes`, last, and returns its index.
+        @discardableResult
+        mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil) -> Int {
+            entries.append(newEntry(bytes, waiter: waiter, displayFetch: displayFetch))
+            return entries.count - 1
+        }
+
+        mutating func newEntry(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil, asksAppName: Bool = false) -> Entry {
+            nextEntryKey &+= 1
+            return Entry(
+                key: nextEntryKey, bytes: bytes, waiters: Waiters(waiter),
+                displayFetch: displayFetch, asksAppName: asksAppName, state: .queued)
+        }
+
+        // MARK: - Responses
+
+        /// A reassembler event: a response (applied, and its entry ended), a
+        /// failed one, or one nobody asked for. Called from the reassembler's
+        /// `feed`, which cannot be reached from here: the two are separate
+        /// fields of the engine.
+        mutating func take(_ event: ReassemblyEvent, into actions: inout [ConsumerAction]) {
+            switch event {
+            case .response(let key, let response):
+                guard let index = entryIndex(key: key) else { return }
+                let entry = entries.removeOutOfLine(at: index)
+                apply(response, into: &actions)
+                let result: ConsumerResponse
+                switch response {
+                case .notificationAttributes(let value): result = .notificationAttributes(value)
+                case .appAttributes(let value): result = .appAttributes(value)
+                }
+                finish(entry, .success(result), into: &actions)
+            case .failed(let key, let error):
+                guard let index = entryIndex(key: key) else { return }
+                finish(entries.removeOutOfLine(at: index), .failure(.invalidResponse(error)), into: &actions)
+            case .unsolicited(let error):
+                actions.appendOutOfLine(.emit(.protocolError(error)))
+            }
+        }
+
+        @inline(never)
+        mutating func apply(_ response: DataSourceResponse, into actions: inout [ConsumerAction]) {
+            switch response {
+            case .notificationAttributes(let value):
+                // Told for a notification of the model only: not for the probe's
+                // answer about one never announced (or a request's about one the
+                // model dropped), which the request's `.completed` carries.
+                if let index = modelIndex(value.notificationUID) {
+                    model[index].notification.attributes.merge(value.attributes)
+                    actions.appendOutOfLine(.emit(.attributes(value)))
+                }
+            case .appAttributes(let value):
+                let cached = cacheIndex(value.appIdentifierBytes)
+                var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
+                if appCache.count >= configuration.maximumCachedApps { appCache.remove(at: 0) }  // not removeFirst(): one removal code for the cache in firmware
+                merged.attributes.merge(value.attributes)
+                appCache.append(merged)
+                actions.appendOutOfLine(.emit(.appAttributes(value)))
+            }
+        }
+
+        /// Ends an entry: its waiters hear the result, and the display goes on
+        /// with the notification or app it was fetching. Out of line, as are
+        /// `apply` and `dropUnwrittenRequests`: inlined into each of their
+        /// callers they grow the firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
+        @inline(never)
+        mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
+            if entry.key == probeKey {
+                // (An identical request of the application's, or the display's
+                // fetch, may have joined the probe: they end with it, below.)
+                probeKey = nil
+                probeEnded(result)
+            }
+            actions.complete(entry.waiters, result)
+            if let uid = entry.displayFetch { displayFetchEnded(uid, result, into: &actions) }
+            if entry.asksAppName, let identifier = entry.request?.appIdentifierBytes {
+                appNameEnded(identifier, into: &actions)
+            }
+        }
+
+        mutating func displayFetchEnded(_ uid: NotificationUID, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
+            guard let index = modelIndex(uid), case .fetching(let again) = model[index].stage else { return }
+            if again {
+                // Modified while this fetch was written: fetch the new content.
+                model[index].stage = .wanted
+                wantedCount += 1
+                return
+            }
+            if case .failure(let error) = result {
+                model[index].stage = .settled
+                switch error {
+                // Refused as not shared: the health says so (and sharing again
+                // starts a new session, which announces it anew).
+                case .sessionEnded, .notificationRemoved, .cancelled, .att(.writeNotPermitted): break
+                default: actions.appendOutOfLine(.emit(.displayFailed(uid, error)))
+                }
+                return
+            }
+            guard configuration.eagerAppNames,
+                  let identifier = model[index].notification[.appIdentifier]?.bytes, !identifier.isEmpty,
+                  cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
+            else { return show(at: index, into: &actions) }
+            model[index].stage = .naming
+            let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
+            guard let bytes = try? command.encode() else { return show(at: index, into: &actions) }
+            if let existing = entryIndex(bytes) {
+                // Asked once: a fetch of this app's name already queued or
+                // written (the display's, or an application's identical
+                // request) serves every notification of it.
+                entries[existing].asksAppName = true
+            } else {
+                // Written ahead of the application's queued requests (`pump`): a notification is waiting on it.
+                entries.append(newEntry(bytes, waiter: nil, asksAppName: true))
+            }
+        }
+
+        /// An app-name fetch ended (answered, refused or failed): the
+        /// notifications waiting on it are shown, with the name if it came.
+        mutating func appNameEnded(_ identifier: [UInt8], into actions: inout [ConsumerAction]) {
+            for index in model.indices where model[index].isNaming {
+                if model[index].notification[.appIdentifier]?.withBytes({ $0.elementsEqual(identifier) }) == true { show(at: index, into: &actions) }
+            }
+        }
+
+        mutating func show(at index: Int, into actions: inout [ConsumerAction]) {
+            model[index].stage = .settled
+            let notification = model[index].notification
+            var appName: AttributeValue?
+            if let identifier = notification[.appIdentifier]?.bytes { appName = displayName(ofAppBytes: identifier) }
+            actions.appendOutOfLine(.emit(model[index].shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
+            model[index].shown = true
+        }
+
+        /// The probe ended. An ANCS error (0xA2) is the answer of a working
+        /// phone, and a refusal was judged with the write's result; attributes
+        /// mean a notification Notification Source never announced (or, rarely,
+        /// one announced while the probe was out: subscribing again costs a
+        /// re-announcement then), and no answer means the phone no longer
+        /// listens: subscribe again (in `pump`).
+        mutating func probeEnded(_ result: ConsumerResult) {
+            switch result {
+            case .success:
+                // The phone holds a notification Notification Source never announced.
+                pendingResubscribe = .missedNotification
+            case .failure(.timedOut):
+                pendingResubscribe = .probeUnanswered
+            default:
+                break  // (a write that failed never reached the phone: the link is going)
+            }
+        }
+
+        mutating func remember(unknownApp identifier: [UInt8]) {
+            guard !unknownApps.contains(identifier) else { return }
+            if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
+            unknownApps.append(identifier)
+        }
+
+        // MARK: - The model
+
+        mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) {
+            if let known = modelIndex(notification.uid) {
+                // Added again: it is the youngest now, and is shown anew.
+                _ = forget(at: known)
+            } else if model.count >= configuration.maximumNotifications {
+                // Oldest first: a bounded model under an NP that never removes.
+                // The application hears it as removed (from the model; the NP
+                // still has it), so a display never shows what the model lost.
+                actions.appendOutOfLine(.emit(.removed(forget(at: 0).notification)))
+            }
+            model.append(Tracked(notification: notification))
+        }
+
+        /// Removes a notification from the model, keeping `wantedCount` right.
+        @inline(never)
+        mutating func forget(at index: Int) -> Tracked {
+            let tracked = model.remove(at: index)
+            if tracked.isWanted { wantedCount -= 1 }
+            return tracked
+        }
+
+        /// The next notification whose attributes the display wants: live ones
+        /// before PreExisting ones (a new call is not kept behind the backlog
+        /// of a phone that held many), each in arrival order.
+        func nextWanted() -> Int? {
+            var preExisting: Int?
+            for index in model.indices where model[index].isWanted {
+                if !model[index].notification.isPreExisting { return index }
+                if preExisting == nil { preExisting = index }
+            }
+            return preExisting
+        }
+
+        /// A removed notification names nothing on the NP any more (it would
+        /// answer 0xA2): its requests not yet written (application fetches and
+        /// actions) are dropped, and whoever waits on them is told.
+        @inline(never)
+        mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
+            var index = 0
+            while index < entries.count {
+                if entries[index].isQueued, entries[index].names(uid) {
+                    finish(entries.removeOutOfLine(at: index), .failure(.notificationRemoved), into: &actions)
+                } else {
+                    index += 1
+                }
+            }
+        }
+    }
+}
