@@ -62,6 +62,8 @@ command -v arm-none-eabi-gcc >/dev/null 2>&1 || missing+=(gcc-arm-none-eabi)
 if [ -z "${NIMBLE_RUNS:-}" ] || [[ " $NIMBLE_RUNS " == *" size "* ]]; then   # the ESP32-C3's adapter (scripts/firmware-size.sh)
   command -v riscv64-unknown-elf-gcc >/dev/null 2>&1 || missing+=(gcc-riscv64-unknown-elf)
   [ -f /usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs ] || missing+=(picolibc-riscv64-unknown-elf)
+  # The C library functions counted in the Cortex-M4 sizes.
+  [ -f /usr/lib/picolibc/arm-none-eabi/picolibc.specs ] || missing+=(picolibc-arm-none-eabi)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
@@ -395,6 +397,7 @@ elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
   check "Cortex-M4F hard-float: adapter + C API + core ${hard:-?} bytes of text, within $FIRMWARE_TEXT_BUDGET" \
     test "${hard:-999999}" -le "$FIRMWARE_TEXT_BUDGET"
   check "ESP32-C3: adapter + C API + core linked" grep -Eq '^rv32imc: adapter \+ C API \+ core ' "$out/size.txt"
+  check "the C library's functions counted (picolibc, libgcc)" grep -Eq '^ +of which libc\.a [0-9]+, libgcc\.a [0-9]+' "$out/size.txt"
 else
   cat "$out/size.txt"; failed=$((failed + 1)); echo "  FAIL Cortex-M4 and ESP32-C3 builds"
 fi

@@ -18,7 +18,8 @@
 # that the soft-float adapter does not link with the hard-float library. The
 # soft-float adapter is also built with ANCS_NIMBLE_LOG=0 (no progress text):
 # it must not reference vsnprintf; ancs.h's enums must be int-sized with
-# GCC's short enums. Needs the NimBLE tree (NIMBLE_ROOT,
+# GCC's short enums. Then the same links with picolibc's libc.a and the
+# compiler's libgcc.a (when picolibc is installed), to count what they pull in. Needs the NimBLE tree (NIMBLE_ROOT,
 # default .build/nimble/src, extracted by scripts/ci-nimble.sh); the RISC-V
 # adapter is skipped (the library alone is measured) without
 # riscv64-unknown-elf-gcc and picolibc.
@@ -90,8 +91,59 @@ printf '#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include
 link "$lld" "$out/capi-rv32imc.elf" "${api[*]}" $(capi capi-rv32imc)
 if [ ${#rv[@]} -gt 0 ]; then link "$lld" "$out/all-rv32imc.elf" "${adapter[*]}" "${rv[0]}" $(capi capi-rv32imc); fi
 
-row() { "$size_bin" "$2" | awk -v n="$1" 'NR==2 { printf "%-42s %8s %8s %8s\n", n, $1, $2, $3 }'; }
-printf '%-42s %8s %8s %8s\n' "Cortex-M4 (armv7em, soft-float, -Os)" text data bss
+# The same links with the C library and compiler runtime the firmware would
+# bring (picolibc as Debian packages it, the compiler's libgcc) after the
+# objects: what the library and the adapter pull in from them is then counted
+# (malloc and free behind posix_memalign, memcpy/memmove/memset, the stack
+# protector's, 64-bit division; vsnprintf for the adapter's log).
+clib() { # gcc flags... → libc.a and libgcc.a of that multilib, if picolibc has it
+  local gcc=$1; shift
+  local libc
+  libc=/usr/lib/picolibc/$("$gcc" -dumpmachine)/lib/$("$gcc" "$@" -print-multi-directory)/libc.a
+  [ -f "$libc" ] && echo "$libc $("$gcc" "$@" -print-libgcc-file-name)"
+}
+clib_m4=$(clib arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb || true)
+clib_hf=$(clib arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 || true)
+clib_rv=$(clib riscv64-unknown-elf-gcc -march=rv32imc -mabi=ilp32 || true)
+with_clib=()
+if [ -n "$clib_m4" ]; then
+  link "$lld" "$out/all-clib.elf" "${adapter[*]}" "$out/ancs_nimble.o" $(capi capi) $clib_m4 -Map="$out/all-clib.map"
+  link "$lld" "$out/all-nolog-clib.elf" "${adapter[*]}" "$out/ancs_nimble-nolog.o" $(capi capi) $clib_m4 -Map="$out/all-nolog-clib.map"
+  link "$lld" "$out/capi-clib.elf" "${api[*]}" $(capi capi) $clib_m4 -Map="$out/capi-clib.map"
+  with_clib+=(all-clib all-nolog-clib capi-clib)
+fi
+if [ -n "$clib_hf" ]; then
+  link arm-none-eabi-ld "$out/all-hf-clib.elf" "${adapter[*]}" "$out/ancs_nimble-hf.o" $(capi capi-hf) $clib_hf -Map="$out/all-hf-clib.map" 2>> "$out/link-hf.log"
+  with_clib+=(all-hf-clib)
+fi
+if [ -n "$clib_rv" ] && [ ${#rv[@]} -gt 0 ]; then
+  link "$lld" "$out/all-rv32imc-clib.elf" "${adapter[*]}" "${rv[0]}" $(capi capi-rv32imc) $clib_rv -Map="$out/all-rv32imc-clib.map"
+  with_clib+=(all-rv32imc-clib)
+fi
+# What of each archive a link took: code and read-only data, by archive.
+taken() { # map
+  python3 - "$1" <<'PY'
+import collections, re, sys
+sums = collections.Counter()
+previous = ""
+for line in open(sys.argv[1]):
+    fields = line.split()
+    match = re.search(r'/(lib\w+\.a)\(', line)
+    if match:
+        if '):(' in line:  # lld: VMA LMA Size Align Out In, the input "archive(member):(section)"
+            if re.search(r'\):\((\.text|\.rodata)', line):
+                sums[match.group(1)] += int(fields[2], 16)
+        elif len(fields) in (3, 4):  # GNU ld: [section] address size archive(member), a long section name on the line before
+            section = fields[0] if len(fields) == 4 else previous.strip()
+            if section.startswith(('.text', '.rodata')):
+                sums[match.group(1)] += int(fields[-2], 16)
+    previous = line
+print(", ".join(f"{name} {count}" for name, count in sorted(sums.items())))
+PY
+}
+
+row() { "$size_bin" "$2" | awk -v n="$1" 'NR==2 { printf "%-48s %8s %8s %8s\n", n, $1, $2, $3 }'; }
+printf '%-48s %8s %8s %8s\n' "Cortex-M4 (armv7em, soft-float, -Os)" text data bss
 row "core + C API (ancs.h)" "$out/capi.elf"
 row "NimBLE adapter (ancs_nimble.c)" "$out/adapter.elf"
 row "adapter + C API + core" "$out/all.elf"
@@ -104,3 +156,19 @@ echo "ESP32-C3 (rv32imc, ilp32)"
 row "rv32imc: core + C API" "$out/capi-rv32imc.elf"
 if [ ${#rv[@]} -gt 0 ]; then row "rv32imc: adapter + C API + core" "$out/all-rv32imc.elf"
 else echo "rv32imc: adapter not built (no riscv64-unknown-elf-gcc with picolibc)"; fi
+if [ ${#with_clib[@]} -gt 0 ]; then
+  echo "With the C library functions they pull in (picolibc 1.8, libgcc), Cortex-M4 unless named:"
+  for name in "${with_clib[@]}"; do
+    case $name in
+      all-clib) label="incl. libc: adapter + C API + core" ;;
+      all-nolog-clib) label="incl. libc: the same, ANCS_NIMBLE_LOG=0" ;;
+      capi-clib) label="incl. libc: core + C API" ;;
+      all-hf-clib) label="incl. libc, hard-float: adapter + C API + core" ;;
+      all-rv32imc-clib) label="incl. libc, rv32imc: adapter + C API + core" ;;
+    esac
+    row "$label" "$out/$name.elf"
+    echo "    of which $(taken "$out/$name.map")"
+  done
+else
+  echo "C library not counted: no picolibc for arm-none-eabi (Debian: picolibc-arm-none-eabi)"
+fi

@@ -99,4 +99,5 @@ fi
 tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$swift_target/libswiftUnicodeDataTables.a
 echo "built $out/libancs.a"
 echo "needs from the C library: $(nm -u "$out/ancs-swift.o" | awk '{print $2}' | grep -v '^_swift_stdlib_' | sort -u | tr '\n' ' ')"
+echo "(a C library without posix_memalign: add integrations/c/src/ancs_posix_memalign.c to the firmware)"
 if [ -f "$tables" ]; then echo "UNICODE_TABLES=$(cd "$(dirname "$tables")" && pwd)/$(basename "$tables")"; fi

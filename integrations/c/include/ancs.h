@@ -21,7 +21,8 @@
  * static or a member of its own connection struct); there are no globals, and
  * any number of instances may exist. The engine's tables (notifications,
  * app names, requests, the response being reassembled) grow on the heap
- * (malloc/free/posix_memalign), within the bounds the configuration sets:
+ * (malloc/free/posix_memalign; integrations/c/src/ancs_posix_memalign.c
+ * for a C library without posix_memalign), within the bounds the configuration sets:
  * see "Memory" below. ancs_consumer_deinit() frees them.
  *
  * Threading. Not thread-safe: call every function of one instance from one

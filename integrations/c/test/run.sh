@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the C API for the host and runs its tests (test_ancs.c), with the
-# heap counted through --wrap. Prints "capi: N passed, N failed".
+# heap counted through --wrap, twice: on the C library's posix_memalign, then
+# on src/ancs_posix_memalign.c. Prints "capi: N passed, N failed" for each.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -10,3 +11,10 @@ tables=$(sed -n 's/^UNICODE_TABLES=//p' <<< "$log")
 cc -std=c11 -Wall -Wextra -Werror -O1 -g -I "$here/../include" -o "$out/test_ancs" "$here/test_ancs.c" \
   "$out/libancs.a" $tables -lm -Wl,--wrap=malloc,--wrap=free,--wrap=posix_memalign
 timeout 120 "$out/test_ancs"
+# Again with the posix_memalign replacement for C libraries without one
+# (src/ancs_posix_memalign.c) linked in place of the C library's.
+echo "-- with src/ancs_posix_memalign.c"
+cc -std=c11 -Wall -Wextra -Werror -O1 -g -DANCS_TEST_POSIX_MEMALIGN -I "$here/../include" -o "$out/test_ancs_memalign" \
+  "$here/test_ancs.c" "$here/../src/ancs_posix_memalign.c" \
+  "$out/libancs.a" $tables -lm -Wl,--wrap=malloc,--wrap=free,--wrap=posix_memalign
+timeout 120 "$out/test_ancs_memalign"

@@ -6,7 +6,10 @@
  * of malloc, free and posix_memalign (see integrations/c/test/run.sh).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <malloc.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@ void *__real_malloc(size_t);
 void __real_free(void *);
 int __real_posix_memalign(void **, size_t, size_t);
 static long heap_now, heap_peak, heap_allocations;
+static size_t largest_alignment; /* the most any posix_memalign call asked for */
 static void counted(void *p) {
     if (!p) return;
     heap_now += (long)malloc_usable_size(p);
@@ -26,8 +30,12 @@ static void counted(void *p) {
 }
 void *__wrap_malloc(size_t n) { void *p = __real_malloc(n); counted(p); return p; }
 int __wrap_posix_memalign(void **p, size_t a, size_t n) {
+    if (a > largest_alignment) largest_alignment = a;
     int r = __real_posix_memalign(p, a, n);
+#ifndef ANCS_TEST_POSIX_MEMALIGN
     if (r == 0) counted(*p);
+#endif
+    /* (The replacement's blocks come from malloc, counted there.) */
     return r;
 }
 void __wrap_free(void *p) { if (p) heap_now -= (long)malloc_usable_size(p); __real_free(p); }
@@ -677,6 +685,29 @@ static void test_health(void) {
     ancs_consumer_deinit(&H.consumer);
 }
 
+/* The library asks for no more alignment than malloc gives every block
+ * (ancs_posix_memalign.c serves it with malloc). Run last, after every other
+ * test has allocated. Built with -DANCS_TEST_POSIX_MEMALIGN, the test binary
+ * links integrations/c/src/ancs_posix_memalign.c in place of the C library's:
+ * every test above ran on it, and its refusals are checked here. */
+static void test_alignment(void) {
+    CHECK(largest_alignment > 0 && largest_alignment <= _Alignof(max_align_t),
+          "asked for %zu-byte alignment; malloc gives %zu", largest_alignment, (size_t)_Alignof(max_align_t));
+#ifdef ANCS_TEST_POSIX_MEMALIGN
+    void *block = NULL;
+    CHECK(__real_posix_memalign(&block, sizeof(void *), 10) == 0 && block && (uintptr_t)block % sizeof(void *) == 0, "a block");
+    free(block);
+    block = NULL;
+    CHECK(__real_posix_memalign(&block, _Alignof(max_align_t), 0) == 0 && block, "size 0: a block free() takes");
+    free(block);
+    block = NULL;
+    CHECK(__real_posix_memalign(&block, 3, 10) == EINVAL && !block, "not a power of two: EINVAL");
+    CHECK(__real_posix_memalign(&block, sizeof(void *) / 2, 10) == EINVAL && !block, "below sizeof(void *): EINVAL");
+    CHECK(__real_posix_memalign(&block, 4 * _Alignof(max_align_t), 10) == ENOMEM && !block,
+          "more than malloc's alignment: ENOMEM (the replacement is the one linked)");
+#endif
+}
+
 int main(void) {
     struct { const char *name; void (*run)(void); } tests[] = {
         { "storage and arguments", test_storage_and_arguments },
@@ -695,6 +726,11 @@ int main(void) {
         { "cancel, stop, a short event, an unknown EventID, unasked bytes", test_cancel_stop_and_odd_input },
         { "Data Source refused: a session without fetches", test_data_source_refused },
         { "health: refused, not shared, subscribing again, bond lost; liveness configured", test_health },
+#ifdef ANCS_TEST_POSIX_MEMALIGN
+        { "alignment asked; the posix_memalign replacement, linked", test_alignment },
+#else
+        { "alignment asked", test_alignment },
+#endif
     };
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
