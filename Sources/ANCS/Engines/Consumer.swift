@@ -700,6 +700,14 @@ public struct Consumer: Sendable {
             }
             // Its response is still consumed if it comes; whoever waited hears it timed out.
             session.finish(abandon(at: index), .failure(.timedOut), into: &actions)
+            // More requests left unanswered than the pipeline holds: a phone
+            // that takes the writes and answers none (its Data Source
+            // subscription gone, while Notification Source may still speak
+            // and keep the display's fetches, and so the probe, coming).
+            // Subscribe again, as for an unanswered probe; the reassembler,
+            // which keeps each request for its late response, is emptied with
+            // the session instead of growing with every timeout.
+            if reassembler.outstandingCount > configuration.pipeliningDepth + 2 { session.pendingResubscribe = .probeUnanswered }
         }
         if case .abandoned(_, let deadline, _) = writeSlot, deadline <= now {
             // Its result never came: stop waiting, so later requests proceed.

@@ -214,7 +214,7 @@ typedef enum {
 } ancs_health;
 
 typedef enum {
-    ANCS_RESUBSCRIBE_PROBE_UNANSWERED = 0,     /* the liveness probe got no answer */
+    ANCS_RESUBSCRIBE_PROBE_UNANSWERED = 0,     /* the liveness probe, or more requests than the pipeline holds, got no answer */
     ANCS_RESUBSCRIBE_MISSED_NOTIFICATION,      /* the phone holds a notification Notification Source never announced */
     ANCS_RESUBSCRIBE_NOTIFICATION_SOURCE_SILENT, /* nothing on Notification Source for the silence limit */
     ANCS_RESUBSCRIBE_SUBSCRIPTION_LOST,        /* a write answered 0xFD: the phone holds no subscription */
