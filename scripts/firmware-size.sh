@@ -9,6 +9,8 @@
 # Each of:
 #   core+C API   Sources/ANCS (consumer side) and integrations/c, Embedded Swift
 #                (integrations/c/build.sh TARGET)
+#   parser       the same library linked from ancs_parser.h's functions only
+#                (Cortex-M4): no consumer engine
 #   adapter      integrations/nimble/ancs_nimble.c against NimBLE's headers
 #                (GCC -Os, NimBLE's NPL port "dummy" for the types)
 # is linked alone and all together with --gc-sections from the functions a
@@ -60,6 +62,12 @@ api=(ancs_consumer_init ancs_consumer_deinit ancs_consumer_config_default ancs_c
      ancs_consumer_cancel ancs_status_name)
 adapter=(ancs_nimble_init ancs_nimble_gap_event ancs_nimble_fetch_attributes ancs_nimble_fetch_app_attributes
          ancs_nimble_perform_action ancs_nimble_consumer)
+# The parser C API alone (ancs_parser.h: decoder, encoders, DataSourceParser),
+# what a firmware that drives ANCS itself links instead of the consumer.
+parser_api=(ancs_decode_notification_source ancs_encode_get_notification_attributes ancs_encode_get_app_attributes
+            ancs_encode_perform_notification_action ancs_parser_storage_size ancs_parser_init ancs_parser_begin
+            ancs_parser_feed ancs_parser_finish ancs_parser_reset ancs_parser_is_parsing ancs_decode_reason_name
+            ancs_parser_status_name)
 link() {  # linker output roots objects...
   local linker=$1 output=$2 roots=$3; shift 3
   local keep=()
@@ -68,6 +76,7 @@ link() {  # linker output roots objects...
 }
 capi() { echo "$out/$1/ancs-swift.o" "$out/$1/ancs_tables.o"; }
 link "$lld" "$out/capi.elf" "${api[*]}" $(capi capi)
+link "$lld" "$out/parser.elf" "${parser_api[*]}" $(capi capi)
 link "$lld" "$out/adapter.elf" "${adapter[*]}" "$out/ancs_nimble.o"
 link "$lld" "$out/all.elf" "${adapter[*]}" "$out/ancs_nimble.o" $(capi capi)
 link "$lld" "$out/adapter-nolog.elf" "${adapter[*]}" "$out/ancs_nimble-nolog.o"
@@ -88,6 +97,10 @@ printf '#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include
   '_Static_assert(sizeof(ancs_characteristic) == 4 && sizeof(ancs_event_type) == 4 && sizeof(ancs_health) == 4 && sizeof(ancs_resubscribe_reason) == 4 && sizeof(ancs_session_end) == 4, "an enum of ancs.h is not int-sized with -fshort-enums");' \
   > "$out/enum-size.c"
 "${m4[@]}" -fshort-enums -I integrations/c/include -c "$out/enum-size.c" -o "$out/enum-size.o"
+printf '#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include "ancs_parser.h"\n%s\n' \
+  '_Static_assert(sizeof(ancs_decode_reason) == 4 && sizeof(ancs_parser_event_type) == 4, "an enum of ancs_parser.h is not int-sized with -fshort-enums");' \
+  > "$out/enum-size-parser.c"
+"${m4[@]}" -fshort-enums -I integrations/c/include -c "$out/enum-size-parser.c" -o "$out/enum-size-parser.o"
 link "$lld" "$out/capi-rv32imc.elf" "${api[*]}" $(capi capi-rv32imc)
 if [ ${#rv[@]} -gt 0 ]; then link "$lld" "$out/all-rv32imc.elf" "${adapter[*]}" "${rv[0]}" $(capi capi-rv32imc); fi
 
@@ -156,6 +169,7 @@ echo "ESP32-C3 (rv32imc, ilp32)"
 row "rv32imc: core + C API" "$out/capi-rv32imc.elf"
 if [ ${#rv[@]} -gt 0 ]; then row "rv32imc: adapter + C API + core" "$out/all-rv32imc.elf"
 else echo "rv32imc: adapter not built (no riscv64-unknown-elf-gcc with picolibc)"; fi
+row "Cortex-M4: parser C API (ancs_parser.h)" "$out/parser.elf"
 if [ ${#with_clib[@]} -gt 0 ]; then
   echo "With the C library functions they pull in (picolibc 1.8, libgcc), Cortex-M4 unless named:"
   for name in "${with_clib[@]}"; do

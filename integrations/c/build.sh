@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the C API (ancs.h) as a static library: the protocol core
-# (Sources/ANCS) and src/ANCSConsumerC.swift compiled with Embedded Swift as
-# one object, plus src/ancs_tables.c.
+# Builds the C API (ancs.h, ancs_parser.h) as a static library: the protocol
+# core (Sources/ANCS), src/ANCSConsumerC.swift and src/ANCSParserC.swift
+# compiled with Embedded Swift as one object, plus src/ancs_tables.c.
 #
 #   integrations/c/build.sh [target] [output folder]
 #
@@ -67,7 +67,7 @@ esac
 # functions (ancs_*) stay visible, what they cannot reach is dropped. On
 # Cortex-M4 the C API and core are a tenth smaller than the module's own
 # object (BENCHMARKS.md section 8).
-sources=(-I "$here/include" -module-name ANCS "${core[@]}" "$here/src/ANCSConsumerC.swift")
+sources=(-I "$here/include" -module-name ANCS "${core[@]}" "$here/src/ANCSConsumerC.swift" "$here/src/ANCSParserC.swift")
 if [ ${#codegen[@]} -eq 0 ]; then
   "$root/scripts/embedded/whole-program.sh" "$target" 'ancs_*' "$out/ancs-swift.o" "${extra[@]}" "${sources[@]}"
 else
