@@ -135,6 +135,8 @@ print("|---|---|---:|---:|---:|---:|")
 for image, what in (("entry", "consumer-entry.swift driven from C"), ("test", "scripted session in the test image")):
     for arch in ("arm", "riscv"):
         print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'session_heap_peak')} B | {g(arch, image, 'session_heap_requested_peak')} B | {g(arch, image, 'session_stack_peak')} B | {g(arch, image, 'session_instructions')} |")
+for arch in ("arm", "riscv"):
+    print(f"| worst case, microcontroller preset (`firmware/test/WorstCase.swift`; bound {g(arch, 'test', 'worstcase_heap_bound')} B) | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'test', 'worstcase_heap_peak')} B | {g(arch, 'test', 'worstcase_heap_requested_peak')} B | {g(arch, 'test', 'worstcase_stack_peak')} B | – |")
 print()
 nordic = {"mtu23": 25385, "mtu185": 24206, "mtu517": 24114}
 n = g("arm", "test", "workload_responses")

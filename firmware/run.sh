@@ -65,6 +65,10 @@ python3 "$fw/tools/gen-workload.py" "$out/workload" "$responses" "$out/workload.
 mapfile -t core < <(find Sources/ANCS -name '*.swift' | sort)
 mapfile -t consumer_core < <(printf '%s\n' "${core[@]}" | grep -v '/Provider')
 mapfile -t tests < <(find "$fw/test" -name '*.swift' | sort)
+# The worst case's bound is the one ancs.h states.
+bound=$(sed -n 's/^#define ANCS_MICROCONTROLLER_HEAP_BOUND \([0-9]*\)$/\1/p' integrations/c/include/ancs.h)
+grep -q "^let worstCaseHeapBound = ${bound:-none}\$" "$fw/test/WorstCase.swift" || {
+  echo "firmware/test/WorstCase.swift's worstCaseHeapBound is not ancs.h's ANCS_MICROCONTROLLER_HEAP_BOUND (${bound:-none})" >&2; exit 1; }
 # The entry image is compiled as scripts/check-embedded.sh compiles it (its
 # globals are plain vars, so not in Swift 6 mode); the test module in Swift 6 mode.
 embedded_flags=(-enable-experimental-feature Embedded -enable-experimental-feature Extern

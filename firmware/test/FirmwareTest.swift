@@ -24,6 +24,7 @@ public func firmwareMain() {
     runErrorAnswers(&log)
     let session = runConsumerSession(&log)
     let loopback = runLoopbackSession(&log)
+    let worst = runWorstCaseSession(&log)
     let workload = runWorkload(&log)
     let total = Int(truncatingIfNeeded: fwInstructions() &- start)
 
@@ -34,6 +35,7 @@ public func firmwareMain() {
     }
     log.check(session.heapPeak > 0 && session.heapPeak <= budget, "consumer session heap peak \(session.heapPeak) B within the budget of \(budget) B")
     print("Loopback session (Consumer and Provider): heap peak \(loopback.heapPeak) B, stack peak \(loopback.stackPeak) B, \(loopback.instructions) instructions")
+    print("Worst case (microcontroller preset): heap peak \(worst.heapPeak) B (\(worst.heapRequestedPeak) B asked for, \(worst.allocations) allocations), stack peak \(worst.stackPeak) B, bound \(worstCaseHeapBound) B")
     print("heap: \(fwHeapSize()) B, \(fwHeapAllocations()) allocations in all; stack: \(fwStackSize()) B")
 
     log.figure("session_heap_peak", session.heapPeak)
@@ -41,6 +43,10 @@ public func firmwareMain() {
     log.figure("session_stack_peak", session.stackPeak)
     log.figure("session_instructions", session.instructions)
     log.figure("session_allocations", session.allocations)
+    log.figure("worstcase_heap_peak", worst.heapPeak)
+    log.figure("worstcase_heap_requested_peak", worst.heapRequestedPeak)
+    log.figure("worstcase_stack_peak", worst.stackPeak)
+    log.figure("worstcase_heap_bound", worstCaseHeapBound)
     log.figure("loopback_heap_peak", loopback.heapPeak)
     log.figure("loopback_stack_peak", loopback.stackPeak)
     log.figure("loopback_instructions", loopback.instructions)

@@ -65,7 +65,9 @@ public enum ConsumerHealth: Hashable, Sendable {
 
 /// Why the consumer subscribes again on a link that stays up.
 public enum ResubscribeReason: Hashable, Sendable {
-    /// The liveness probe was not answered by its deadline.
+    /// The liveness probe was not answered by its deadline, or more
+    /// requests than the pipeline holds went unanswered (the phone takes
+    /// the writes, and its Data Source says nothing).
     case probeUnanswered
     /// The probe, which asks for the UID after the highest announced, got
     /// its attributes: the phone holds a notification Notification Source
@@ -371,6 +373,20 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     }
 
     public static var `default`: ConsumerConfiguration { ConsumerConfiguration() }
+
+    /// For a microcontroller: ready to show (`displayAttributes`, app
+    /// names), with every table small and every value bounded, so that the
+    /// heap a session can take has a stated worst case whatever the phone
+    /// sends: 16 live notifications, 8 apps' names, 4 application requests,
+    /// 128 bytes for a value asked without a max length (AppIdentifier,
+    /// Date, an app's name). The worst case on a 32-bit target is in
+    /// BENCHMARKS.md section 8 and `ancs.h`; the firmware test image drives
+    /// it and fails past its bound (`firmware/test/WorstCase.swift`).
+    public static var microcontroller: ConsumerConfiguration {
+        ConsumerConfiguration(
+            eagerAttributes: displayAttributes, maximumNotifications: 16, maximumCachedApps: 8,
+            maximumRequests: 4, unlimitedValueLength: 128)
+    }
 
     /// What a small display shows of each notification (the firmware's and
     /// the C API's default): app, title, message and date, each within a

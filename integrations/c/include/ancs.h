@@ -177,6 +177,28 @@ typedef struct {
 
 /* Fills `config` with the defaults above (display_attributes points to static storage). */
 void ancs_consumer_config_default(ancs_consumer_config *config);
+
+/* Fills `config` for a microcontroller: the defaults, with every table small
+ * and every value bounded (Swift: ConsumerConfiguration.microcontroller):
+ * max_notifications 16, max_cached_apps 8, max_requests 4,
+ * unlimited_value_length 128, the default display attributes (AppIdentifier,
+ * Title 64, Message 256, Date) and app names.
+ *
+ * Worst-case RAM on a 32-bit target (BENCHMARKS.md section 8):
+ *   heap   at most ANCS_MICROCONTROLLER_HEAP_BOUND bytes for a session, whatever
+ *          the phone sends: the firmware test image drives the worst case (more
+ *          notifications than kept, each from another app, every value as long
+ *          as accepted, the application's 4 requests waiting) and fails past
+ *          the bound; it measured 18 000 bytes on Cortex-M4 with 16-byte block
+ *          headers. The application's own requests add the max lengths they ask.
+ *   stack  the engine's deepest use through the C API, about 1 KB (936 bytes
+ *          on Cortex-M4 for a whole session driven from C); the NimBLE
+ *          adapter's own frames add at most about 0.4 KB, and vsnprintf's
+ *          unless built with ANCS_NIMBLE_LOG=0: the host task's stack needs
+ *          these on top of NimBLE's own (ESP-IDF's 4 KB default holds them).
+ *   static sizeof(ancs_consumer) per instance (768 bytes), nothing else. */
+void ancs_consumer_config_microcontroller(ancs_consumer_config *config);
+#define ANCS_MICROCONTROLLER_HEAP_BOUND 24576
 /* The default display attributes (static storage) and their count. */
 const ancs_attribute_request *ancs_default_display_attributes(size_t *count);
 

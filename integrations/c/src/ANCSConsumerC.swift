@@ -363,6 +363,17 @@ public func ancsConsumerConfigDefault(_ config: UnsafeMutablePointer<ancs_consum
     config.pointee = value
 }
 
+@_cdecl("ancs_consumer_config_microcontroller")
+public func ancsConsumerConfigMicrocontroller(_ config: UnsafeMutablePointer<ancs_consumer_config>?) {
+    guard let config else { return }
+    ancsConsumerConfigDefault(config)
+    let preset = ConsumerConfiguration.microcontroller
+    config.pointee.max_notifications = UInt16(clamping: preset.maximumNotifications)
+    config.pointee.max_cached_apps = UInt16(clamping: preset.maximumCachedApps)
+    config.pointee.max_requests = UInt16(clamping: preset.maximumRequests)
+    config.pointee.unlimited_value_length = UInt16(clamping: preset.unlimitedValueLength)
+}
+
 @_cdecl("ancs_consumer_init")
 public func ancsConsumerInit(
     _ storage: UnsafeMutablePointer<ancs_consumer>?, _ config: UnsafePointer<ancs_consumer_config>?,

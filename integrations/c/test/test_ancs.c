@@ -313,6 +313,19 @@ static void test_storage_and_arguments(void) {
     CHECK(!strcmp(ancs_status_name(ANCS_ATT_INVALID_PARAMETER), "invalid parameter (ANCS 0xA2)"), "name");
 }
 
+static void test_microcontroller_preset(void) {
+    ancs_consumer_config c, d;
+    ancs_consumer_config_microcontroller(&c);
+    ancs_consumer_config_default(&d);
+    CHECK(c.max_notifications == 16 && c.max_cached_apps == 8 && c.max_requests == 4 && c.unlimited_value_length == 128,
+          "bounds: %u notifications, %u apps, %u requests, %u bytes", c.max_notifications, c.max_cached_apps, c.max_requests,
+          c.unlimited_value_length);
+    CHECK(c.display_attribute_count == d.display_attribute_count && c.display_attributes == d.display_attributes &&
+          c.display_app_names && c.request_timeout_ms == d.request_timeout_ms && c.probe_interval_s == d.probe_interval_s,
+          "otherwise the defaults");
+    CHECK(ANCS_MICROCONTROLLER_HEAP_BOUND == 24576, "the stated bound");
+}
+
 static void test_defaults(void) {
     ancs_consumer_config c;
     ancs_consumer_config_default(&c);
@@ -712,6 +725,7 @@ int main(void) {
     struct { const char *name; void (*run)(void); } tests[] = {
         { "storage and arguments", test_storage_and_arguments },
         { "defaults", test_defaults },
+        { "the microcontroller preset", test_microcontroller_preset },
         { "a zero-initialised configuration works as the defaults", test_zero_configuration },
         { "ready to show, a response split one byte at a time", test_ready_one_byte_at_a_time },
         { "a value cut inside a UTF-8 sequence", test_cut_inside_utf8 },
