@@ -53,13 +53,24 @@ public struct DataSourceRequest: Hashable, Sendable {
 
     /// The request of a command's bytes as `encode()` made them (sharing
     /// them); nil for Perform Notification Action, which has no response.
+    /// The bytes are trusted (the engine's own commands): read, not checked
+    /// as `DataSourceParser.layout` checks a caller's (smaller firmware:
+    /// BENCHMARKS.md section 5; a cut max length reads as 0, a missing NUL
+    /// as no attributes, never past the end).
     init?(encoded bytes: [UInt8]) {
-        guard let layout = bytes.withUnsafeBytes({ try? DataSourceParser.layout(of: $0) }) else { return nil }
         commandID = CommandID(rawValue: bytes[0])
-        notificationUID = NotificationUID(commandID == .getNotificationAttributes ? readUInt32LE(bytes, at: 1) : 0)
+        let notification = commandID == .getNotificationAttributes
+        guard notification || commandID == .getAppAttributes else { return nil }
+        notificationUID = NotificationUID(notification ? readUInt32LE(bytes, at: 1) : 0)
         self.bytes = bytes
-        headerCount = layout.header
-        tupleCount = layout.tuples
+        headerCount = notification ? 5 : (bytes.firstIndex(of: 0) ?? bytes.count - 1) + 1
+        var attributes = AttributeCursor(offset: headerCount, notification: notification)
+        var tuples = 0
+        while attributes.offset < bytes.count {
+            _ = attributes.next(in: bytes)
+            tuples += 1
+        }
+        tupleCount = tuples
     }
 
     private init(_ command: GetNotificationAttributes, bytes: [UInt8]) {
