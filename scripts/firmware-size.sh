@@ -59,7 +59,7 @@ api=(ancs_consumer_init ancs_consumer_deinit ancs_consumer_config_default ancs_c
      ancs_consumer_subscription_result ancs_consumer_notification_source ancs_consumer_data_source ancs_consumer_write_result
      ancs_consumer_tick ancs_consumer_link_down ancs_consumer_service_changed ancs_consumer_stop ancs_consumer_next_deadline
      ancs_consumer_in_session ancs_consumer_fetch_attributes ancs_consumer_fetch_app_attributes ancs_consumer_perform_action
-     ancs_consumer_cancel ancs_status_name)
+     ancs_consumer_cancel ancs_status_name ancs_consumer_config_microcontroller ancs_consumer_add_app_name ancs_consumer_bond_lost)
 adapter=(ancs_nimble_init ancs_nimble_gap_event ancs_nimble_fetch_attributes ancs_nimble_fetch_app_attributes
          ancs_nimble_perform_action ancs_nimble_consumer)
 # The parser C API alone (ancs_parser.h: decoder, encoders, DataSourceParser),

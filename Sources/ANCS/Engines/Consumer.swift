@@ -90,8 +90,11 @@
 //
 // so the display's fetches cost no application request: they are written
 // when nothing the application asked for is queued, live notifications
-// before PreExisting ones, and they are bounded by the model itself
-// (`maximumNotifications`). A Modified notification is wanted again (a
+// before PreExisting ones and the PreExisting backlog newest first, and they
+// are bounded by the model itself (`maximumNotifications`). What the display
+// does not fetch is settled as it comes up (`Session.skips`): a hidden
+// category, a Silent notification when those are not fetched, the backlog
+// past `maximumPreExisting`. A Modified notification is wanted again (a
 // fetch already written may have read the old content). Each app's name
 // is asked once per session, and never again after the NP answered 0xA2.
 
@@ -799,6 +802,10 @@ public struct Consumer: Sendable {
         while session.wantedCount > 0, dataSourceAvailable, let next = session.nextWanted() {
             session.model[next].stage = .fetching(again: false)
             session.wantedCount -= 1
+            if session.skips(next) {
+                session.model[next].stage = .settled
+                continue
+            }
             let uid = session.model[next].notification.uid
             let command = ControlPointCommand.getNotificationAttributes(
                 GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
@@ -864,6 +871,21 @@ public struct Consumer: Sendable {
             reassembler.cancel(entry.key, responseMayFollow: true)
         }
         return entry
+    }
+
+    // MARK: - App names kept by the host
+
+    /// A name the host already knows for an app, as `.appAttributes` told
+    /// it in an earlier session (a watch keeps them in flash, so that it
+    /// does not ask the phone for every app's name again after each
+    /// reconnection): cached as if fetched, so neither the display nor a
+    /// request for exactly these attributes asks the phone for it. Told
+    /// between sessions or after `.sessionStarted`; the session's end
+    /// forgets it as it forgets what was fetched (the cache keeps
+    /// `maximumCachedApps`, the oldest dropped). Emits nothing.
+    public mutating func learn(_ app: AppAttributesResponse) {
+        var told: [ConsumerAction] = []
+        session.apply(.appAttributes(app), into: &told)
     }
 
     // MARK: - Health
@@ -1014,6 +1036,7 @@ public struct Consumer: Sendable {
         session.entries.removeAll()
         session.model.removeAll()
         session.wantedCount = 0
+        session.preExistingFetched = 0
         // A write still in flight on a link that stays up (Service Changed,
         // stop) answers nothing in the next session, but ATT allows one
         // write at a time: the next session's first write waits for its

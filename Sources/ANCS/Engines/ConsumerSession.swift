@@ -22,6 +22,9 @@ extension Consumer {
         var model: [Tracked] = []
         /// Notifications of the model whose display phase is `.wanted`.
         var wantedCount = 0
+        /// PreExisting notifications whose fetch was written this session
+        /// (`ConsumerConfiguration.maximumPreExisting`).
+        var preExistingFetched = 0
         /// App attributes per AppIdentifier, for this session only, oldest first.
         /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
         /// eager fetches), as the NP does: no Unicode normalization (which would
@@ -40,6 +43,19 @@ extension Consumer {
 
         init(configuration: ConsumerConfiguration) {
             self.configuration = configuration
+        }
+
+        /// The display does not fetch the notification at `index`, which
+        /// it wanted: its category is hidden, it is Silent and those are not
+        /// fetched, or it is PreExisting and the backlog's cap is reached
+        /// (counted here as its fetch is written: the newest first, `nextWanted`).
+        mutating func skips(_ index: Int) -> Bool {
+            let flags = model[index].notification.eventFlags
+            if configuration.hiddenCategories.contains(model[index].notification.categoryID)
+                || (!configuration.fetchesSilent && flags.contains(.silent)) { return true }
+            guard flags.contains(.preExisting) else { return false }
+            preExistingFetched += 1
+            return preExistingFetched > configuration.maximumPreExisting
         }
 
         func modelIndex(_ uid: NotificationUID) -> Int? {
@@ -262,12 +278,13 @@ extension Consumer {
 
         /// The next notification whose attributes the display wants: live ones
         /// before PreExisting ones (a new call is not kept behind the backlog
-        /// of a phone that held many), each in arrival order.
+        /// of a phone that held many), live ones in arrival order, the
+        /// backlog newest first (what a watch shows first).
         func nextWanted() -> Int? {
             var preExisting: Int?
             for index in model.indices where model[index].isWanted {
                 if !model[index].notification.isPreExisting { return index }
-                if preExisting == nil { preExisting = index }
+                preExisting = index
             }
             return preExisting
         }

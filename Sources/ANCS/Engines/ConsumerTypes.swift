@@ -308,6 +308,19 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// With eager attributes: fetch a Modified notification again and tell
     /// `.updated` (a burst of Modified events costs one fetch).
     public var refreshOnModified: Bool
+    /// With eager attributes: notifications of these categories are not
+    /// fetched, so never told `.ready` (they are in the model, told
+    /// `.added`, `.modified` and `.removed` as any other).
+    public var hiddenCategories = CategorySet(rawValue: 0)
+    /// With eager attributes: whether notifications with the Silent flag
+    /// are fetched and told `.ready` (when false they stay in the model
+    /// unfetched, as a hidden category's).
+    public var fetchesSilent = true
+    /// With eager attributes: at most this many PreExisting notifications
+    /// (the phone's backlog at a session's start) are fetched in a session,
+    /// the newest first (as they are known); the others stay in the model
+    /// unfetched. Live notifications always come before them.
+    public var maximumPreExisting = Int.max
     /// Live notifications kept in the model; beyond it the oldest is dropped
     /// (and emitted as `removed`).
     public var maximumNotifications: Int
@@ -399,4 +412,24 @@ public struct ConsumerConfiguration: Hashable, Sendable {
         NotificationAttributeRequest(.message, maxLength: 256),
         NotificationAttributeRequest(.date),
     ]
+}
+
+/// A set of Notification Source categories (`ConsumerConfiguration.hiddenCategories`),
+/// one bit per CategoryID (0–31).
+public struct CategorySet: Hashable, Sendable, ExpressibleByArrayLiteral {
+    /// Bit n: CategoryID n.
+    public var rawValue: UInt32
+
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    public init(_ categories: [CategoryID]) {
+        rawValue = 0
+        for category in categories where category.rawValue < 32 { rawValue |= 1 << UInt32(category.rawValue) }
+    }
+
+    public init(arrayLiteral categories: CategoryID...) { self.init(categories) }
+
+    public func contains(_ category: CategoryID) -> Bool {
+        category.rawValue < 32 && rawValue & (1 << UInt32(category.rawValue)) != 0
+    }
 }

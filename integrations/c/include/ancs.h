@@ -13,9 +13,11 @@
  * The behaviour is the Swift library's `Consumer` engine, the same code:
  * "ready to show" means the configured attributes are fetched for every
  * notification the phone announces (live ones before the PreExisting
- * backlog, after anything the application asked for), and the app's display
- * name once per app and session (never again after the phone answered 0xA2
- * for it), before ANCS_EVENT_READY.
+ * backlog, the backlog newest first, all after anything the application
+ * asked for; not those of hidden_categories, the Silent ones with
+ * skip_silent, nor more of the backlog than max_pre_existing), and the app's
+ * display name once per app and session (never again after the phone
+ * answered 0xA2 for it), before ANCS_EVENT_READY.
  *
  * Storage. The caller owns each instance's storage (an ancs_consumer, e.g. a
  * static or a member of its own connection struct); there are no globals, and
@@ -170,7 +172,17 @@ typedef struct {
     uint32_t probe_interval_s;     /* a quiet session is probed after this long; default 900 */
     uint32_t silence_limit_s;      /* Notification Source silent this long: subscribe again; default 21 600 */
     uint32_t retry_interval_s;     /* what the phone refused is asked again after this long; default 15 */
+    /* What the display fetches (with display_attributes; zero: everything).
+     * A notification not fetched is never READY; it is ADDED, MODIFIED and
+     * REMOVED as any other. */
+    uint32_t hidden_categories;    /* bit n set: CategoryID n is not fetched */
+    bool skip_silent;              /* notifications with ANCS_FLAG_SILENT are not fetched */
+    uint16_t max_pre_existing;     /* at most this many PreExisting fetched per session, the newest
+                                      first; 0: all of them, ANCS_NONE_PRE_EXISTING: none */
 } ancs_consumer_config;
+
+/* max_pre_existing: fetch none of the phone's backlog. */
+#define ANCS_NONE_PRE_EXISTING 0xFFFFu
 
 /* A liveness interval of ancs_consumer_config that is off. */
 #define ANCS_OFF 0xFFFFFFFFu
@@ -368,6 +380,15 @@ ancs_status ancs_consumer_fetch_app_attributes(ancs_consumer *consumer, const ui
 /* ANCS_ACTION_POSITIVE or ANCS_ACTION_NEGATIVE, on a notification of this session that offers it. */
 ancs_status ancs_consumer_perform_action(ancs_consumer *consumer, uint32_t uid, uint8_t action,
                                          uint64_t now_ms, uint32_t *request_id);
+/* An app's display name the firmware kept from an earlier session (as
+ * ANCS_EVENT_APP_ATTRIBUTES told it: store those, e.g. in flash): cached as
+ * if fetched, so the phone is not asked for it again. Give the names at
+ * ANCS_EVENT_SESSION_STARTED (or between sessions): a session's end forgets
+ * them with what it fetched; the cache keeps max_cached_apps, the oldest
+ * dropped. app_identifier and name: bytes without a NUL. No event. */
+ancs_status ancs_consumer_add_app_name(ancs_consumer *consumer, const uint8_t *app_identifier, size_t length,
+                                       const uint8_t *name, size_t name_length);
+
 /* Ends the request with ANCS_ERR_CANCELLED (a response that still comes is consumed). */
 ancs_status ancs_consumer_cancel(ancs_consumer *consumer, uint32_t request_id, uint64_t now_ms);
 

@@ -415,6 +415,10 @@ public func ancsConsumerInit(
     liveness.probeNanoseconds = nanoseconds(settings.probe_interval_s, defaults.probe_interval_s)
     liveness.silenceNanoseconds = nanoseconds(settings.silence_limit_s, defaults.silence_limit_s)
     liveness.retryNanoseconds = nanoseconds(settings.retry_interval_s, defaults.retry_interval_s)
+    // What the display fetches (zero: everything, the whole backlog).
+    liveness.hiddenCategories = CategorySet(rawValue: settings.hidden_categories)
+    liveness.fetchesSilent = !settings.skip_silent
+    if settings.max_pre_existing != 0 { liveness.maximumPreExisting = settings.max_pre_existing == 0xFFFF ? 0 : Int(settings.max_pre_existing) }
     // The storage's previous contents are not looked at (they may be anything).
     let raw = UnsafeMutableRawPointer(storage)
     (raw + instanceOffset).bindMemory(to: Instance.self, capacity: 1).initialize(to: Instance(
@@ -579,6 +583,20 @@ public func ancsConsumerPerformAction(
     let id = pointer.pointee.consumer.performAction(ActionID(rawValue: action), on: NotificationUID(uid), at: time(now), into: &actions)
     requestID?.pointee = id.rawValue
     return finish(pointer, &actions, requestStatus(id, actions))
+}
+
+@_cdecl("ancs_consumer_add_app_name")
+public func ancsConsumerAddAppName(
+    _ storage: UnsafeMutablePointer<ancs_consumer>?, _ identifier: UnsafePointer<UInt8>?, _ length: Int,
+    _ name: UnsafePointer<UInt8>?, _ nameLength: Int
+) -> ancs_status {
+    guard let identifier, length > 0, name != nil || nameLength == 0, nameLength <= 0xFFFF else { return invalidArgument }
+    guard let pointer = instance(storage) else { return storageError }
+    let value = nameLength == 0 ? AttributeValue.empty : AttributeValue(bytes: Array(UnsafeBufferPointer(start: name, count: nameLength)))
+    pointer.pointee.consumer.learn(AppAttributesResponse(
+        appIdentifierBytes: Array(UnsafeBufferPointer(start: identifier, count: length)),
+        attributes: [AppAttribute(.displayName, value)]))
+    return ok
 }
 
 @_cdecl("ancs_consumer_cancel")

@@ -326,6 +326,66 @@ static void test_microcontroller_preset(void) {
     CHECK(ANCS_MICROCONTROLLER_HEAP_BOUND == 24576, "the stated bound");
 }
 
+/* hidden_categories, skip_silent, max_pre_existing: what the display fetches. */
+static void test_display_filters(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.hidden_categories = 1u << 4;  /* Social */
+    c.skip_silent = true;
+    c.max_pre_existing = 3;
+    phone p = { .mtu = 185 };
+    long before = heap_now;
+    start(&H, &p, &c);
+    for (uint32_t uid = 1; uid <= 10; uid++) send_notification(&H, &p, 0, ANCS_FLAG_PRE_EXISTING, 6, uid);
+    send_notification(&H, &p, 0, 0, 4, 11);                /* Social: hidden */
+    send_notification(&H, &p, 0, ANCS_FLAG_SILENT, 6, 12); /* Silent: skipped */
+    send_notification(&H, &p, 0, 0, 6, 13);                /* shown */
+    pump(&H, &p);
+    CHECK(count_events(&H, ANCS_EVENT_ADDED) == 13, "all 13 added: %d", count_events(&H, ANCS_EVENT_ADDED));
+    CHECK(count_events(&H, ANCS_EVENT_READY) == 4, "the live one and 3 of the backlog shown: %d", count_events(&H, ANCS_EVENT_READY));
+    CHECK(find_event(&H, ANCS_EVENT_READY, 13) && find_event(&H, ANCS_EVENT_READY, 10) && find_event(&H, ANCS_EVENT_READY, 9),
+          "the live one and the newest of the backlog");
+    CHECK(!find_event(&H, ANCS_EVENT_READY, 11) && !find_event(&H, ANCS_EVENT_READY, 12) && !find_event(&H, ANCS_EVENT_READY, 5),
+          "not the hidden, the Silent or the older backlog");
+    ancs_consumer_deinit(&H.consumer);
+    CHECK(heap_now == before, "freed");
+}
+
+/* A name kept by the firmware is not asked for again. */
+static void test_app_name_kept(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    phone p = { .mtu = 185 };
+    start(&H, &p, &c);
+    const char *name = "Messages (kept)";
+    CHECK(ancs_consumer_add_app_name(&H.consumer, NULL, 3, NULL, 0) == ANCS_ERR_INVALID_ARGUMENT, "NULL identifier");
+    int before_writes = H.writes_total;
+    send_notification(&H, &p, 0, 0, 4, 7);
+    pump(&H, &p);
+    seen_event *ready = find_event(&H, ANCS_EVENT_READY, 7);
+    CHECK(ready && ready->has_app_name, "shown with a name");
+    int asked = H.writes_total - before_writes;
+    char app[64] = "";
+    if (ready) memcpy(app, ready->app_identifier, sizeof app);
+    CHECK(app[0] != 0, "its AppIdentifier");
+    /* again in a new session, with the name given at its start */
+    ancs_consumer_link_down(&H.consumer, p.now);
+    H.event_count = 0;
+    CHECK(ancs_consumer_link_up(&H.consumer, p.mtu, p.now) == ANCS_OK, "link up again");
+    ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_OK, p.now);
+    ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, p.now);
+    pump(&H, &p);  /* the new session's probe, answered */
+    CHECK(ancs_consumer_add_app_name(&H.consumer, (const uint8_t *)app, strlen(app), (const uint8_t *)name, strlen(name)) == ANCS_OK,
+          "added");
+    before_writes = H.writes_total;
+    send_notification(&H, &p, 0, 0, 4, 12);  /* the same app as 7's (the phone's apps go by UID modulo 5) */
+    pump(&H, &p);
+    ready = find_event(&H, ANCS_EVENT_READY, 12);
+    CHECK(ready && ready->has_app_name && strcmp(ready->app_name, name) == 0, "the kept name: %s", ready ? ready->app_name : "none");
+    CHECK(H.writes_total - before_writes == asked - 1, "one write fewer: %d then %d", asked, H.writes_total - before_writes);
+    ancs_consumer_deinit(&H.consumer);
+}
+
 static void test_defaults(void) {
     ancs_consumer_config c;
     ancs_consumer_config_default(&c);
@@ -726,6 +786,8 @@ int main(void) {
         { "storage and arguments", test_storage_and_arguments },
         { "defaults", test_defaults },
         { "the microcontroller preset", test_microcontroller_preset },
+        { "hidden categories, Silent skipped, the backlog's cap", test_display_filters },
+        { "an app's name kept by the firmware", test_app_name_kept },
         { "a zero-initialised configuration works as the defaults", test_zero_configuration },
         { "ready to show, a response split one byte at a time", test_ready_one_byte_at_a_time },
         { "a value cut inside a UTF-8 sequence", test_cut_inside_utf8 },
