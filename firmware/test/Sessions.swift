@@ -84,20 +84,8 @@ func runConsumerSession(_ log: inout Log) -> SessionFigures {
 
     let inputs = SessionInputs(mtu23: mtu23, mail: mail, expectedSMS: expectedSMS, expectedMail: expectedMail, eager: eager,
                                smsApp: smsApp, preExisting: preExisting, appAnswer: appAnswer, call: call, callGone: callGone)
-    fwStackMark()
-    let baseline = fwHeapMark()
-    let requestedBaseline = fwHeapRequested()
-    let allocationsBefore = fwHeapAllocations()
-    let start = fwInstructions()
     var heard = EventCount()
-    consumerSessionSteps(inputs, &heard, &log)
-    var figures = SessionFigures()
-    figures.instructions = Int(truncatingIfNeeded: fwInstructions() &- start)
-    figures.heapPeak = fwHeapPeak() - baseline
-    figures.heapRequestedPeak = fwHeapRequestedPeak() - requestedBaseline
-    figures.stackPeak = fwStackPeak()
-    figures.allocations = fwHeapAllocations() - allocationsBefore
-    log.check(fwHeapInUse() == baseline, "no heap left in use after the session (\(fwHeapInUse() - baseline) B)")
+    let figures = measured("", &log) { log in consumerSessionSteps(inputs, &heard, &log) }
     // The phone's bytes stay allocated until here, so the peak is the session's alone.
     withExtendedLifetime(inputs) {}
     log.check(heard.added == 2 && heard.attributes == 1 && heard.removed == 1,
@@ -295,15 +283,26 @@ func runLoopbackSession(_ log: inout Log) -> SessionFigures {
     let date = ANCSDate(year: 2014, month: 3, day: 22, hour: 15, minute: 42, second: 0)
     // 20 ASCII bytes, then a bicycle: the notification boundary falls inside it.
     let text = "Running late, sorry \u{1F6B2} see you at the café"
+    return measured("", &log) { log in loopbackSteps(text: text, date: date, &log) }
+}
+
+/// Runs `steps` with the heap, the stack and the instruction counter
+/// measured from their start, and checks that they left no heap in use
+/// (`what` begins that check's line).
+func measured(_ what: String, _ log: inout Log, _ steps: (inout Log) -> Void) -> SessionFigures {
     fwStackMark()
     let baseline = fwHeapMark()
+    let requestedBaseline = fwHeapRequested()
+    let allocationsBefore = fwHeapAllocations()
     let start = fwInstructions()
-    loopbackSteps(text: text, date: date, &log)
+    steps(&log)
     var figures = SessionFigures()
     figures.instructions = Int(truncatingIfNeeded: fwInstructions() &- start)
     figures.heapPeak = fwHeapPeak() - baseline
+    figures.heapRequestedPeak = fwHeapRequestedPeak() - requestedBaseline
     figures.stackPeak = fwStackPeak()
-    log.check(fwHeapInUse() == baseline, "no heap left in use after the session (\(fwHeapInUse() - baseline) B)")
+    figures.allocations = fwHeapAllocations() - allocationsBefore
+    log.check(fwHeapInUse() == baseline, "\(what)no heap left in use after the session (\(fwHeapInUse() - baseline) B)")
     return figures
 }
 

@@ -49,20 +49,8 @@ func longestResponse(to command: [UInt8], unlimited: Int) -> [UInt8]? {
 
 func runWorstCaseSession(_ log: inout Log) -> SessionFigures {
     print("Worst case under the microcontroller preset: 40 notifications from 40 apps, every value as long as accepted, 4 application requests waiting")
-    fwStackMark()
-    let baseline = fwHeapMark()
-    let requestedBaseline = fwHeapRequested()
-    let allocationsBefore = fwHeapAllocations()
-    let start = fwInstructions()
     var shown = 0, named = 0, answered = 0
-    worstCaseSteps(&shown, &named, &answered, &log)
-    var figures = SessionFigures()
-    figures.instructions = Int(truncatingIfNeeded: fwInstructions() &- start)
-    figures.heapPeak = fwHeapPeak() - baseline
-    figures.heapRequestedPeak = fwHeapRequestedPeak() - requestedBaseline
-    figures.stackPeak = fwStackPeak()
-    figures.allocations = fwHeapAllocations() - allocationsBefore
-    log.check(fwHeapInUse() == baseline, "worst case: no heap left in use after the session (\(fwHeapInUse() - baseline) B)")
+    let figures = measured("worst case: ", &log) { log in worstCaseSteps(&shown, &named, &answered, &log) }
     log.check(shown >= 16 && named == 40 && answered == 4,
               "worst case: \(shown) notifications shown, \(named) app names fetched, \(answered) application requests answered")
     log.check(figures.heapPeak <= worstCaseHeapBound,
