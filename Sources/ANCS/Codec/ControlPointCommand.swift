@@ -20,6 +20,23 @@ public struct NotificationAttributeRequest: Hashable, Sendable, CustomStringConv
         if let maxLength { return "\(id)(max \(maxLength))" }
         return id.description
     }
+
+    /// Its bytes in a command: the AttributeID, then the max length when it has one.
+    var encodedLength: Int { maxLength == nil ? 1 : 3 }
+
+    /// Writes its bytes at `index` of `bytes` and returns where the next
+    /// attribute goes: the one writer of this layout (`ControlPointCommand`,
+    /// and the C API's encoder into a caller's buffer).
+    func write(to bytes: UnsafeMutablePointer<UInt8>, at index: Int) -> Int {
+        bytes[index] = id.rawValue
+        var next = index + 1
+        if let maxLength {
+            bytes[next] = UInt8(truncatingIfNeeded: maxLength)
+            bytes[next + 1] = UInt8(truncatingIfNeeded: maxLength >> 8)
+            next += 2
+        }
+        return next
+    }
 }
 
 /// Get Notification Attributes (CommandID 0).
@@ -113,7 +130,7 @@ public enum ControlPointCommand: Hashable, Sendable {
         switch self {
         case .getNotificationAttributes(let command):
             var tuples = 0
-            for attribute in command.attributes { tuples += attribute.maxLength == nil ? 1 : 3 }
+            for attribute in command.attributes { tuples += attribute.encodedLength }
             return 5 + tuples
         case .getAppAttributes(let command):
             return 2 + command.appIdentifierBytes.count + command.attributes.count
@@ -137,15 +154,7 @@ public enum ControlPointCommand: Hashable, Sendable {
             case .getNotificationAttributes(let command):
                 storeUInt32LE(command.notificationUID.rawValue, at: bytes + 1)
                 index = 5
-                for attribute in command.attributes {
-                    bytes[index] = attribute.id.rawValue
-                    index += 1
-                    if let maxLength = attribute.maxLength {
-                        bytes[index] = UInt8(truncatingIfNeeded: maxLength)
-                        bytes[index + 1] = UInt8(truncatingIfNeeded: maxLength >> 8)
-                        index += 2
-                    }
-                }
+                for attribute in command.attributes { index = attribute.write(to: bytes, at: index) }
             case .getAppAttributes(let command):
                 for byte in command.appIdentifierBytes {
                     bytes[index] = byte

@@ -383,7 +383,7 @@ public struct Consumer: Sendable {
 
     /// The cached display name of the app whose AppIdentifier has exactly these bytes.
     public func displayName(ofAppBytes appIdentifier: [UInt8]) -> AttributeValue? {
-        cachedApp(appIdentifierBytes: appIdentifier)?[.displayName]
+        session.displayName(ofAppBytes: appIdentifier)
     }
 
     // MARK: - Link and session inputs

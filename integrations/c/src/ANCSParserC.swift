@@ -193,7 +193,7 @@ public func ancsEncodeGetNotificationAttributes(
     guard let attributes, count > 0 else { return code(Int32(ANCS_ERR_ENCODING)) }
     var needed = 5
     for index in 0..<count {
-        needed += request(attributes[index]).maxLength == nil ? 1 : 3
+        needed += request(attributes[index]).encodedLength
         if needed > ControlPointCommand.maximumLength { break }
     }
     let status = room(needed, buffer, capacity, length)
@@ -201,16 +201,7 @@ public func ancsEncodeGetNotificationAttributes(
     buffer[0] = CommandID.getNotificationAttributes.rawValue
     storeUInt32LE(uid, at: buffer + 1)
     var index = 5
-    for item in 0..<count {
-        let attribute = request(attributes[item])
-        buffer[index] = attribute.id.rawValue
-        index += 1
-        if let maxLength = attribute.maxLength {
-            buffer[index] = UInt8(truncatingIfNeeded: maxLength)
-            buffer[index + 1] = UInt8(truncatingIfNeeded: maxLength >> 8)
-            index += 2
-        }
-    }
+    for item in 0..<count { index = request(attributes[item]).write(to: buffer, at: index) }
     length.pointee = index
     return status
 }
