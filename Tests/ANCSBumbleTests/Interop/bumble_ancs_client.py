@@ -269,8 +269,10 @@ async def known_bugs(client, events, step):
     """Each step passes when the bug shows: the client hangs (no answer
     within 3 s) or refuses, where a correct client would answer."""
     refused = []
+    during_start = []
 
     def early(notification):
+        during_start.append(notification.notification_uid)
         # What an application naturally does: ask for attributes on each event.
         # PreExisting events arrive as soon as NS is subscribed, inside start().
         async def fetch():
@@ -285,6 +287,11 @@ async def known_bugs(client, events, step):
 
     async def pre_existing_before_start():
         await asyncio.sleep(0.5)
+        # The bug needs the PreExisting events to arrive while start() still
+        # runs; on a loaded machine they may come after it returned, and then
+        # this run cannot show it (nothing to judge, not a failure).
+        if not during_start:
+            return 'not reproduced in this run: no PreExisting event arrived during start()'
         check(refused, 'attributes of PreExisting notifications could be fetched during start()')
         return f'known bug shown: {len(refused)} fetches in PreExisting handlers refused ({refused[0]!r})'
     await step('known bug: PreExisting before start() completes', pre_existing_before_start(), 5)
