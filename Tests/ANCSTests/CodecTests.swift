@@ -268,7 +268,7 @@ struct CodecTests {
         other[2] ^= 0x01
         let events = reassemble(request, [other])
         guard case .failed(1, let error)? = events.first else { Issue.record("events \(events)"); return }
-        #expect(error.reason == .wrongAppIdentifier(expected: identifier))
+        #expect(error.reason == .wrongAppIdentifier)
         #expect(error.offset == 2)
         #expect(events.count == 1)
     }

@@ -137,7 +137,7 @@ extension ConsumerTests {
 
         let wrong = deliver(displayNameResponse("com.apple.mobilemaik", "Mail"), to: &consumer)
         let error = try #require(invalidResponse(results(wrong, for: mail)))
-        #expect(error.reason == .wrongAppIdentifier(expected: mailApp))
+        #expect(error.reason == .wrongAppIdentifier)
         #expect(consumer.displayName(of: mailApp) == nil)
 
         let right = deliver(displayNameResponse(phoneApp, "Phone"), to: &consumer)

@@ -20,55 +20,28 @@ public struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible 
         case unsolicitedResponse
         case wrongCommandID(expected: CommandID, actual: CommandID)
         case wrongNotificationUID(expected: NotificationUID, actual: NotificationUID)
-        case wrongAppIdentifier(expected: String)
+        /// A Get App Attributes response for another AppIdentifier than the
+        /// request's (the offset is its first differing byte). The request's
+        /// own is not repeated here: the caller has it, and a copy would be
+        /// the only allocation of a failed response (none in firmware).
+        case wrongAppIdentifier
         case unexpectedAttribute(expected: UInt8, actual: UInt8)
         case valueTooLong(attribute: UInt8, length: Int, maxLength: Int)
         case incomplete(expectedTuples: Int, receivedTuples: Int)
     }
 
-    /// The reason as found. A wrong AppIdentifier keeps the expected one's
-    /// bytes and becomes text only when `reason` is read, so a firmware that
-    /// never reads it links no UTF-8 decoding.
-    enum Detail: Sendable {
-        case reason(Reason)
-        case wrongAppIdentifier(expected: [UInt8])
-    }
-    var detail: Detail
+    public var reason: Reason
     public var offset: Int
 
-    public var reason: Reason {
-        get {
-            switch detail {
-            case .reason(let reason): return reason
-            case .wrongAppIdentifier(let expected): return .wrongAppIdentifier(expected: String(decoding: expected, as: UTF8.self))
-            }
-        }
-        set { detail = .reason(newValue) }
-    }
-
     public init(_ reason: Reason, at offset: Int) {
-        self.detail = .reason(reason)
+        self.reason = reason
         self.offset = offset
-    }
-
-    init(wrongAppIdentifier expected: [UInt8], at offset: Int) {
-        self.detail = .wrongAppIdentifier(expected: expected)
-        self.offset = offset
-    }
-
-    public static func == (lhs: DecodingError, rhs: DecodingError) -> Bool {
-        lhs.offset == rhs.offset && lhs.reason == rhs.reason
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(reason)
-        hasher.combine(offset)
     }
 
     /// The ANCS error an NP answers a Control Point write with when its
     /// decoding failed this way: unknown command → 0xA0, anything else → 0xA1.
     public var controlPointErrorCode: ATTErrorCode {
-        if case .reason(.unknownCommand) = detail { return .unknownCommand }
+        if case .unknownCommand = reason { return .unknownCommand }
         return .invalidCommand
     }
 
@@ -96,8 +69,8 @@ public struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible 
             return "response has CommandID \(actual.rawValue), the request was \(expected) (\(expected.rawValue))"
         case .wrongNotificationUID(let expected, let actual):
             return "response is for notification uid \(actual), the request asked for uid \(expected)"
-        case .wrongAppIdentifier(let expected):
-            return "response is for another AppIdentifier than the requested \"\(expected)\""
+        case .wrongAppIdentifier:
+            return "response is for another AppIdentifier than the request's"
         case .unexpectedAttribute(let expected, let actual):
             return "tuple for attribute \(actual) where the request asked for attribute \(expected) next"
         case .valueTooLong(let attribute, let length, let maxLength):

@@ -137,7 +137,7 @@ public struct DataSourceParser: Sendable {
                     }
                 } else if byte != command[cursor] {
                     // Another app's response (or a cut AppIdentifier): frame it to its NUL.
-                    fail(DecodingError(wrongAppIdentifier: Array(command[1..<(headerCount - 1)]), at: cursor), handler)
+                    fail(DecodingError(.wrongAppIdentifier, at: cursor), handler)
                     cursor = headerCount
                     phase = byte == 0 ? .attributeID : .skippingAppIdentifier
                     break

@@ -465,7 +465,7 @@ public struct DataSourceReassembler: Sendable {
                 phase = .collectingUID
             }
         } else {
-            fail(DecodingError(wrongAppIdentifier: request.appIdentifierBytes ?? [], at: position), handler)
+            fail(.wrongAppIdentifier, at: position, handler)
             if byte == 0 { startTuples(handler) } else { phase = .skippingAppIdentifier }
         }
     }

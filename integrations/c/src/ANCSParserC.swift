@@ -44,56 +44,51 @@ private func code(_ value: Int32) -> ancs_status { ancs_status(value) }
 private func cError(_ error: DecodingError) -> ancs_decode_error {
     var result = ancs_decode_error()
     result.offset = error.offset
-    switch error.detail {
+    switch error.reason {
+    case .notificationSourceLength(let actual):
+        result.reason = ANCS_DECODE_NOTIFICATION_SOURCE_LENGTH
+        result.actual = UInt32(clamping: actual)
+    case .emptyCommand:
+        result.reason = ANCS_DECODE_EMPTY_COMMAND
+    case .unknownCommand(let id):
+        result.reason = ANCS_DECODE_UNKNOWN_COMMAND
+        result.actual = UInt32(id.rawValue)
+    case .truncated:
+        result.reason = ANCS_DECODE_TRUNCATED
+    case .missingMaxLength(let id):
+        result.reason = ANCS_DECODE_MISSING_MAX_LENGTH
+        result.attribute = id.rawValue
+    case .missingNULTerminator:
+        result.reason = ANCS_DECODE_MISSING_NUL_TERMINATOR
+    case .noAttributesRequested:
+        result.reason = ANCS_DECODE_NO_ATTRIBUTES_REQUESTED
+    case .wrongCommandID(let expected, let actual):
+        result.reason = ANCS_DECODE_WRONG_COMMAND_ID
+        result.expected = UInt32(expected.rawValue)
+        result.actual = UInt32(actual.rawValue)
+    case .wrongNotificationUID(let expected, let actual):
+        result.reason = ANCS_DECODE_WRONG_NOTIFICATION_UID
+        result.expected = expected.rawValue
+        result.actual = actual.rawValue
     case .wrongAppIdentifier:
         result.reason = ANCS_DECODE_WRONG_APP_IDENTIFIER
-    case .reason(let reason):
-        switch reason {
-        case .notificationSourceLength(let actual):
-            result.reason = ANCS_DECODE_NOTIFICATION_SOURCE_LENGTH
-            result.actual = UInt32(clamping: actual)
-        case .emptyCommand:
-            result.reason = ANCS_DECODE_EMPTY_COMMAND
-        case .unknownCommand(let id):
-            result.reason = ANCS_DECODE_UNKNOWN_COMMAND
-            result.actual = UInt32(id.rawValue)
-        case .truncated:
-            result.reason = ANCS_DECODE_TRUNCATED
-        case .missingMaxLength(let id):
-            result.reason = ANCS_DECODE_MISSING_MAX_LENGTH
-            result.attribute = id.rawValue
-        case .missingNULTerminator:
-            result.reason = ANCS_DECODE_MISSING_NUL_TERMINATOR
-        case .noAttributesRequested:
-            result.reason = ANCS_DECODE_NO_ATTRIBUTES_REQUESTED
-        case .wrongCommandID(let expected, let actual):
-            result.reason = ANCS_DECODE_WRONG_COMMAND_ID
-            result.expected = UInt32(expected.rawValue)
-            result.actual = UInt32(actual.rawValue)
-        case .wrongNotificationUID(let expected, let actual):
-            result.reason = ANCS_DECODE_WRONG_NOTIFICATION_UID
-            result.expected = expected.rawValue
-            result.actual = actual.rawValue
-        case .wrongAppIdentifier:
-            result.reason = ANCS_DECODE_WRONG_APP_IDENTIFIER
-        case .unexpectedAttribute(let expected, let actual):
-            result.reason = ANCS_DECODE_UNEXPECTED_ATTRIBUTE
-            result.expected = UInt32(expected)
-            result.actual = UInt32(actual)
-        case .valueTooLong(let attribute, let length, let maxLength):
-            result.reason = ANCS_DECODE_VALUE_TOO_LONG
-            result.attribute = attribute
-            result.actual = UInt32(clamping: length)
-            result.expected = UInt32(clamping: maxLength)
-        case .incomplete(let expected, let received):
-            result.reason = ANCS_DECODE_INCOMPLETE
-            result.expected = UInt32(clamping: expected)
-            result.actual = UInt32(clamping: received)
-        case .performActionLength, .unsolicitedResponse:
-            // Errors of a Perform Notification Action's decoding and of the
-            // reassembler: none of these functions meets them.
-            result.reason = ANCS_DECODE_NONE
-        }
+    case .unexpectedAttribute(let expected, let actual):
+        result.reason = ANCS_DECODE_UNEXPECTED_ATTRIBUTE
+        result.expected = UInt32(expected)
+        result.actual = UInt32(actual)
+    case .valueTooLong(let attribute, let length, let maxLength):
+        result.reason = ANCS_DECODE_VALUE_TOO_LONG
+        result.attribute = attribute
+        result.actual = UInt32(clamping: length)
+        result.expected = UInt32(clamping: maxLength)
+    case .incomplete(let expected, let received):
+        result.reason = ANCS_DECODE_INCOMPLETE
+        result.expected = UInt32(clamping: expected)
+        result.actual = UInt32(clamping: received)
+    case .performActionLength, .unsolicitedResponse:
+        // Errors of a Perform Notification Action's decoding and of the
+        // reassembler: none of these functions meets them.
+        result.reason = ANCS_DECODE_NONE
     }
     return result
 }
@@ -297,35 +292,6 @@ public func ancsParserBegin(
     }
 }
 
-/// Where the AppIdentifier of a Get App Attributes response first differs
-/// from the command's, in `fragment` from `index`; nil when it does not
-/// there (or the parser is past it, or the command asks for a notification).
-///
-/// DataSourceParser.feed reports a wrong AppIdentifier with an error that
-/// holds a copy of the expected one, made on the heap. The C API compares
-/// these bytes first, and ancsParserFeed reports the difference itself and
-/// moves the parser on as feed does (`wrongAppIdentifier` at the same offset,
-/// the response framed to its NUL): the core never makes that error here,
-/// and nothing is allocated.
-private func appIdentifierDifference(
-    _ parser: DataSourceParser, _ fragment: UnsafeRawBufferPointer, from index: Int, _ command: UnsafeRawBufferPointer
-) -> Int? {
-    guard parser.phase == .header, command[0] == CommandID.getAppAttributes.rawValue else { return nil }
-    var at = index, cursor = parser.cursor
-    if cursor == 0 {
-        // The CommandID: a wrong one is the core's to report (no copy).
-        guard at < fragment.count, fragment[at] == command[0] else { return nil }
-        at += 1
-        cursor = 1
-    }
-    while at < fragment.count && cursor < parser.headerCount {
-        if fragment[at] != command[cursor] { return at }
-        at += 1
-        cursor += 1
-    }
-    return nil
-}
-
 @_cdecl("ancs_parser_feed")
 public func ancsParserFeed(
     _ storage: UnsafeMutablePointer<ancs_parser>?, _ command: UnsafePointer<UInt8>?, _ commandLength: Int,
@@ -365,27 +331,7 @@ public func ancsParserFeed(
     }
     let bytes = UnsafeRawBufferPointer(start: fragment, count: length)
     let commandBytes = UnsafeRawBufferPointer(start: command, count: commandLength)
-    var index = 0, consumed = 0
-    while true {
-        let difference = appIdentifierDifference(pointer.pointee.parser, bytes, from: index, commandBytes)
-        let part = UnsafeRawBufferPointer(rebasing: bytes[index..<(difference ?? length)])
-        consumed += pointer.pointee.parser.feed(part, answering: commandBytes, handle)
-        guard let difference else { break }
-        // The bytes before it matched: all taken, the parser is at the
-        // differing byte. What DataSourceParser.feed does there:
-        let byte = bytes[difference]
-        var event = ancs_parser_event()
-        event.type = ANCS_PARSER_FAILED
-        event.error.reason = ANCS_DECODE_WRONG_APP_IDENTIFIER
-        event.error.offset = pointer.pointee.parser.cursor
-        withUnsafePointer(to: &event) { callback(context, $0) }
-        pointer.pointee.parser.failed = true
-        pointer.pointee.parser.cursor = pointer.pointee.parser.headerCount
-        pointer.pointee.parser.phase = byte == 0 ? .attributeID : .skippingAppIdentifier
-        pointer.pointee.parser.offset += 1
-        consumed += 1
-        index = difference + 1
-    }
+    let consumed = pointer.pointee.parser.feed(bytes, answering: commandBytes, handle)
     pointer.pointee.valueOffset = valueOffset
     pointer.pointee.busy = false
     return consumed
