@@ -2,7 +2,8 @@
 // broken NP, a flaky link and a busy application.
 //
 //   byte 0   pipeliningDepth 1…3 (b % 3 + 1); bit 2: eager attributes; bit 3: no eager app names;
-//            bit 4: liveness off (else probe 3 s, silence limit 20 s, retry 1 s)
+//            bit 4: liveness off (else probe 3 s, silence limit 20 s, retry 1 s);
+//            bit 5: the display's filters (app "a", Social, Silent, the backlog past 2)
 //   byte 1   unlimitedValueLength: 0 → 64, else the byte
 //   then, repeated: an op byte (op % 16) and its operands
 //    0 linkUp(mtu 23 + b)            1 Data Source subscribed (result b)
@@ -21,7 +22,8 @@
 // on a link that stays up (a write whose result never comes holds the link
 // for one request timeout after it was issued, or until the link drops);
 // with eager attributes, ready at most once per notification and session
-// and only for a notification in the model, updated only after ready; every request ends exactly once, and all of them by
+// and only for a notification in the model, updated only after ready,
+// hidden only with a filter and for a notification in the model; every request ends exactly once, and all of them by
 // the end of their session; a successful fetch answers its request and
 // completes in the session it was made in, while it lasts (nothing of a
 // previous session survives); at a session's start and end the model and
@@ -50,6 +52,14 @@ func runConsumer(_ input: FuzzInput) {
     configuration.probeInterval = setup & 16 == 0 ? .seconds(3) : .zero
     configuration.silenceLimit = setup & 16 == 0 ? .seconds(20) : .zero
     configuration.retryInterval = setup & 16 == 0 ? .seconds(1) : .zero
+    // The display's filters (bit 5): an app, a category, Silent ones, the backlog past 2.
+    let hides = setup & 32 != 0
+    if hides {
+        configuration.hide(app: "a")
+        configuration.hiddenCategories = [.social]
+        configuration.fetchesSilent = false
+        configuration.maximumPreExisting = 2
+    }
     var consumer = Consumer(configuration: configuration)
     let texts: [[UInt8]] = [[], Array("com.apple.MobileSMS".utf8), Array("On my way — 5 min 🚲".utf8), Array(repeating: 0x41, count: 300)]
     let apps = ["com.apple.mobilemail", "a", "", "a\u{0}b", String(repeating: "x", count: 600)]
@@ -136,6 +146,9 @@ func runConsumer(_ input: FuzzInput) {
                 check(shown.contains(n.uid), "updated before ready for \(n.uid)")
             case .displayFailed:
                 check(inSession, "displayFailed outside a session")
+            case .hidden(let uid):
+                check(inSession && (endsSession || consumer.notification(uid) != nil), "hidden outside a session or for a notification not in the model")
+                check(hides, "hidden without a filter")
             case .unknownEvent, .protocolError, .dataSourceUnavailable:
                 break
             case .health(let state):

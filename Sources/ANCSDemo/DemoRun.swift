@@ -69,6 +69,8 @@ public final class DemoRun: @unchecked Sendable {
         public var depth = 1
         public var notifications = 0
         public var shown = 0
+        /// Notifications the configuration's filters left unfetched (`.hidden`).
+        public var hidden = 0
         public var requests = 0
         public var failedRequests = 0
         public var appNameFetches = 0
@@ -85,7 +87,8 @@ public final class DemoRun: @unchecked Sendable {
         public var readiness = Readiness()
 
         public var line: String {
-            var text = "demo: \(notifications) notifications, \(shown) shown, \(requests) requests (\(failedRequests) failed), "
+            var text = "demo: \(notifications) notifications, \(shown) shown, "
+                + (hidden > 0 ? "\(hidden) hidden, " : "") + "\(requests) requests (\(failedRequests) failed), "
                 + "\(counters.connectionEvents) connection events, \(counters.bytesOnAir) bytes on air, \(seconds(simulated)) s simulated"
             text += "; \(policy.rawValue), depth \(depth)"
             if readiness.count > 0 {
@@ -139,6 +142,8 @@ public final class DemoRun: @unchecked Sendable {
     /// Presses waiting for their notification to be shown (a person acts on what they see).
     var seenWaiters: [NotificationUID: [CheckedContinuation<Bool, Never>]] = [:]
     var seen: Set<NotificationUID> = []
+    /// Hidden by the configuration's filters, in this session: never to be shown.
+    var hidden: Set<NotificationUID> = []
     /// Notifications the phone's scenario removed while the accessory had
     /// not shown them, by UID, with their title: dropped again if they are
     /// shown after all (a response already on its way). Memory: only those.
@@ -273,7 +278,7 @@ public final class DemoRun: @unchecked Sendable {
             if let uid = uidsByKey[key + suffix] {
                 let title = await provider.notificationCenter[uid]?.title ?? key
                 try? await provider.remove(uid)
-                if !seen.contains(uid) { removedUnshown[uid] = title }
+                if !seen.contains(uid) && !hidden.contains(uid) { removedUnshown[uid] = title }
             }
         case .act(let key, let action):
             guard let uid = uidsByKey[key + suffix] else { return }
@@ -337,6 +342,7 @@ public final class DemoRun: @unchecked Sendable {
     /// Waits until the notification has been shown; false if it went away first.
     func shown(_ uid: NotificationUID) async -> Bool {
         if seen.contains(uid) { return true }
+        if hidden.contains(uid) { return false }
         return await withCheckedContinuation { seenWaiters[uid, default: []].append($0) }
     }
 
@@ -366,6 +372,12 @@ public final class DemoRun: @unchecked Sendable {
                 waiting.removeValue(forKey: notification.uid)
                 models.removeValue(forKey: notification.uid)
                 emit(.removed(notification, title: titles.removeValue(forKey: notification.uid) ?? "uid \(notification.uid)"))
+            case .hidden(let uid):
+                // Not fetched, by the configuration's choice: settled, never shown
+                // (a press on it is dropped, as for one gone before it was seen).
+                if waiting.removeValue(forKey: uid) != nil { summary.hidden += 1 }
+                hidden.insert(uid)
+                markSeen(uid, false)
             case .sessionStarted:
                 sessionOver = false
             case .appAttributes(let response):
@@ -377,6 +389,7 @@ public final class DemoRun: @unchecked Sendable {
                 // UIDs mean nothing after a session; a press waiting for one is dropped.
                 for uid in seenWaiters.keys.sorted(by: { $0.rawValue < $1.rawValue }) { markSeen(uid, false) }
                 seen.removeAll()
+                hidden.removeAll()
                 appNamesFetched.removeAll()
                 waiting.removeAll()
                 models.removeAll()

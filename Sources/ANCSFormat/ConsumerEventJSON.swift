@@ -72,6 +72,8 @@ extension ANCSJSON {
             return .object(members)
         case .displayFailed(let uid, let error):
             return .object([("event", .string("displayFailed")), ("uid", .integer(Int(uid.rawValue))), ("error", .string(error.description))])
+        case .hidden(let uid):
+            return .object([("event", .string("hidden")), ("uid", .integer(Int(uid.rawValue)))])
         case .health(let health):
             return .object([("event", .string("health"))] + healthMembers(health))
         }

@@ -50,6 +50,8 @@ public struct ANCSTrafficLog: Sendable {
             logger.debug("notification \(n.uid) ready to show (app name \(appName.map(show) ?? "none"))")
         case .displayFailed(let uid, let error):
             logger.notice("notification \(uid) could not be fetched: \(error)")
+        case .hidden(let uid):
+            logger.debug("notification \(uid) hidden: not fetched (the configuration's filters)")
         case .health(let health):
             logger.notice("health: \(health.identifier)\(health.remedy.map { " (\($0))" } ?? "")")
         }

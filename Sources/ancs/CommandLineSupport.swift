@@ -412,3 +412,44 @@ extension ANCSTrafficLog {
         if case .consumer(let event) = event { log(event) }
     }
 }
+
+/// What the display leaves unfetched, as `demo` and `listen` take it
+/// (`ConsumerConfiguration.hiddenApps`, `hiddenCategories`, `fetchesSilent`,
+/// `maximumPreExisting`): such notifications are never shown, and cost no
+/// fetch beyond, for a hidden app, their AppIdentifier.
+struct DisplayFilterOptions: ParsableArguments {
+    @Option(name: .customLong("hide-app"), help: ArgumentHelp(
+        "Do not fetch or show this app's notifications (its AppIdentifier, e.g. com.facebook.Facebook); may be repeated.",
+        valueName: "app-identifier"))
+    var hiddenApps: [String] = []
+    @Option(name: .customLong("hide-category"), help: ArgumentHelp(
+        "Do not fetch or show notifications of this category (other, incomingCall, missedCall, voicemail, social, schedule, email, news, healthAndFitness, businessAndFinance, location, entertainment, or a number 0–31); may be repeated.",
+        valueName: "category"), transform: DisplayFilterOptions.category)
+    var hiddenCategories: [CategoryID] = []
+    @Flag(help: "Do not fetch or show Silent notifications.") var skipSilent = false
+    @Option(help: "Fetch and show at most this many of the notifications the phone held at connection, the newest first.")
+    var maxBacklog: Int?
+
+    func validate() throws {
+        if let maxBacklog, maxBacklog < 0 { throw ValidationError("--max-backlog must be 0 or more, got \(maxBacklog)") }
+        if let empty = hiddenApps.firstIndex(where: \.isEmpty) {
+            throw ValidationError("--hide-app needs an AppIdentifier (occurrence \(empty + 1) is empty)")
+        }
+    }
+
+    /// A category by its name (as `ancs decode` prints it, in any case) or number.
+    static func category(_ text: String) throws -> CategoryID {
+        if let number = UInt8(text), number < 32 { return CategoryID(rawValue: number) }
+        for raw in UInt8(0)..<32 where CategoryID(rawValue: raw).name?.lowercased() == text.lowercased() {
+            return CategoryID(rawValue: raw)
+        }
+        throw ValidationError("unknown category '\(text)': a name (social, email, news, ...) or a number 0–31")
+    }
+
+    func apply(to configuration: inout ConsumerConfiguration) {
+        for app in hiddenApps { configuration.hide(app: app) }
+        configuration.hiddenCategories = CategorySet(hiddenCategories)
+        configuration.fetchesSilent = !skipSilent
+        if let maxBacklog { configuration.maximumPreExisting = maxBacklog }
+    }
+}

@@ -78,8 +78,8 @@ final class ConsumerView: @unchecked Sendable {
             line("  unknown event \(event.eventID) for uid \(event.notificationUID)")
         case .health(let health):
             statusLine(Self.healthLine(health))
-        case .added, .modified, .attributes, .appAttributes, .completed, .ready, .updated, .displayFailed:
-            break  // shown once ready (the client tells it); requests report themselves (`completed`)
+        case .added, .modified, .attributes, .appAttributes, .completed, .ready, .updated, .displayFailed, .hidden:
+            break  // shown once ready (the client tells it), or never (hidden); requests report themselves (`completed`)
         }
     }
 

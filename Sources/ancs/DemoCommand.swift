@@ -24,6 +24,7 @@ struct DemoCommand: AsyncParsableCommand {
     var policy: DemoRun.FetchPolicy = .eager
     @Option(help: "Pipelining depth: Control Point commands whose response may be outstanding at once.") var depth: Int = 1
 
+    @OptionGroup(title: "What is shown") var filters: DisplayFilterOptions
     @OptionGroup var logging: LoggingOptions
 
     typealias FetchPolicy = DemoRun.FetchPolicy
@@ -37,7 +38,9 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let linkConfiguration = SimulatedLink.Configuration(mtu: mtu, connectionInterval: .microseconds(Int64(interval * 1000)))
-        let demo = DemoRun(scenario: .standard, link: linkConfiguration, consumer: ConsumerConfiguration(pipeliningDepth: depth),
+        var consumer = ConsumerConfiguration(pipeliningDepth: depth)
+        filters.apply(to: &consumer)
+        let demo = DemoRun(scenario: .standard, link: linkConfiguration, consumer: consumer,
                            policy: policy, repetitions: rounds)
         let view = DemoView(json: json, mtu: mtu, interval: interval, policy: policy, depth: depth)
         let log = logging.trafficLog(label: "ancs.demo")

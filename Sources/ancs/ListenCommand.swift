@@ -54,6 +54,7 @@ struct ListenCommand: AsyncParsableCommand {
     @Option(help: "Seconds a request (and the probe) waits for the phone's answer.") var requestTimeout: Double = 35
     @Flag(help: "Print one JSON object per consumer event (the shape of `ancs demo --json`); status goes to stderr.") var json = false
     @Flag(help: "Also show each notification on the desktop (org.freedesktop.Notifications), its actions as buttons.") var notify = false
+    @OptionGroup(title: "What is shown") var filters: DisplayFilterOptions
     @OptionGroup var logging: LoggingOptions
 
     /// The advertised name (BlueZ); Bumble's device name too.
@@ -80,6 +81,7 @@ struct ListenCommand: AsyncParsableCommand {
         configuration.requestTimeout = .milliseconds(Int(requestTimeout * 1000))
         configuration.probeInterval = .milliseconds(Int(probeInterval * 1000))
         configuration.retryInterval = .milliseconds(Int(retryInterval * 1000))
+        filters.apply(to: &configuration)
         let client = ConsumerClient(transport: link.transport, configuration: configuration,
                                     display: .standard)
         var desktop: DesktopNotifications?

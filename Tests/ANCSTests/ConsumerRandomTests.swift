@@ -70,13 +70,20 @@ private struct RandomRun {
 
     init(seed: UInt64) {
         var generator = SplitMix64(seed: seed)
-        configuration = ConsumerConfiguration(
+        var configuration = ConsumerConfiguration(
             requestTimeout: generator.percent(50) ? .seconds(10) : .seconds(2),
             pipeliningDepth: generator.int(1...3),
             eagerAttributes: generator.percent(40) ? standardAttributes : [],
             eagerAppNames: generator.percent(80),
             maximumNotifications: generator.percent(50) ? 4 : 512,
             maximumRequests: generator.percent(30) ? 5 : 64)
+        // The display's filters, some of the time: an app, a category, the backlog past 2.
+        if generator.percent(30) {
+            configuration.hide(app: "com.example.chat")
+            configuration.hiddenCategories = [.social]
+            configuration.maximumPreExisting = 2
+        }
+        self.configuration = configuration
         random = generator
         consumer = Consumer(configuration: configuration)
     }
@@ -84,7 +91,7 @@ private struct RandomRun {
     var configurationDescription: String {
         "depth \(configuration.pipeliningDepth), timeout \(configuration.requestTimeout), "
             + "eager \(!configuration.eagerAttributes.isEmpty), max notifications \(configuration.maximumNotifications), "
-            + "max requests \(configuration.maximumRequests)"
+            + "max requests \(configuration.maximumRequests), hidden apps \(configuration.hiddenApps.count)"
     }
 
     mutating func check(_ condition: Bool, _ message: String) {
@@ -411,6 +418,9 @@ private struct RandomRun {
         case .ready(let notification, _), .updated(let notification, _):
             check(inSession, "\(event) outside a session")
             check(consumer.notifications[notification.uid] != nil, "\(notification.uid) shown but not in the model")
+        case .hidden(let uid):
+            check(inSession, "\(event) outside a session")
+            check(consumer.notifications[uid] != nil, "\(uid) hidden but not in the model")
         case .attributes, .appAttributes, .unknownEvent, .protocolError, .dataSourceUnavailable, .displayFailed:
             check(inSession, "\(event) outside a session")
         case .health:

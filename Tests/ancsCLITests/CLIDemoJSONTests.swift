@@ -57,6 +57,39 @@ struct CLIDemoJSONTests {
     }
 }
 
+@Suite("ancs demo --hide-app, --hide-category: what is not shown is not fetched")
+struct CLIDemoFilterTests {
+    @Test("a hidden app's notification is asked for its AppIdentifier alone, a hidden category's for nothing; both told hidden")
+    func hiddenAppAndCategory() throws {
+        let run = try ANCSExecutable.run(["demo", "--fast", "--json", "--hide-app", "net.whatsapp.WhatsApp", "--hide-category", "news"])
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let objects = try jsonLines(run.stdout, "demo --json --hide-app --hide-category")
+        func uids(_ event: String, where condition: ([String: JSONValue]) -> Bool = { _ in true }) -> [JSONValue] {
+            objects.filter { $0["event"] == .string(event) && condition($0) }.compactMap { $0["uid"] }
+        }
+        let news = uids("added") { $0["category"] == .string("news") }
+        let whatsApp = objects.filter { object in
+            guard object["event"] == .string("attributes"), case .array(let attributes)? = object["attributes"] else { return false }
+            return attributes.contains { $0 == .object(["id": .string("appIdentifier"), "value": .string("net.whatsapp.WhatsApp")]) }
+        }
+        #expect(news.count == 1 && whatsApp.count == 1, "news \(news), WhatsApp \(whatsApp)")
+        // WhatsApp's: one fetch, of the AppIdentifier alone; the news: none.
+        if case .array(let attributes)? = whatsApp.first?["attributes"] { #expect(attributes.count == 1) }
+        #expect(uids("attributes") { news.contains($0["uid"] ?? .null) }.isEmpty)
+        #expect(Set(uids("hidden")) == Set(news + whatsApp.compactMap { $0["uid"] }))
+        // The scenario's press on the WhatsApp notification is dropped (never
+        // seen); the two calls are answered.
+        #expect(uids("completed").count == 2)
+        #expect(run.stderr.contains("10 shown, 2 hidden"), "\(run.stderr)")
+        #expect(!run.stderr.contains("never settled"))
+
+        let terminal = try ANCSExecutable.run(["demo", "--fast", "--hide-app", "net.whatsapp.WhatsApp", "--hide-category", "news"])
+        #expect(terminal.status == 0)
+        #expect(!terminal.stdout.contains("[WhatsApp]") && !terminal.stdout.contains("[News]"), "\(terminal.stdout)")
+        #expect(terminal.stdout.contains("[Messages]"))
+    }
+}
+
 @Suite("ancs demo on a slow link: every notification is accounted for")
 struct CLIDemoSlowLinkTests {
     @Test("--interval 4000: each notification is shown or named as removed by the phone before it could be shown", arguments: ["4000", "1000"])

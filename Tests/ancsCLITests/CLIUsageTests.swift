@@ -16,6 +16,10 @@ struct CLIUsageTests {
         (["listen", "--stack", "bumble"], "name a Bumble transport"),
         (["provide", "--stack", "foo"], "'foo' is invalid for '--stack <stack>': unknown stack"),
         (["provide", "--stack", "bluez"], "--stack bluez: unknown stack"),
+        (["demo", "--hide-category", "nope"], "unknown category 'nope'"),
+        (["listen", "--hide-category", "40"], "unknown category '40'"),
+        (["demo", "--max-backlog=-1"], "--max-backlog must be 0 or more, got -1"),
+        (["demo", "--hide-app", ""], "--hide-app needs an AppIdentifier"),
     ])
     func unknownNames(_ arguments: [String], _ message: String) throws {
         let result = try ANCSExecutable.run(arguments)

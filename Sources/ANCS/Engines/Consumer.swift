@@ -87,13 +87,15 @@
 //                                 │                       └── (name cached, refused, or not wanted) ──► settled
 //                                 ├── Modified after the write ──► fetching(again) ──ended──► wanted
 //                                 └── failed ──► settled (.displayFailed)
+//   wanted ──its AppIdentifier alone written (apps hidden, app not known)──► fetching(again) ──answered──► wanted
 //
 // so the display's fetches cost no application request: they are written
 // when nothing the application asked for is queued, live notifications
 // before PreExisting ones and the PreExisting backlog newest first, and they
 // are bounded by the model itself (`maximumNotifications`). What the display
-// does not fetch is settled as it comes up (`Session.skips`): a hidden
-// category, a Silent notification when those are not fetched, the backlog
+// does not fetch is settled as it comes up (`Session.displayFetch`): a hidden
+// category, a Silent notification when those are not fetched, a hidden
+// app (known from a first fetch of the AppIdentifier alone), the backlog
 // past `maximumPreExisting`. A Modified notification is wanted again (a
 // fetch already written may have read the old content). Each app's name
 // is asked once per session, and never again after the NP answered 0xA2.
@@ -800,16 +802,18 @@ public struct Consumer: Sendable {
         guard outstanding < configuration.pipeliningDepth else { return }
         // Each turn either writes, or settles one wanted notification without a write.
         while session.wantedCount > 0, dataSourceAvailable, let next = session.nextWanted() {
-            session.model[next].stage = .fetching(again: false)
             session.wantedCount -= 1
-            if session.skips(next) {
+            guard let identifies = session.displayFetch(next) else {
                 session.model[next].stage = .settled
+                actions.appendOutOfLine(.emit(.hidden(session.model[next].notification.uid)))
                 continue
             }
+            // Its app asked first when apps are hidden: wanted again when the answer comes.
+            session.model[next].stage = .fetching(again: identifies)
             let uid = session.model[next].notification.uid
             let command = ControlPointCommand.getNotificationAttributes(
                 GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
-            guard let bytes = try? command.encode() else {
+            guard let bytes = identifies ? Self.appIdentifierCommand(uid.rawValue) : try? command.encode() else {
                 session.model[next].stage = .settled
                 continue
             }
@@ -839,8 +843,7 @@ public struct Consumer: Sendable {
         guard fetchesForDisplay, dataSourceAvailable else { return }
         switch session.model[index].stage {
         case .settled, .naming:
-            session.model[index].stage = .wanted
-            session.wantedCount += 1
+            session.want(index)
         case .fetching:
             // A fetch of it is queued or written: a written one may have read
             // the old content; a queued one reads the new.
@@ -975,16 +978,21 @@ public struct Consumer: Sendable {
     /// high, the probe only misses that check once.
     private mutating func writeProbe(at now: Timestamp, into actions: inout [ConsumerAction]) {
         probeSoon = false
-        let uid = highestUID &+ 1
-        let bytes: [UInt8] = [
+        let index = session.enqueue(Self.appIdentifierCommand(highestUID &+ 1), waiter: nil)
+        session.probeKey = session.entries[index].key
+        write(at: index, now, into: &actions)
+    }
+
+    /// Get Notification Attributes for the AppIdentifier alone: the probe,
+    /// and the display's first fetch when apps are hidden.
+    @inline(never)
+    private static func appIdentifierCommand(_ uid: UInt32) -> [UInt8] {
+        [
             CommandID.getNotificationAttributes.rawValue,
             UInt8(truncatingIfNeeded: uid), UInt8(truncatingIfNeeded: uid >> 8),
             UInt8(truncatingIfNeeded: uid >> 16), UInt8(truncatingIfNeeded: uid >> 24),
             NotificationAttributeID.appIdentifier.rawValue,
         ]
-        let index = session.enqueue(bytes, waiter: nil)
-        session.probeKey = session.entries[index].key
-        write(at: index, now, into: &actions)
     }
 
     /// Subscribes again for `reason`, decided during this input.

@@ -45,17 +45,56 @@ extension Consumer {
             self.configuration = configuration
         }
 
-        /// The display does not fetch the notification at `index`, which
-        /// it wanted: its category is hidden, it is Silent and those are not
-        /// fetched, or it is PreExisting and the backlog's cap is reached
-        /// (counted here as its fetch is written: the newest first, `nextWanted`).
-        mutating func skips(_ index: Int) -> Bool {
+        /// What the display's fetch of the notification at `index`, which it
+        /// wanted, asks for: nil when it is not fetched (its category is
+        /// hidden, it is Silent and those are not fetched, its app is hidden,
+        /// or it is PreExisting and the backlog's cap is reached); true for
+        /// its AppIdentifier alone (apps are hidden and its app is not known
+        /// yet); false for `eagerAttributes`. The backlog's fetches are
+        /// counted here, as they are written (the newest first, `nextWanted`).
+        mutating func displayFetch(_ index: Int) -> Bool? {
             let flags = model[index].notification.eventFlags
             if configuration.hiddenCategories.contains(model[index].notification.categoryID)
-                || (!configuration.fetchesSilent && flags.contains(.silent)) { return true }
-            guard flags.contains(.preExisting) else { return false }
-            preExistingFetched += 1
-            return preExistingFetched > configuration.maximumPreExisting
+                || (!configuration.fetchesSilent && flags.contains(.silent)) { return nil }
+            var identifies = false
+            if !configuration.hiddenApps.isEmpty {
+                if let app = appIdentifier(index) {
+                    if Self.list(configuration.hiddenApps, holds: app) { return nil }
+                } else {
+                    identifies = true
+                }
+            }
+            if flags.contains(.preExisting) {
+                if preExistingFetched >= configuration.maximumPreExisting { return nil }
+                if !identifies { preExistingFetched += 1 }
+            }
+            return identifies
+        }
+
+        /// Whether a fetch of the notification at `index` for the display
+        /// is (or was) of its AppIdentifier alone: apps are hidden and its
+        /// app is not known yet (`ConsumerConfiguration.hiddenApps`).
+        func identifies(_ index: Int) -> Bool {
+            !configuration.hiddenApps.isEmpty && appIdentifier(index) == nil
+        }
+
+        /// The display wants the notification at `index` fetched.
+        @inline(never)
+        mutating func want(_ index: Int) {
+            model[index].stage = .wanted
+            wantedCount += 1
+        }
+
+        /// Whether `list` holds `identifier` (one comparison code for both lists of apps).
+        @inline(never)
+        static func list(_ list: [[UInt8]], holds identifier: [UInt8]) -> Bool {
+            list.contains(identifier)
+        }
+
+        /// The AppIdentifier of the notification at `index`, when fetched.
+        @inline(never)
+        func appIdentifier(_ index: Int) -> [UInt8]? {
+            model[index].notification[.appIdentifier]?.bytes
         }
 
         func modelIndex(_ uid: NotificationUID) -> Int? {
@@ -178,13 +217,11 @@ extension Consumer {
 
         mutating func displayFetchEnded(_ uid: NotificationUID, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
             guard let index = modelIndex(uid), case .fetching(let again) = model[index].stage else { return }
-            if again {
-                // Modified while this fetch was written: fetch the new content.
-                model[index].stage = .wanted
-                wantedCount += 1
-                return
-            }
-            if case .failure(let error) = result {
+            // A failed fetch is told, unless a Modified event came while it
+            // was written (fetched again, as after a fetch that succeeded); the
+            // fetch of a notification's app alone is wanted again only when
+            // it succeeded (`identifies`), so that it never fails in a loop.
+            if case .failure(let error) = result, !again || identifies(index) {
                 model[index].stage = .settled
                 switch error {
                 // Refused as not shared: the health says so (and sharing again
@@ -194,9 +231,14 @@ extension Consumer {
                 }
                 return
             }
+            if again {
+                // Modified while it was written: fetch the new content; or its
+                // app is known now: fetch it unless the app is hidden (`displayFetch`).
+                return want(index)
+            }
             guard configuration.eagerAppNames,
-                  let identifier = model[index].notification[.appIdentifier]?.bytes, !identifier.isEmpty,
-                  cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
+                  let identifier = appIdentifier(index), !identifier.isEmpty,
+                  cacheIndex(identifier) == nil, !Self.list(unknownApps, holds: identifier)
             else { return show(at: index, into: &actions) }
             model[index].stage = .naming
             let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
@@ -216,7 +258,7 @@ extension Consumer {
         /// notifications waiting on it are shown, with the name if it came.
         mutating func appNameEnded(_ identifier: [UInt8], into actions: inout [ConsumerAction]) {
             for index in model.indices where model[index].isNaming {
-                if model[index].notification[.appIdentifier]?.withBytes({ $0.elementsEqual(identifier) }) == true { show(at: index, into: &actions) }
+                if appIdentifier(index) == identifier { show(at: index, into: &actions) }
             }
         }
 
@@ -224,7 +266,7 @@ extension Consumer {
             model[index].stage = .settled
             let notification = model[index].notification
             var appName: AttributeValue?
-            if let identifier = notification[.appIdentifier]?.bytes { appName = displayName(ofAppBytes: identifier) }
+            if let identifier = appIdentifier(index) { appName = displayName(ofAppBytes: identifier) }
             actions.appendOutOfLine(.emit(model[index].shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
             model[index].shown = true
         }
@@ -248,7 +290,7 @@ extension Consumer {
         }
 
         mutating func remember(unknownApp identifier: [UInt8]) {
-            guard !unknownApps.contains(identifier) else { return }
+            guard !Self.list(unknownApps, holds: identifier) else { return }
             if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
             unknownApps.append(identifier)
         }

@@ -163,6 +163,11 @@ public enum ConsumerEvent: Hashable, Sendable {
     /// With eager attributes: the notification's attributes could not be
     /// fetched (not told for a notification removed or a session ended first).
     case displayFailed(NotificationUID, ConsumerError)
+    /// With eager attributes: the notification is not fetched, so not told
+    /// `.ready`: the configuration hides its category, its app or Silent
+    /// ones, or it is past `maximumPreExisting`. It stays in the model. Told
+    /// when the display passes it over: again after each Modified event.
+    case hidden(NotificationUID)
     /// Whether notifications reach the accessory changed (`Consumer.health`).
     case health(ConsumerHealth)
 }
@@ -316,6 +321,15 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// are fetched and told `.ready` (when false they stay in the model
     /// unfetched, as a hidden category's).
     public var fetchesSilent = true
+    /// With eager attributes: notifications of these apps are not fetched
+    /// (they stay in the model unfetched, as a hidden category's). Each is
+    /// an AppIdentifier's bytes, matched exactly, as the phone sends them
+    /// (`hide(app:)` adds one from a `String`). The app is known only from
+    /// the phone: a notification whose AppIdentifier the session does not
+    /// know yet is first asked for its AppIdentifier alone, then, when its
+    /// app is not hidden, for `eagerAttributes` (two round trips instead of
+    /// one, and only when this list is not empty).
+    public var hiddenApps: [[UInt8]] = []
     /// With eager attributes: at most this many PreExisting notifications
     /// (the phone's backlog at a session's start) are fetched in a session,
     /// the newest first (as they are known); the others stay in the model
@@ -386,6 +400,11 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     }
 
     public static var `default`: ConsumerConfiguration { ConsumerConfiguration() }
+
+    /// Adds an app to `hiddenApps` by its AppIdentifier (its UTF-8 bytes).
+    public mutating func hide(app appIdentifier: String) {
+        hiddenApps.append(Array(appIdentifier.utf8))
+    }
 
     /// For a microcontroller: ready to show (`displayAttributes`, app
     /// names), with every table small and every value bounded, so that the

@@ -14,8 +14,8 @@
  * "ready to show" means the configured attributes are fetched for every
  * notification the phone announces (live ones before the PreExisting
  * backlog, the backlog newest first, all after anything the application
- * asked for; not those of hidden_categories, the Silent ones with
- * skip_silent, nor more of the backlog than max_pre_existing), and the app's
+ * asked for; not those of hidden_categories or hidden_apps, the Silent ones
+ * with skip_silent, nor more of the backlog than max_pre_existing), and the app's
  * display name once per app and session (never again after the phone
  * answered 0xA2 for it), before ANCS_EVENT_READY.
  *
@@ -179,6 +179,14 @@ typedef struct {
     bool skip_silent;              /* notifications with ANCS_FLAG_SILENT are not fetched */
     uint16_t max_pre_existing;     /* at most this many PreExisting fetched per session, the newest
                                       first; 0: all of them, ANCS_NONE_PRE_EXISTING: none */
+    /* Apps whose notifications are not fetched: AppIdentifiers (NUL-terminated,
+     * matched byte for byte, e.g. "com.facebook.Facebook"). Copied by init.
+     * The app is known only from the phone: while this list is not empty, a
+     * notification whose app the session does not know yet is first asked
+     * for its AppIdentifier alone, then for display_attributes if its app is
+     * not hidden (two round trips instead of one). NULL/0: none hidden. */
+    const char *const *hidden_apps;
+    size_t hidden_app_count;
 } ancs_consumer_config;
 
 /* max_pre_existing: fetch none of the phone's backlog. */
@@ -231,6 +239,8 @@ typedef enum {
     ANCS_EVENT_DATA_SOURCE_UNAVAILABLE, /* status: the Data Source subscription's result; fetches fail this session */
     ANCS_EVENT_UNKNOWN_EVENT,       /* a Notification Source EventID this library does not know: event_id */
     ANCS_EVENT_HEALTH,              /* whether notifications reach the accessory changed: health, and below */
+    ANCS_EVENT_HIDDEN,              /* uid: not fetched, never READY (hidden_categories, hidden_apps,
+                                       skip_silent, max_pre_existing); again after each MODIFIED */
     ANCS_EVENT_TYPE_INT_SIZE = 0x7FFFFFFF   /* not an event: keeps the enum int-sized (ANCS_ENUM_INT) */
 } ancs_event_type;
 

@@ -224,6 +224,10 @@ private func emit(_ consumerEvent: ConsumerEvent, _ instance: Callbacks) {
             event.app_name_length = name.count
             send(&event, instance, attributes: values)
         }
+    case .hidden(let uid):
+        event.type = ANCS_EVENT_HIDDEN
+        event.uid = uid.rawValue
+        send(&event, instance)
     case .displayFailed(let uid, let error):
         event.type = ANCS_EVENT_DISPLAY_FAILED
         event.uid = uid.rawValue
@@ -419,6 +423,13 @@ public func ancsConsumerInit(
     liveness.hiddenCategories = CategorySet(rawValue: settings.hidden_categories)
     liveness.fetchesSilent = !settings.skip_silent
     if settings.max_pre_existing != 0 { liveness.maximumPreExisting = settings.max_pre_existing == 0xFFFF ? 0 : Int(settings.max_pre_existing) }
+    if settings.hidden_app_count > 0 && settings.hidden_apps == nil { return invalidArgument }
+    for index in 0..<settings.hidden_app_count {
+        guard let app = settings.hidden_apps[index] else { return invalidArgument }
+        var length = 0
+        while app[length] != 0 { length += 1 }
+        liveness.hiddenApps.append(Array(UnsafeRawBufferPointer(start: app, count: length).bindMemory(to: UInt8.self)))
+    }
     // The storage's previous contents are not looked at (they may be anything).
     let raw = UnsafeMutableRawPointer(storage)
     (raw + instanceOffset).bindMemory(to: Instance.self, capacity: 1).initialize(to: Instance(

@@ -347,8 +347,42 @@ static void test_display_filters(void) {
           "the live one and the newest of the backlog");
     CHECK(!find_event(&H, ANCS_EVENT_READY, 11) && !find_event(&H, ANCS_EVENT_READY, 12) && !find_event(&H, ANCS_EVENT_READY, 5),
           "not the hidden, the Silent or the older backlog");
+    CHECK(count_events(&H, ANCS_EVENT_HIDDEN) == 9 && find_event(&H, ANCS_EVENT_HIDDEN, 11) && find_event(&H, ANCS_EVENT_HIDDEN, 12) &&
+          find_event(&H, ANCS_EVENT_HIDDEN, 5), "each one not fetched told HIDDEN: %d", count_events(&H, ANCS_EVENT_HIDDEN));
     ancs_consumer_deinit(&H.consumer);
     CHECK(heap_now == before, "freed");
+}
+
+/* hidden_apps: a notification of a hidden app is asked for its AppIdentifier
+ * alone, and nothing more; the others are fetched after it. */
+static void test_hidden_apps(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    c.display_app_names = false;
+    static const char *const hidden[] = { "com.example.bike", "net.whatsapp.WhatsApp" };
+    c.hidden_apps = hidden;
+    c.hidden_app_count = 2;
+    phone p = { .mtu = 185 };
+    long before = heap_now;
+    start(&H, &p, &c);
+    int writes_before = H.writes_total;
+    for (uint32_t uid = 1; uid <= 5; uid++) send_notification(&H, &p, 0, 0, 6, uid);  /* 2: bike, 4: WhatsApp */
+    pump(&H, &p);
+    CHECK(count_events(&H, ANCS_EVENT_ADDED) == 5, "all 5 added: %d", count_events(&H, ANCS_EVENT_ADDED));
+    CHECK(count_events(&H, ANCS_EVENT_READY) == 3, "3 shown: %d", count_events(&H, ANCS_EVENT_READY));
+    CHECK(find_event(&H, ANCS_EVENT_READY, 1) && find_event(&H, ANCS_EVENT_READY, 3) && find_event(&H, ANCS_EVENT_READY, 5),
+          "the apps not hidden");
+    CHECK(!find_event(&H, ANCS_EVENT_READY, 2) && !find_event(&H, ANCS_EVENT_READY, 4), "not the hidden apps'");
+    CHECK(count_events(&H, ANCS_EVENT_HIDDEN) == 2 && find_event(&H, ANCS_EVENT_HIDDEN, 2) && find_event(&H, ANCS_EVENT_HIDDEN, 4),
+          "the hidden apps' told HIDDEN");
+    CHECK(H.writes_total - writes_before == 8, "5 AppIdentifiers, 3 fetches: %d writes", H.writes_total - writes_before);
+    ancs_consumer_deinit(&H.consumer);
+    CHECK(heap_now == before, "freed");
+    c.hidden_apps = NULL;
+    CHECK(ancs_consumer_init(&H.consumer, &c, &callbacks, &H) == ANCS_ERR_INVALID_ARGUMENT, "a count without a list");
+    static const char *const with_null[] = { "com.example.bike", NULL };
+    c.hidden_apps = with_null;
+    CHECK(ancs_consumer_init(&H.consumer, &c, &callbacks, &H) == ANCS_ERR_INVALID_ARGUMENT, "a NULL AppIdentifier");
 }
 
 /* A name kept by the firmware is not asked for again. */
@@ -787,6 +821,7 @@ int main(void) {
         { "defaults", test_defaults },
         { "the microcontroller preset", test_microcontroller_preset },
         { "hidden categories, Silent skipped, the backlog's cap", test_display_filters },
+        { "hidden apps: asked for their AppIdentifier alone, and no more", test_hidden_apps },
         { "an app's name kept by the firmware", test_app_name_kept },
         { "a zero-initialised configuration works as the defaults", test_zero_configuration },
         { "ready to show, a response split one byte at a time", test_ready_one_byte_at_a_time },

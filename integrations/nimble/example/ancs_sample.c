@@ -71,7 +71,7 @@ event_name(ancs_event_type type)
     static const char *names[] = {
         "session-started", "session-ended", "added", "modified", "removed", "ready", "updated",
         "display-failed", "attributes", "app-attributes", "done", "protocol-error", "data-source-unavailable", "unknown-event",
-        "health"
+        "health", "hidden"
     };
     return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
@@ -112,6 +112,9 @@ on_event(void *context, const ancs_event *e, const char *text)
         break;
     case ANCS_EVENT_DISPLAY_FAILED:
         printf(" uid=%u status=%d (%s)", (unsigned)e->uid, (int)e->status, ancs_status_name(e->status));
+        break;
+    case ANCS_EVENT_HIDDEN:
+        printf(" uid=%u", (unsigned)e->uid);
         break;
     case ANCS_EVENT_REQUEST_DONE:
         printf(" request=%u status=%d (%s)", (unsigned)e->request_id, (int)e->status, ancs_status_name(e->status));
