@@ -157,6 +157,7 @@ wants_security(ancs_nimble *a, int status)
             status == BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_ENC)) && !encrypted(a);
 }
 
+/* The phone answered Insufficient Authentication or Encryption, or publishes no ANCS on a plain link. */
 static void
 start_security(ancs_nimble *a)
 {
@@ -165,11 +166,11 @@ start_security(ancs_nimble *a)
     if (a->security_started) return;
     a->security_started = true;
     if (a->security_by_application) {
-        say(a, "security: the phone wants an encrypted link; left to the application");
+        say(a, "security: an encrypted link is the application's to ask for");
         return;
     }
     rc = ble_gap_security_initiate(a->conn);
-    say(a, "security: the phone wants an encrypted link; asking for it (rc %d)", rc);
+    say(a, "security: asking for an encrypted link (rc %d)", rc);
 }
 
 /* ---- the engine's callbacks ---- */
@@ -465,11 +466,14 @@ owner_of(ancs_nimble *a, uint16_t descriptor)
     return owner;
 }
 
+static void ancs_absent(ancs_nimble *a, const char *what);
+
 static void
 ancs_found(ancs_nimble *a)
 {
     a->phase = PHASE_READY;
     a->published = true;
+    a->ancs_seen = true;
     say(a, "ANCS found: Notification Source 0x%04x (CCCD 0x%04x), Control Point 0x%04x, Data Source 0x%04x (CCCD 0x%04x)",
         a->ns_value, a->ns_cccd, a->cp_value, a->ds_value, a->ds_cccd);
     if (!a->link_given) {
@@ -492,8 +496,7 @@ on_ancs_descriptor(uint16_t conn, const struct ble_gatt_error *error, uint16_t v
     if (error->status == BLE_HS_EDONE) {
         if (restarted(a)) return 0;
         if (!a->ns_value || !a->ns_cccd) {
-            say(a, "ANCS has no Notification Source to subscribe to");
-            a->phase = PHASE_ABSENT;
+            ancs_absent(a, "ANCS has no Notification Source to subscribe to");
         } else {
             ancs_found(a);
         }
@@ -545,8 +548,8 @@ on_ancs_service(uint16_t conn, const struct ble_gatt_error *error, const struct 
     if (error->status != BLE_HS_EDONE) { discovery_failed(a, "ANCS service discovery", error->status); return 0; }
     if (restarted(a)) return 0;
     if (!a->ancs_start) {
-        say(a, "ANCS is not published on the phone: waiting for Service Changed");
-        a->phase = PHASE_ABSENT;
+        ancs_absent(a, "ANCS is not published on the phone");
+        schedule(a);
         return 0;
     }
     a->phase = PHASE_ANCS_CHARACTERISTICS;
@@ -676,6 +679,75 @@ discover(ancs_nimble *a)
     }
 }
 
+/* ---- which link is the phone's ---- */
+
+static ancs_nimble *instances;   /* the adapters initialised, linked by next_instance */
+static void forget_connection(ancs_nimble *a);
+
+static bool
+held_by_other(const ancs_nimble *a, uint16_t handle)
+{
+    for (const ancs_nimble *other = instances; other; other = other->next_instance)
+        if (other != a && other->conn == handle) return true;
+    return false;
+}
+
+#define OTHERS (sizeof ((ancs_nimble *)0)->others / sizeof ((ancs_nimble *)0)->others[0])
+
+/* The slot of `handle` among the other links (BLE_HS_CONN_HANDLE_NONE: a free one), or OTHERS. */
+static size_t
+other_slot(const ancs_nimble *a, uint16_t handle)
+{
+    size_t i = 0;
+
+    while (i < OTHERS && a->others[i] != handle) i++;
+    return i;
+}
+
+/* The link held is not the phone's as far as is known: ANCS looked for and
+ * not found, and never found on it. */
+static bool
+without_ancs(const ancs_nimble *a)
+{
+    return a->conn != BLE_HS_CONN_HANDLE_NONE && a->phase == PHASE_ABSENT && !a->ancs_seen;
+}
+
+/* Moves to another peripheral link, not examined yet unless `any` (the link
+ * held dropped), still up and not held by another adapter; the link left is
+ * remembered as examined (looked at again if its encryption changes). */
+static void
+switch_link(ancs_nimble *a, bool any)
+{
+    struct ble_gap_conn_desc desc;
+
+    for (size_t i = 0; i < OTHERS; i++) {
+        uint16_t handle = a->others[i];
+        if (handle == BLE_HS_CONN_HANDLE_NONE || (a->others_examined[i] && !any)) continue;
+        a->others[i] = BLE_HS_CONN_HANDLE_NONE;
+        if (ble_gap_conn_find(handle, &desc) != 0 || held_by_other(a, handle)) continue;
+        a->others[i] = a->conn;   /* NONE if it dropped */
+        a->others_examined[i] = true;
+        say(a, "no ANCS on link 0x%04x: looking on link 0x%04x", a->conn, handle);
+        forget_connection(a);
+        a->conn = handle;
+        discover(a);
+        return;
+    }
+}
+
+/* ANCS is not on the link held: on a plain link, encryption is asked for
+ * (some phones publish ANCS only then); on a link where it never was, another
+ * peripheral link not examined yet is looked at. */
+static void
+ancs_absent(ancs_nimble *a, const char *what)
+{
+    a->phase = PHASE_ABSENT;
+    say(a, "%s: waiting for Service Changed", what);
+    if (a->ancs_seen) return;
+    if (!encrypted(a)) start_security(a);
+    switch_link(a, false);
+}
+
 /* ---- time ---- */
 
 static bool
@@ -718,8 +790,6 @@ schedule(ancs_nimble *a)
 
 /* ---- public ---- */
 
-static ancs_nimble *instances;   /* the adapters initialised, linked by next_instance */
-
 static void
 forget_connection(ancs_nimble *a)
 {
@@ -728,7 +798,7 @@ forget_connection(ancs_nimble *a)
     a->gatt_start = a->gatt_end = a->sc_value = a->sc_cccd = 0;
     a->value_count = 0;
     a->phase = PHASE_IDLE;
-    a->link_given = a->published = a->discovery_wanted = a->security_started = a->link_lost = false;
+    a->link_given = a->published = a->discovery_wanted = a->security_started = a->link_lost = a->ancs_seen = false;
     a->writes_in_flight = 0;
     a->cccd_queued = 0;
     a->deferred = a->retry_due = false;   /* the link's loss ends its request */
@@ -793,6 +863,7 @@ ancs_nimble_init_on_queue(ancs_nimble *a, const ancs_consumer_config *config, an
     a->context = context;
     a->epoch = epoch;
     for (size_t i = 0; i < LINKS; i++) a->links[i].adapter = a;
+    for (size_t i = 0; i < sizeof a->others / sizeof a->others[0]; i++) a->others[i] = BLE_HS_CONN_HANDLE_NONE;
     forget_connection(a);
     a->last_tick = ble_npl_time_get();
     a->ticks_per_second = ble_npl_time_ms_to_ticks32(1000);
@@ -825,35 +896,52 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
          * the phone answers again) and let the pairing go on. */
         if (event->repeat_pairing.conn_handle != a->conn) break;
         if (ble_gap_conn_find(event->repeat_pairing.conn_handle, &desc) == 0) ble_store_util_delete_peer(&desc.peer_id_addr);
-        say(a, "the phone no longer has this accessory's bond: dropped ours, pairing again");
+        say(a, "bond lost (the phone pairs again): dropped ours");
         ancs_consumer_bond_lost(&a->consumer, now(a));
         return BLE_GAP_REPEAT_PAIRING_RETRY;
     case BLE_GAP_EVENT_CONNECT:
         /* The phone is the central: a link this accessory made as central is
          * not a phone's, and a link another adapter took is not this one's. */
-        if (event->connect.status != 0 || a->conn != BLE_HS_CONN_HANDLE_NONE ||
-            ble_gap_conn_find(event->connect.conn_handle, &desc) != 0 || desc.role != BLE_GAP_ROLE_SLAVE)
+        if (event->connect.status != 0 || ble_gap_conn_find(event->connect.conn_handle, &desc) != 0 ||
+            desc.role != BLE_GAP_ROLE_SLAVE || held_by_other(a, event->connect.conn_handle))
             break;
-        for (ancs_nimble *other = instances; other; other = other->next_instance)
-            if (other != a && other->conn == event->connect.conn_handle) return 0;
+        if (a->conn != BLE_HS_CONN_HANDLE_NONE) {
+            /* Held: the new link may be the phone's if the one held is not (two remembered). */
+            size_t slot = other_slot(a, BLE_HS_CONN_HANDLE_NONE);
+            if (slot < OTHERS) {
+                a->others[slot] = event->connect.conn_handle;
+                a->others_examined[slot] = false;
+            }
+            if (without_ancs(a)) switch_link(a, false);
+            break;
+        }
         forget_connection(a);
         a->conn = event->connect.conn_handle;
         discover(a);
         break;
     case BLE_GAP_EVENT_DISCONNECT:
-        if (event->disconnect.conn.conn_handle != a->conn) break;
+        handle = event->disconnect.conn.conn_handle;
+        if (other_slot(a, handle) < OTHERS) a->others[other_slot(a, handle)] = BLE_HS_CONN_HANDLE_NONE;
+        if (handle != a->conn) break;
         if (a->link_given) ancs_consumer_link_down(&a->consumer, now(a));
         forget_connection(a);
+        switch_link(a, true);   /* another peripheral link up may be the phone's */
         break;
     case BLE_GAP_EVENT_ENC_CHANGE:
-        if (event->enc_change.conn_handle != a->conn) break;
+        if (event->enc_change.conn_handle != a->conn) {
+            /* Another link encrypted: the phone may publish ANCS on it now. */
+            size_t slot = other_slot(a, event->enc_change.conn_handle);
+            if (slot < OTHERS && event->enc_change.status == 0) a->others_examined[slot] = false;
+            if (without_ancs(a)) switch_link(a, false);
+            break;
+        }
         a->security_started = false;
         if (event->enc_change.status == BLE_HS_HCI_ERR(BLE_ERR_PINKEY_MISSING) &&
             ble_gap_conn_find(a->conn, &desc) == 0) {
             /* Re-encryption with the bond failed, the phone's key is gone:
              * drop ours and ask the phone to pair anew. */
             ble_store_util_delete_peer(&desc.peer_id_addr);
-            say(a, "the phone no longer has this accessory's bond (key missing): dropped ours, asking to pair again");
+            say(a, "bond lost (key missing): dropped ours, asking to pair again");
             ancs_consumer_bond_lost(&a->consumer, now(a));
             if (!a->security_by_application) ble_gap_security_initiate(a->conn);
             break;
@@ -866,6 +954,7 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
                 ancs_consumer_subscription_result(&a->consumer, which, ANCS_ATT_INSUFFICIENT_AUTHENTICATION, now(a));
             }
             if (a->discovery_wanted || a->phase == PHASE_IDLE) retry_later(a);   /* discovery waited for it */
+            if (without_ancs(a)) switch_link(a, false);   /* no ANCS here, encrypted or not: another link */
             break;
         }
         if (a->resubscribe >= 0) {
@@ -886,7 +975,7 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
         om = event->notify_rx.om;
         handle = event->notify_rx.attr_handle;
         if (OS_MBUF_PKTLEN(om) > sizeof a->rx) {   /* never cut: no ATT MTU allows it */
-            say(a, "a notification of %u bytes on 0x%04x, longer than the largest ATT MTU allows (%u): dropped",
+            say(a, "a %u-byte notification on 0x%04x, over the largest ATT MTU (%u): dropped",
                 (unsigned)OS_MBUF_PKTLEN(om), handle, (unsigned)sizeof a->rx);
             break;
         }

@@ -57,10 +57,18 @@
  * request functions below; all of it from the NimBLE host task (the default
  * event queue): the adapter is not thread-safe, like ancs.h.
  *
- * One ancs_nimble serves one phone: the first connection on which this
- * accessory is the peripheral (BLE_GAP_ROLE_SLAVE; the phone is the central)
- * and that no other ancs_nimble has taken. A connection this accessory made
- * as central (to a heart-rate strap, say) is never taken. For two phones at
+ * One ancs_nimble serves one phone: a connection on which this accessory is
+ * the peripheral (BLE_GAP_ROLE_SLAVE; the phone is the central) and that no
+ * other ancs_nimble has taken. A connection this accessory made as central
+ * (to a heart-rate strap, say) is never taken. The adapter takes the first
+ * such connection and looks for ANCS on it; a connection whose central is
+ * not an iPhone (a companion device, another phone: ANCS never found on it,
+ * encrypted or not) is left for another peripheral connection that is up or
+ * comes up, whose central may be the phone (the adapter remembers two), and
+ * looked at again when its encryption changes. Once ANCS is found on a
+ * connection the adapter keeps it until it drops. On a plain connection
+ * without ANCS the adapter asks for encryption (some phones publish ANCS
+ * only then), unless security_by_application. For two phones at
  * once, initialise two adapters and forward every GAP event to both: the
  * first that is free takes the new phone, the other ignores it. Storage is
  * the caller's; the adapters initialised are kept in a list, so storage is
@@ -131,6 +139,10 @@ typedef struct ancs_nimble {
     bool discovery_wanted;         /* discover again once the write in flight ends */
     bool security_started;
     bool link_lost;                /* NimBLE failed a procedure with BLE_HS_ENOTCONN: the link is going */
+    bool ancs_seen;                /* ANCS was found on this link at least once: it is the phone's */
+    /* other peripheral links up, not held by an adapter: the phone may be one of them */
+    uint16_t others[2];            /* BLE_HS_CONN_HANDLE_NONE when free */
+    bool others_examined[2];       /* ANCS looked for there and not found, and its encryption unchanged since */
     uint8_t writes_in_flight;      /* GATT writes issued and not answered */
     int8_t resubscribe;            /* an ancs_characteristic to write again once encrypted, or -1 */
     /* Set after ancs_nimble_init: true leaves starting security to the

@@ -254,7 +254,7 @@ uuid_copy(ble_uuid_any_t *dst, const ble_uuid_t *src)
 }
 
 /* ---- connections ---- */
-struct fake_conn { uint16_t handle; uint16_t mtu; bool up; uint8_t role; bool plain; };
+struct fake_conn { uint16_t handle; uint16_t mtu; bool up; uint8_t role; bool plain; bool no_ancs; };
 static struct fake_conn conns[4];
 
 static struct fake_conn *
@@ -434,7 +434,10 @@ finish(struct op *o, int status)
         struct ble_gatt_svc svc = { 0 };
         if (status) { ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &error, NULL, o->arg); break; }
         if (ble_uuid_cmp(&o->uuid.u, BLE_UUID16_DECLARE(0x1801)) == 0) { svc.start_handle = 0x01; svc.end_handle = 0x05; }
-        if (ble_uuid_cmp(&o->uuid.u, &ancs_uuid.u) == 0 && !ancs_hidden) { svc.start_handle = 0x20; svc.end_handle = 0x2F; }
+        if (ble_uuid_cmp(&o->uuid.u, &ancs_uuid.u) == 0 && !ancs_hidden && conn_of(o->conn) && !conn_of(o->conn)->no_ancs) {
+            svc.start_handle = 0x20;
+            svc.end_handle = 0x2F;
+        }
         uuid_copy(&svc.uuid, &o->uuid.u);
         if (svc.start_handle) ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &error, &svc, o->arg);
         ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &done, NULL, o->arg);
@@ -548,7 +551,7 @@ connect_as(ancs_nimble *a, ancs_nimble *b, uint16_t handle, uint16_t mtu, uint8_
 {
     struct ble_gap_event e = { .type = BLE_GAP_EVENT_CONNECT };
 
-    for (int i = 0; i < 4; i++) if (!conns[i].up) { conns[i] = (struct fake_conn){ handle, mtu, true, role, plain }; break; }
+    for (int i = 0; i < 4; i++) if (!conns[i].up) { conns[i] = (struct fake_conn){ handle, mtu, true, role, plain, false }; break; }
     e.connect.status = 0;
     e.connect.conn_handle = handle;
     ancs_nimble_gap_event(a, &e);
@@ -1269,6 +1272,102 @@ test_phone_links_only(void)
     release(&b);
 }
 
+/* A central that is not an iPhone (a companion device: no ANCS on its link) connects first. */
+static void
+connect_companion(ancs_nimble *a, uint16_t handle, bool plain)
+{
+    connect_as(a, NULL, handle, 185, BLE_GAP_ROLE_SLAVE, plain);
+    conn_of(handle)->no_ancs = true;   /* before its discovery is answered */
+}
+
+/* The phone's link is the one where ANCS is: a companion device that
+ * connected first (encrypted or not, its discovery done or still running)
+ * does not keep the adapter from the iPhone; a link where ANCS once was is
+ * kept; two links without ANCS are each looked at once, not in a loop. */
+static void
+test_companion_first(void)
+{
+    static ancs_nimble a;
+
+    reset_fake("a companion device connects first, encrypted", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    connect_companion(&a, 20, false);
+    pump();
+    CHECK(a.conn == 20 && count_events(ANCS_EVENT_SESSION_STARTED) == 0, "held 0x%x", a.conn);
+    connect_link(&a, 21, 185);
+    CHECK(a.conn == 21, "the iPhone's link not taken: held 0x%x", a.conn);
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 1, "no session on the iPhone's link");
+    encryption_changed(&a, 20, 0);   /* the companion's link changes: the phone's is kept */
+    pump();
+    CHECK(a.conn == 21 && ancs_consumer_in_session(ancs_nimble_consumer(&a)), "the phone's link left: held 0x%x", a.conn);
+    drop_link(&a, 20);
+    release(&a);
+
+    reset_fake("the iPhone connects while the companion's discovery runs", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    connect_companion(&a, 30, false);
+    connect_link(&a, 31, 185);
+    CHECK(a.conn == 30, "the discovery running was left: held 0x%x", a.conn);
+    pump();
+    CHECK(a.conn == 31 && count_events(ANCS_EVENT_SESSION_STARTED) == 1, "held 0x%x, %d sessions", a.conn,
+          count_events(ANCS_EVENT_SESSION_STARTED));
+    drop_link(&a, 30);
+    release(&a);
+
+    reset_fake("a plain companion link: encryption asked for, then the iPhone", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    security_initiated = 0;
+    connect_companion(&a, 40, true);
+    pump();
+    CHECK(security_initiated == 1, "encryption asked %d times for a plain link without ANCS", security_initiated);
+    connect_link(&a, 41, 185);
+    pump();
+    CHECK(a.conn == 41 && count_events(ANCS_EVENT_SESSION_STARTED) == 1, "held 0x%x", a.conn);
+    drop_link(&a, 40);
+    release(&a);
+
+    reset_fake("the phone's link without ANCS for a while is kept", 1000);
+    static const uint8_t changed[4] = { 0x20, 0x00, 0x2F, 0x00 };
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 50, 185);
+    ancs_hidden = true;
+    notify(&a, 50, SC_VALUE, changed, sizeof changed);   /* ANCS removed by Service Changed */
+    pump();
+    connect_link(&a, 51, 185);
+    pump();
+    CHECK(a.conn == 50, "the phone's link left while ANCS was away: held 0x%x", a.conn);
+    ancs_hidden = false;
+    drop_link(&a, 51);
+    release(&a);
+
+    reset_fake("the phone's link drops: a link up is looked at, the phone taken back when it returns", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 60, 185);
+    connect_companion(&a, 61, false);
+    CHECK(a.conn == 60, "held 0x%x", a.conn);
+    drop_link(&a, 60);
+    CHECK(a.conn == 61, "the link up not looked at: held 0x%x", a.conn);
+    pump();
+    connect_link(&a, 62, 185);   /* the phone again */
+    pump();
+    CHECK(a.conn == 62 && ancs_consumer_in_session(ancs_nimble_consumer(&a)), "held 0x%x", a.conn);
+    drop_link(&a, 61);
+    release(&a);
+
+    reset_fake("two links without ANCS: each looked at once", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    connect_companion(&a, 70, false);
+    pump();
+    int calls = gattc_calls;
+    connect_companion(&a, 71, false);
+    pump();
+    CHECK(a.conn == 71 && pending_count() == 0, "held 0x%x, %d pending", a.conn, pending_count());
+    CHECK(gattc_calls - calls < 10, "%d GATT procedures for one new link", gattc_calls - calls);
+    drop_link(&a, 70);
+    release(&a);
+}
+
 /* A Control Point write the engine abandoned at its request timeout: its
  * late callback is not taken for the next write's. */
 static void
@@ -1365,6 +1464,7 @@ main(int argc, char **argv)
     test_service_changed_subscribed_after_encryption();
     test_data_source_refused_retried();
     test_phone_links_only();
+    test_companion_first();
     test_abandoned_write();
     test_security_by_application();
     test_event_queue();
