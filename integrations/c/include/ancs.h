@@ -211,7 +211,7 @@ void ancs_consumer_config_default(ancs_consumer_config *config);
  *          as accepted, the application's 4 requests waiting) and fails past
  *          the bound; it measured 18 000 bytes on Cortex-M4 with 16-byte block
  *          headers. The application's own requests add the max lengths they ask.
- *   stack  the engine's deepest use through the C API, about 1 KB (936 bytes
+ *   stack  the engine's deepest use through the C API, about 1 KB (920 bytes
  *          on Cortex-M4 for a whole session driven from C); the NimBLE
  *          adapter's own frames add at most about 0.4 KB, and vsnprintf's
  *          unless built with ANCS_NIMBLE_LOG=0: the host task's stack needs

@@ -38,10 +38,10 @@
  *       // response in a notification of its own, so they are unsolicited
  *
  * Memory. Nothing here allocates: no malloc, no posix_memalign, at any point
- * (integrations/c/test/test_parser.c checks it). The library's object still
- * references posix_memalign and free, from a path of the core these functions
- * never take: a firmware without a heap may define posix_memalign to fail and
- * free to do nothing. An ancs_parser is the caller's storage (a static, a
+ * (integrations/c/test/test_parser.c checks it), and a firmware that links
+ * only these functions (with --gc-sections) links no allocator at all: what
+ * they reach references none (the consumer's functions, in the same library,
+ * do). An ancs_parser is the caller's storage (a static, a
  * member of its own connection struct), a few integers whatever the
  * response's size; the parser keeps no copy of the
  * command (the caller passes its bytes with every notification, unchanged)
