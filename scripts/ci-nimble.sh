@@ -35,6 +35,8 @@
 #                    its stale bond, pairs again
 #        removeancs  ANCS removed and added back without Service Changed: the
 #                    probe answered 0xFD, subscribed again
+#        unpublished Service Changed removes ANCS, it comes back unannounced,
+#                    the link drops: the next link starts a session
 #   4. the adapter and the core built against NimBLE's headers for Cortex-M4
 #      (soft-float and hard-float ABI) and the ESP32-C3 (rv32imc), and their
 #      size (scripts/firmware-size.sh); both Cortex-M4 totals within the budget.
@@ -380,6 +382,22 @@ check "removeancs: shown before the fault" has '^ready uid=[0-9]+ .*title="Befor
 check "removeancs: no Service Changed seen" has_not '^ready uid=' '^adapter: Service Changed'
 check "removeancs: the probe answered 0xFD, subscribed again (subscription lost)" has '^health state=resubscribing reason=subscription-lost'
 check "removeancs: the notification posted after the fault shown, once" test "$(count '^ready uid=[0-9]+ .*title="After the restart"')" -eq 1
+fi
+
+if want unpublished; then
+echo "== unpublished: Service Changed removes ANCS, it returns unannounced, the link drops"
+start unpublished "${liveness[@]}" -- --scenario integrations/nimble/test/unpublished.yaml --duration 40
+wait_for '^adapter: Service Changed' 20
+sleep 2   # ANCS is back (no Service Changed): the link is told nothing
+send disconnect
+wait_for '^ready uid=[0-9]+ .*title="After the reconnection"' 30
+sleep 1
+kill -TERM "$provide_pid" 2>/dev/null
+finish
+check "unpublished: shown before the fault" has '^ready uid=[0-9]+ .*title="Before the fault"'
+check "unpublished: Service Changed ended the session (service unpublished)" has_then '^adapter: Service Changed' '^session-ended reason=2'
+check "unpublished: the next link started a session" has_then '^disconnected' '^session-started'
+check "unpublished: the notification posted after the fault shown on the next link" has_then '^disconnected' '^ready uid=[0-9]+ .*title="After the reconnection"'
 fi
 
 # ---- 4. Cortex-M4: the adapter against NimBLE's headers, the core
