@@ -134,7 +134,10 @@ on_event(void *context, const ancs_event *e, const char *text)
                                          "subscription-lost", "sharing-restored" };
         printf(" state=%s", (unsigned)e->health < 5 ? states[e->health] : "?");
         if (e->health == ANCS_HEALTH_WAITING_FOR_PERMISSION)
-            printf(" refused=%d status=%d (%s)", (int)e->refused, (int)e->status, ancs_status_name(e->status));
+            printf(" refused=%s status=%d (%s)",
+                   e->refused == ANCS_DATA_SOURCE ? "data-source" : e->refused == ANCS_NOTIFICATION_SOURCE ? "notification-source"
+                                                                                                             : "control-point",
+                   (int)e->status, ancs_status_name(e->status));
         if (e->health == ANCS_HEALTH_RESUBSCRIBING)
             printf(" reason=%s", (unsigned)e->resubscribe_reason < 5 ? reasons[e->resubscribe_reason] : "?");
         if (e->health == ANCS_HEALTH_NOT_SHARED)
