@@ -180,7 +180,8 @@ typedef struct {
     uint16_t max_pre_existing;     /* at most this many PreExisting fetched per session, the newest
                                       first; 0: all of them, ANCS_NONE_PRE_EXISTING: none */
     /* Apps whose notifications are not fetched: AppIdentifiers (NUL-terminated,
-     * matched byte for byte, e.g. "com.facebook.Facebook"). Copied by init.
+     * matched byte for byte, e.g. "com.facebook.Facebook"). Copied by init,
+     * on the heap: their bytes come on top of ANCS_MICROCONTROLLER_HEAP_BOUND.
      * The app is known only from the phone: while this list is not empty, a
      * notification whose app the session does not know yet is first asked
      * for its AppIdentifier alone, then for display_attributes if its app is
