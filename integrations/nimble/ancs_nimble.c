@@ -692,15 +692,13 @@ held_by_other(const ancs_nimble *a, uint16_t handle)
     return false;
 }
 
-#define OTHERS (sizeof ((ancs_nimble *)0)->others / sizeof ((ancs_nimble *)0)->others[0])
-
-/* The slot of `handle` among the other links (BLE_HS_CONN_HANDLE_NONE: a free one), or OTHERS. */
+/* The slot of `handle` among the other links (BLE_HS_CONN_HANDLE_NONE: a free one), or ANCS_NIMBLE_OTHERS. */
 static size_t
 other_slot(const ancs_nimble *a, uint16_t handle)
 {
     size_t i = 0;
 
-    while (i < OTHERS && a->others[i] != handle) i++;
+    while (i < ANCS_NIMBLE_OTHERS && a->others[i] != handle) i++;
     return i;
 }
 
@@ -720,7 +718,7 @@ switch_link(ancs_nimble *a, bool any)
 {
     struct ble_gap_conn_desc desc;
 
-    for (size_t i = 0; i < OTHERS; i++) {
+    for (size_t i = 0; i < ANCS_NIMBLE_OTHERS; i++) {
         uint16_t handle = a->others[i];
         if (handle == BLE_HS_CONN_HANDLE_NONE || (a->others_examined[i] && !any)) continue;
         a->others[i] = BLE_HS_CONN_HANDLE_NONE;
@@ -863,7 +861,7 @@ ancs_nimble_init_on_queue(ancs_nimble *a, const ancs_consumer_config *config, an
     a->context = context;
     a->epoch = epoch;
     for (size_t i = 0; i < LINKS; i++) a->links[i].adapter = a;
-    for (size_t i = 0; i < sizeof a->others / sizeof a->others[0]; i++) a->others[i] = BLE_HS_CONN_HANDLE_NONE;
+    for (size_t i = 0; i < ANCS_NIMBLE_OTHERS; i++) a->others[i] = BLE_HS_CONN_HANDLE_NONE;
     forget_connection(a);
     a->last_tick = ble_npl_time_get();
     a->ticks_per_second = ble_npl_time_ms_to_ticks32(1000);
@@ -888,6 +886,7 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
     struct os_mbuf *om;
     struct ble_gap_conn_desc desc;
     uint16_t length = 0, handle;
+    size_t slot;
 
     switch (event->type) {
     case BLE_GAP_EVENT_REPEAT_PAIRING:
@@ -907,8 +906,8 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
             break;
         if (a->conn != BLE_HS_CONN_HANDLE_NONE) {
             /* Held: the new link may be the phone's if the one held is not (two remembered). */
-            size_t slot = other_slot(a, BLE_HS_CONN_HANDLE_NONE);
-            if (slot < OTHERS) {
+            slot = other_slot(a, BLE_HS_CONN_HANDLE_NONE);
+            if (slot < ANCS_NIMBLE_OTHERS) {
                 a->others[slot] = event->connect.conn_handle;
                 a->others_examined[slot] = false;
             }
@@ -921,7 +920,8 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
         break;
     case BLE_GAP_EVENT_DISCONNECT:
         handle = event->disconnect.conn.conn_handle;
-        if (other_slot(a, handle) < OTHERS) a->others[other_slot(a, handle)] = BLE_HS_CONN_HANDLE_NONE;
+        slot = other_slot(a, handle);
+        if (slot < ANCS_NIMBLE_OTHERS) a->others[slot] = BLE_HS_CONN_HANDLE_NONE;
         if (handle != a->conn) break;
         if (a->link_given) ancs_consumer_link_down(&a->consumer, now(a));
         forget_connection(a);
@@ -930,8 +930,8 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
     case BLE_GAP_EVENT_ENC_CHANGE:
         if (event->enc_change.conn_handle != a->conn) {
             /* Another link encrypted: the phone may publish ANCS on it now. */
-            size_t slot = other_slot(a, event->enc_change.conn_handle);
-            if (slot < OTHERS && event->enc_change.status == 0) a->others_examined[slot] = false;
+            slot = other_slot(a, event->enc_change.conn_handle);
+            if (slot < ANCS_NIMBLE_OTHERS && event->enc_change.status == 0) a->others_examined[slot] = false;
             if (without_ancs(a)) switch_link(a, false);
             break;
         }

@@ -97,6 +97,9 @@ extern "C" {
  * `text` is NULL for engine events and `event` NULL for progress. */
 typedef void ancs_nimble_event_fn(void *context, const ancs_event *event, const char *text);
 
+/* Other peripheral links an adapter remembers while it holds one (the phone may be one of them). */
+#define ANCS_NIMBLE_OTHERS 2
+
 /* The largest notification value: ATT_MTU 517 − 3. */
 #define ANCS_NIMBLE_RX_MAX 514
 
@@ -141,8 +144,8 @@ typedef struct ancs_nimble {
     bool link_lost;                /* NimBLE failed a procedure with BLE_HS_ENOTCONN: the link is going */
     bool ancs_seen;                /* ANCS was found on this link at least once: it is the phone's */
     /* other peripheral links up, not held by an adapter: the phone may be one of them */
-    uint16_t others[2];            /* BLE_HS_CONN_HANDLE_NONE when free */
-    bool others_examined[2];       /* ANCS looked for there and not found, and its encryption unchanged since */
+    uint16_t others[ANCS_NIMBLE_OTHERS];        /* BLE_HS_CONN_HANDLE_NONE when free */
+    bool others_examined[ANCS_NIMBLE_OTHERS];       /* ANCS looked for there and not found, and its encryption unchanged since */
     uint8_t writes_in_flight;      /* GATT writes issued and not answered */
     int8_t resubscribe;            /* an ancs_characteristic to write again once encrypted, or -1 */
     /* Set after ancs_nimble_init: true leaves starting security to the

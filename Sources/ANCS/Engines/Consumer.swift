@@ -811,9 +811,11 @@ public struct Consumer: Sendable {
             // Its app asked first when apps are hidden: wanted again when the answer comes.
             session.model[next].stage = .fetching(again: identifies)
             let uid = session.model[next].notification.uid
-            let command = ControlPointCommand.getNotificationAttributes(
-                GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes))
-            guard let bytes = identifies ? Self.appIdentifierCommand(uid.rawValue) : try? command.encode() else {
+            let bytes = identifies
+                ? Self.appIdentifierCommand(uid.rawValue)
+                : try? ControlPointCommand.getNotificationAttributes(
+                    GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes)).encode()
+            guard let bytes else {
                 session.model[next].stage = .settled
                 continue
             }

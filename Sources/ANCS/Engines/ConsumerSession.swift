@@ -59,7 +59,7 @@ extension Consumer {
             var identifies = false
             if !configuration.hiddenApps.isEmpty {
                 if let app = appIdentifier(index) {
-                    if Self.list(configuration.hiddenApps, holds: app) { return nil }
+                    if configuration.hiddenApps.contains(app) { return nil }
                 } else {
                     identifies = true
                 }
@@ -83,12 +83,6 @@ extension Consumer {
         mutating func want(_ index: Int) {
             model[index].stage = .wanted
             wantedCount += 1
-        }
-
-        /// Whether `list` holds `identifier` (one comparison code for both lists of apps).
-        @inline(never)
-        static func list(_ list: [[UInt8]], holds identifier: [UInt8]) -> Bool {
-            list.contains(identifier)
         }
 
         /// The AppIdentifier of the notification at `index`, when fetched.
@@ -238,7 +232,7 @@ extension Consumer {
             }
             guard configuration.eagerAppNames,
                   let identifier = appIdentifier(index), !identifier.isEmpty,
-                  cacheIndex(identifier) == nil, !Self.list(unknownApps, holds: identifier)
+                  cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
             else { return show(at: index, into: &actions) }
             model[index].stage = .naming
             let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
@@ -290,7 +284,7 @@ extension Consumer {
         }
 
         mutating func remember(unknownApp identifier: [UInt8]) {
-            guard !Self.list(unknownApps, holds: identifier) else { return }
+            guard !unknownApps.contains(identifier) else { return }
             if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
             unknownApps.append(identifier)
         }
