@@ -48,16 +48,12 @@ extension ConsumerTests {
         let (first, firstActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
         let write = try onlyWrite(firstActions)
         #expect(write.bytes == [0x01] + Array(mailApp.utf8) + [0x00, 0x00])
-        // Asked again while in flight: coalesced.
-        let (twin, twinActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
-        #expect(twinActions.isEmpty)
         _ = consumer.writeCompleted(write.token, .success, at: .zero)
         let answered = deliver(displayNameResponse(mailApp, "Mail"), to: &consumer)
         let value = ConsumerResult.success(.appAttributes(displayNameResponse(mailApp, "Mail")))
         #expect(answered == [
             .emit(.appAttributes(displayNameResponse(mailApp, "Mail"))),
             .emit(.completed(first, value)),
-            .emit(.completed(twin, value)),
         ])
         #expect(consumer.displayName(of: mailApp) == "Mail")
 

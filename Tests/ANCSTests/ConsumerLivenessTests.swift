@@ -25,9 +25,10 @@ struct ConsumerLivenessTests {
         return consumer
     }
 
-    /// A probe: Get Notification Attributes (AppIdentifier) for the UID after the highest announced.
-    static func isProbe(_ write: Write, after highest: UInt32 = 0) -> Bool {
-        write.command == .getNotificationAttributes(GetNotificationAttributes(notificationUID: NotificationUID(highest + 1), attributes: [NotificationAttributeRequest(.appIdentifier)]))
+    /// A probe: Get Notification Attributes (AppIdentifier) for the UID after
+    /// the highest announced (0 when none was: a phone may number from 0).
+    static func isProbe(_ write: Write, after highest: UInt32? = nil) -> Bool {
+        write.command == .getNotificationAttributes(GetNotificationAttributes(notificationUID: NotificationUID(highest.map { $0 + 1 } ?? 0), attributes: [NotificationAttributeRequest(.appIdentifier)]))
     }
 
     static func healthEvents(_ actions: [ConsumerAction]) -> [ConsumerHealth] {
@@ -40,14 +41,16 @@ struct ConsumerLivenessTests {
             && actions.contains(.emit(.sessionEnded(.resubscribing))) && actions.contains(.subscribe(.dataSource))
     }
 
-    @Test("A quiet session is probed after the probe interval (GNA AppIdentifier for the UID after the highest announced); a 0xA2 answer changes nothing, and the next probe is an interval later")
+    @Test("A quiet session is probed after the probe interval (GNA AppIdentifier for the UID after the highest announced); a 0xA2 answer refreshes Notification Source in place (off, then on; the session kept, nothing told), and the next probe is an interval later")
     func probeAnswered() throws {
         var consumer = try livelyConsumer()
         #expect(consumer.nextDeadline == at(milliseconds: 15 * Self.minute))
         #expect(consumer.tick(at(milliseconds: 15 * Self.minute - 1)).isEmpty)
         let probe = try onlyWrite(consumer.tick(at(milliseconds: 15 * Self.minute)))
         #expect(Self.isProbe(probe))
-        #expect(consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15 * Self.minute)).isEmpty)
+        #expect(consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15 * Self.minute)) == [.unsubscribe(.notificationSource), .subscribe(.notificationSource)])
+        #expect(consumer.isInSession)
+        #expect(consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 15 * Self.minute)).isEmpty)
         #expect(consumer.health == .healthy)
         #expect(consumer.nextDeadline == at(milliseconds: 30 * Self.minute))
     }
@@ -106,9 +109,15 @@ struct ConsumerLivenessTests {
         }
     }
 
-    @Test("Notification Source silent for the silence limit while the Control Point answers every probe: subscribe again, at 6 hours")
+    @Test("Notification Source silent for the silence limit (no probe, so no refresh): subscribe again, at 6 hours")
     func silence() throws {
-        var consumer = try livelyConsumer()
+        var configuration = ConsumerConfiguration()
+        configuration.probeInterval = .zero
+        var consumer = Consumer(configuration: configuration)
+        let start = Timestamp.zero.adding(nanoseconds: -15_000_000_000)
+        _ = consumer.linkUp(mtu: 23, at: start)
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: start)
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: start)
         var now: Int64 = 0
         while true {
             now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
@@ -251,7 +260,7 @@ struct ConsumerLivenessTests {
         var consumer = try livelyConsumer()
         let probe = try onlyWrite(consumer.tick(at(milliseconds: 15 * Self.minute)))
         #expect(Self.isProbe(probe))
-        let (id, joined) = consumer.fetchAttributes([NotificationAttributeRequest(.appIdentifier)], for: uid(1), at: at(milliseconds: 15 * Self.minute))
+        let (id, joined) = consumer.fetchAttributes([NotificationAttributeRequest(.appIdentifier)], for: uid(0), at: at(milliseconds: 15 * Self.minute))
         #expect(try writes(joined).isEmpty)
         #expect(consumer.pendingRequestCount == 1)
         let answered = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15 * Self.minute))

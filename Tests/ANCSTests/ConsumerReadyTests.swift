@@ -134,18 +134,22 @@ struct ConsumerReadyTests {
         for case .ready(_, let appName) in events(all) { #expect(appName == nil) }
     }
 
-    @Test("maximumRequests counts every waiting caller: of ten identical fetches with a bound of 4, four wait and six are refused")
+    @Test("maximumRequests counts every waiting caller: of ten identical fetches with a bound of 4, four wait and six are refused; the four are answered one after the other")
     func identicalRequestsCounted() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(maximumRequests: 4), with: [(1, [])])
         var actions: [ConsumerAction] = []
         let ids = (0..<10).map { _ in consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &actions) }
-        #expect(try writes(actions).count == 1, "identical requests share one command")
+        #expect(try writes(actions).count == 1, "one write at a time")
         #expect(consumer.pendingRequestCount == 4)
         for id in ids.suffix(6) { #expect(results(actions, for: id) == [.failure(.tooManyRequests)]) }
-        let write = try onlyWrite(actions)
-        _ = consumer.writeCompleted(write.token, .success, at: .zero)
-        let answered = deliver(standardResponse(1), to: &consumer)
-        for id in ids.prefix(4) { #expect(results(answered, for: id) == [.success(.notificationAttributes(standardResponse(1)))]) }
+        var write = try onlyWrite(actions)
+        for id in ids.prefix(4) {
+            _ = consumer.writeCompleted(write.token, .success, at: .zero)
+            let answered = deliver(standardResponse(1), to: &consumer)
+            #expect(results(answered, for: id) == [.success(.notificationAttributes(standardResponse(1)))])
+            if id != ids[3] { write = try onlyWrite(answered) }
+        }
+        #expect(consumer.pendingRequestCount == 0)
     }
 
     @Test("A response naming another UID fails the oldest request at once, even after unframeable bytes, with an error naming both UIDs; the next request goes on",

@@ -532,37 +532,40 @@ extension ConsumerTests {
         #expect(buffer.capacity > 0)
     }
 
-    @Test("Identical requests in flight are coalesced: one write, two completions")
-    func coalescedRequests() throws {
+    @Test("An application request identical to one of its requests in flight is its own entry, written after it and ended by its own answer; one identical to the display's fetch joins that fetch (one write)")
+    func identicalRequests() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
         let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
         let write1 = try onlyWrite(firstActions)
         let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
-        #expect(secondActions.isEmpty)
+        #expect(try writes(secondActions).isEmpty, "one write at a time")
         #expect(first != second)
         #expect(consumer.pendingRequestCount == 2)
-        // Also while queued, and cancelling one waiter leaves the other.
-        let (queued, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
-        let (queuedTwin, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
-        #expect(consumer.cancel(queued, at: .zero) == [.emit(.completed(queued, .failure(.cancelled)))])
-
         _ = consumer.writeCompleted(write1.token, .success, at: .zero)
         let answered = deliver(standardResponse(1), to: &consumer)
         let value = ConsumerResult.success(.notificationAttributes(standardResponse(1)))
-        #expect(answered.filter { if case .emit(.attributes) = $0 { true } else { false } }.count == 1)
         #expect(results(answered, for: first) == [value])
-        #expect(results(answered, for: second) == [value])
-
+        #expect(results(answered, for: second).isEmpty)
         let write2 = try onlyWrite(answered)
-        #expect(write2.command == standardCommand(2))
+        #expect(write2.bytes == write1.bytes)
         _ = consumer.writeCompleted(write2.token, .success, at: .zero)
-        let answered2 = deliver(standardResponse(2), to: &consumer)
-        #expect(results(answered2, for: queuedTwin) == [.success(.notificationAttributes(standardResponse(2)))])
-        #expect(results(answered2, for: queued).isEmpty)
+        #expect(results(deliver(standardResponse(1), to: &consumer), for: second) == [value])
+        #expect(consumer.pendingRequestCount == 0)
+
+        // The display's fetch of 3, joined by the application's identical request: one write, both served.
+        var display = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
+        let fetch = try onlyWrite(display.received(notificationSource: sourceEvent(.added, 3), at: .zero))
+        let (joined, joinedActions) = display.fetchAttributes(standardAttributes, for: uid(3), at: .zero)
+        #expect(try writes(joinedActions).isEmpty)
+        _ = display.writeCompleted(fetch.token, .success, at: .zero)
+        let served = deliver(standardResponse(3), to: &display)
+        #expect(results(served, for: joined) == [.success(.notificationAttributes(standardResponse(3)))])
+        #expect(events(served).contains { $0.readyUID == uid(3) })
+        #expect(try writes(served).isEmpty)
     }
 
-    @Test("Three identical requests, the middle one cancelled: the other two complete, in the order asked")
-    func coalescedWaitersKeepTheirOrder() throws {
+    @Test("Three identical requests, the middle one cancelled while queued: it is never written, and the other two complete, in the order asked")
+    func identicalRequestsKeepTheirOrder() throws {
         var consumer = sessionConsumer(with: [(1, [])])
         let (first, actions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
         let write = try onlyWrite(actions)
@@ -572,11 +575,19 @@ extension ConsumerTests {
         #expect(consumer.cancel(second, at: .zero) == [.emit(.completed(second, .failure(.cancelled)))])
         #expect(consumer.cancel(second, at: .zero).isEmpty, "a request ends once")
         #expect(consumer.pendingRequestCount == 2)
-        _ = consumer.writeCompleted(write.token, .success, at: .zero)
-        let completed = deliver(standardResponse(1), to: &consumer).compactMap { action -> ConsumerRequestID? in
-            if case .emit(.completed(let id, .success)) = action { id } else { nil }
+        var completed: [ConsumerRequestID] = []
+        var pending = consumer.writeCompleted(write.token, .success, at: .zero) + deliver(standardResponse(1), to: &consumer)
+        var written = 1
+        while !pending.isEmpty {
+            let action = pending.removeFirst()
+            if case .emit(.completed(let id, .success)) = action { completed.append(id) }
+            if case .writeControlPoint(_, let token) = action {
+                written += 1
+                pending += consumer.writeCompleted(token, .success, at: .zero) + deliver(standardResponse(1), to: &consumer)
+            }
         }
         #expect(completed == [first, third])
+        #expect(written == 2)
         #expect(consumer.pendingRequestCount == 0)
     }
 

@@ -17,6 +17,7 @@
 //   idle | active without DS ──retryInterval after the NS (DS) subscription
 //        failed──► subscribingDataSource (the session ended first: subscribe again)
 //   any session ──subscribe again (unsubscribe both, then as at link up)──► subscribingDataSource
+//   active ──refresh (Notification Source off, then on; the session kept)──► subscribingNotificationSource
 //
 // Health (`ConsumerHealth`, README "When notifications stop"): what the
 // phone's answers say about whether notifications reach the accessory.
@@ -24,23 +25,34 @@
 //   healthy ──a subscription (or a write) refused with an ATT error──► waitingForPermission
 //           (asked again retryInterval after the phone's last answer)
 //   healthy ──two Control Point writes refused 0x03 in a row──► notShared
-//           (a probe every retryInterval)
+//           (a probe every retryInterval; no display fetch meanwhile)
 //   healthy ──probe unanswered, or answered with attributes (a notification
-//           NS never announced); NS silent for silenceLimit; a write
-//           answered 0xFD──► resubscribing
+//           NS never announced); a refresh that announces one newer than
+//           every announcement; a display fetch unanswered twice; NS silent
+//           for silenceLimit; a write answered 0xFD──► resubscribing
 //   healthy ──host: the phone forgot the bond──► bondLost
 //   waitingForPermission ──what was refused works (subscribed; an NS event;
 //                          a write answered)──► healthy
 //   resubscribing | bondLost ──an NS event, a write answered──► healthy
-//   notShared ──an NS event, a write answered──► resubscribing (sharingRestored)
+//   notShared ──a write answered──► resubscribing (sharingRestored)
+//           (an NS event is no proof: a phone may announce while it refuses)
 //
 // The probe, Get Notification Attributes (AppIdentifier) for the UID after
 // the highest announced (not live: a working phone answers 0xA2; one that
-// answers with attributes holds a notification never announced), goes out only when nothing is
-// queued, written or wanted, `probeInterval` after the phone was last heard,
-// and does not count against the pipelining depth: an application request
-// waits at most for the probe's write result. Retries take the same turn
-// (`probeTime`), at `retryInterval`.
+// answers with attributes holds a notification never announced), goes out
+// only when nothing is queued, written or wanted (while not shared: at its
+// retry interval whatever waits), `probeInterval` after the phone was last
+// heard, and does not count against the pipelining depth: an application
+// request waits at most for the probe's write result. Retries take the same
+// turn (`probeTime`), at `retryInterval`. The probe alone can be fooled: a
+// notification the person cleared on the phone answers 0xA2 as a working
+// phone does. So an interval's probe answered 0xA2 is followed by a refresh
+// (`refresh`): Notification Source subscribed again in place, the phone
+// announces everything it holds as PreExisting, and one newer than every
+// announcement means Notification Source had stopped. Data Source is checked
+// when it matters: a display fetch that times out is written again once
+// (the first answer to either write serves it, `write`), and when that one
+// times out too, the consumer subscribes again.
 // Subscribing again is decided where it cannot be made (in the
 // reassembler's handler, in a loop over the entries) and made by `pump`,
 // which ends every input.
@@ -55,9 +67,9 @@
 // the session begins (and events are processed) as that subscription goes out.
 //
 // Requests: each application request gets a ConsumerRequestID and ends
-// exactly once with `.completed`. Identical commands in flight are coalesced
-// into one entry with several waiters (each counted against
-// `maximumRequests`). Entries move
+// exactly once with `.completed`. A request identical to a command in flight
+// that only the display or the probe waits on joins it (counted against
+// `maximumRequests`); two of the application's are written twice. Entries move
 //
 //   queued ──write issued──► writing ──write OK──► awaitingResponse ──response──► done
 //                              └── write failed ──► done (no Data Source follows, spec "Errors")
@@ -143,6 +155,11 @@ public struct Consumer: Sendable {
         var displayFetch: NotificationUID?
         /// The display asks an app's name with it.
         var asksAppName: Bool
+        /// Written a second time after its first write timed out unanswered
+        /// (`tick`): the reassembler still expects the first write's
+        /// response under `key`, and the second's is expected behind it,
+        /// abandoned, so that whichever comes first answers it.
+        var retried = false
         var state: EntryState
         var deadline: Timestamp? {
             switch state {
@@ -171,42 +188,31 @@ public struct Consumer: Sendable {
         }
     }
 
-    /// The application's requests waiting on an entry, oldest first: the
-    /// first kept inline (one is the common case, and needs no allocation).
+    /// The application's request waiting on an entry, if any: one at most.
+    /// An identical request joins an entry only the display or the probe
+    /// waits on; two of the application's get two writes (a rare case,
+    /// and a list of waiters cost 416 bytes of Cortex-M4 text).
     struct Waiters: Sendable {
         private var first: ConsumerRequestID?
-        /// The others, after `first`; empty whenever `first` is nil.
-        private var others: [ConsumerRequestID] = []
 
         init(_ first: ConsumerRequestID?) { self.first = first }
 
         var isEmpty: Bool { first == nil }
-        var count: Int { first == nil ? 0 : 1 + others.count }
 
-        mutating func append(_ id: ConsumerRequestID) {
-            if first == nil { first = id } else { others.append(id) }
-        }
+        /// Joins an entry nobody of the application's waits on (`isEmpty`).
+        mutating func append(_ id: ConsumerRequestID) { first = id }
 
         /// Removes `id`; false if it does not wait here.
         mutating func remove(_ id: ConsumerRequestID) -> Bool {
-            if first == id {
-                first = others.isEmpty ? nil : others.removeFirst()
-                return true
-            }
-            guard let index = others.firstIndex(of: id) else { return false }
-            others.remove(at: index)
+            guard first == id else { return false }
+            first = nil
             return true
         }
 
-        mutating func removeAll() {
-            first = nil
-            others = []
-        }
+        mutating func removeAll() { first = nil }
 
         func forEach(_ body: (ConsumerRequestID) -> Void) {
-            guard let first else { return }
-            body(first)
-            for id in others { body(id) }
+            if let first { body(first) }
         }
     }
 
@@ -299,19 +305,24 @@ public struct Consumer: Sendable {
     var lastSourceEvent = Timestamp.zero
     /// Probe as soon as nothing is in flight (a new session).
     var probeSoon = false
-    /// The highest NotificationUID announced in this session: the probe asks for the next.
-    var highestUID: UInt32 = 0
+    /// The UID after the highest announced (0 before any: a phone may
+    /// number from 0): the probe asks for it, and a refresh's announcement
+    /// of it or a later one was never announced before.
+    var probeUID: UInt32 = 0
     /// The last Control Point write was refused with 0x03 (two in a row: not shared).
     var lastWriteNotPermitted = false
     /// The application stopped the session (`stop`), and none started since.
     var stopped = false
+    /// Notification Source was subscribed again in place in this session
+    /// (`refresh`): a PreExisting announcement is one the phone made again,
+    /// known unless newer than every announcement.
+    var refreshing = false
 
     /// `configuration.requestTimeout`, in nanoseconds.
-    let requestTimeout: Int64
+    var requestTimeout: Int64 { session.configuration.requestNanoseconds }
 
     public init(configuration: ConsumerConfiguration = .default) {
         session = Session(configuration: configuration)
-        requestTimeout = Timestamp.nanoseconds(configuration.requestTimeout)
         reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: configuration.unlimitedValueLength))
     }
 
@@ -324,7 +335,7 @@ public struct Consumer: Sendable {
     /// Application requests not yet ended (waiting to be written, being written, or awaiting a response).
     public var pendingRequestCount: Int {
         var count = 0
-        for entry in session.entries { count += entry.waiters.count }
+        for index in session.entries.indices where !session.entries[index].waiters.isEmpty { count += 1 }
         return count
     }
 
@@ -335,7 +346,7 @@ public struct Consumer: Sendable {
         func consider(_ deadline: Timestamp?) {
             if let deadline, earliest == nil || deadline < earliest! { earliest = deadline }
         }
-        for entry in session.entries { consider(entry.deadline) }
+        for index in session.entries.indices { consider(session.entries[index].deadline) }
         if case .abandoned(_, let deadline, _) = writeSlot { consider(deadline) }
         consider(probeTime)
         if watchesSilence { consider(lastSourceEvent.adding(nanoseconds: configuration.silenceNanoseconds)) }
@@ -351,8 +362,8 @@ public struct Consumer: Sendable {
     /// `tick` takes the step: subscribe again when a subscription is
     /// missing, else write the probe.
     var probeTime: Timestamp? {
-        guard mtu != nil, published, !stopped, phase == .idle || phase == .active, session.probeKey == nil,
-              session.entries.isEmpty, writeSlot.isFree, session.wantedCount == 0 else { return nil }
+        guard mtu != nil, published, !stopped, phase == .idle || phase == .active, session.probeKey == nil, writeSlot.isFree,
+              isNotShared || session.entries.isEmpty && session.wantedCount == 0 else { return nil }
         // (Idle: no Data Source either. One 0x03 asks again soon: two tell "not shared".)
         // A new session is probed sooner, but not at once: after its
         // PreExisting announcements (the probe asks for the UID after them).
@@ -493,7 +504,9 @@ public struct Consumer: Sendable {
     /// A Notification Source notification, read in place (no copy).
     public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard isInSession else { return }
-        lastHeard = now
+        // While not shared, an announcement is a reason to probe, not an
+        // answer: the probe keeps its retry interval (`probeTime`).
+        if !isNotShared { lastHeard = now }
         let event: NotificationSourceEvent
         do {
             event = try NotificationSourceEvent.decode(bytes)
@@ -504,13 +517,27 @@ public struct Consumer: Sendable {
         lastSourceEvent = now
         works(.notificationSource, into: &actions)
         let uid = event.notificationUID
-        if uid.rawValue > highestUID { highestUID = uid.rawValue }
+        let newest = uid.rawValue >= probeUID
+        if newest {
+            probeUID = uid.rawValue &+ 1
+            // The probe asked for it (it crossed the announcement): its
+            // answer, attributes, is no missed notification, nor its own answer.
+            session.probeKey = nil
+        }
         // The notification as this event tells it (what the model does not know yet).
         let announced = ConsumerNotification(
             uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
             categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
         switch event.eventID {
         case .added:
+            if refreshing && announced.isPreExisting {
+                // Announced again after `refresh`: known (or dropped by the
+                // model's bound), unless it is newer than every announcement:
+                // then Notification Source had stopped, and a new session
+                // hears what the phone holds now.
+                if newest { session.pendingResubscribe = .missedNotification }
+                break
+            }
             session.insert(announced, into: &actions)
             actions.appendOutOfLine(.emit(.added(announced)))
             if let index = session.modelIndex(uid) { want(index) }
@@ -614,7 +641,7 @@ public struct Consumer: Sendable {
         if let index = session.entries.firstIndex(where: { $0.isWriting(token) }), case .writing(_, let deadline) = session.entries[index].state {
             if result != .success {
                 let entry = session.entries.removeOutOfLine(at: index)
-                reassembler.cancel(entry.key, responseMayFollow: false)
+                reassembler.cancel(entry.key, responseMayFollow: entry.retried)
                 if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierBytes {
                     session.remember(unknownApp: identifier)
                 }
@@ -703,8 +730,24 @@ public struct Consumer: Sendable {
                 index += 1
                 continue
             }
+            if case .awaitingResponse = session.entries[index].state, !session.entries[index].retried,
+               session.entries[index].displayFetch != nil || session.entries[index].asksAppName {
+                // The display's fetch (or app-name fetch), written and taken,
+                // unanswered: asked once more (a phone answering just past the
+                // timeout is still heard: the first answer to come serves it,
+                // and an application's request that joined it). Asked of Data
+                // Source alone, this is its check: unanswered again, it
+                // subscribes again (below).
+                session.entries[index].retried = true
+                session.entries[index].state = .queued
+                index += 1
+                continue
+            }
+            let entry = abandon(at: index)
+            // Asked twice and answered neither time: Data Source is not delivering.
+            if entry.retried { session.pendingResubscribe = .probeUnanswered }
             // Its response is still consumed if it comes; whoever waited hears it timed out.
-            session.finish(abandon(at: index), .failure(.timedOut), into: &actions)
+            session.finish(entry, .failure(.timedOut), into: &actions)
             // More requests left unanswered than the pipeline holds: a phone
             // that takes the writes and answers none (its Data Source
             // subscription gone, while Notification Source may still speak
@@ -767,8 +810,9 @@ public struct Consumer: Sendable {
         } catch {
             return fail(.encoding(error))
         }
-        // Identical commands in flight are coalesced (compared as bytes).
-        if let index = session.entryIndex(bytes) {
+        // An identical command in flight that only the display or the probe
+        // waits on is joined (compared as bytes).
+        if let index = session.entryIndex(bytes), session.entries[index].waiters.isEmpty {
             session.entries[index].waiters.append(id)
             return id
         }
@@ -788,18 +832,23 @@ public struct Consumer: Sendable {
     /// (a write in flight, the pipeline full, or nothing left to ask), so an
     /// input that changed none of that need not pump.
     private mutating func pump(at now: Timestamp, into actions: inout [ConsumerAction]) {
-        if let reason = session.pendingResubscribe { resubscribe(reason, into: &actions) }
+        if let reason = session.pendingResubscribe {
+            resubscribe(reason, into: &actions)
+        } else if session.refreshDue {
+            refresh(into: &actions)
+        }
         guard phase == .active, writeSlot.isFree else { return }
         var outstanding = 0
         // The probe's response never holds back a request.
-        for entry in session.entries where !entry.isQueued && entry.expectsResponse && entry.key != session.probeKey { outstanding += 1 }
+        for index in session.entries.indices where !session.entries[index].isQueued && session.entries[index].expectsResponse && session.entries[index].key != session.probeKey { outstanding += 1 }
         // An app's name first (a notification waits on it), then in order.
         if let index = session.entries.firstIndex(where: { $0.isQueued && $0.asksAppName }) ?? session.entries.firstIndex(where: { $0.isQueued }) {
             if session.entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
             write(at: index, now, into: &actions)
             return
         }
-        guard outstanding < configuration.pipeliningDepth else { return }
+        // Not shared: the display's fetches wait (each would be refused); the probe asks.
+        guard outstanding < configuration.pipeliningDepth, !isNotShared else { return }
         // Each turn either writes, or settles one wanted notification without a write.
         while session.wantedCount > 0, dataSourceAvailable, let next = session.nextWanted() {
             session.wantedCount -= 1
@@ -833,7 +882,11 @@ public struct Consumer: Sendable {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
         if let request = session.entries[index].request {
-            reassembler.expect(request, id: session.entries[index].key)
+            // Written again (`retried`): the first write's response is still
+            // expected under the entry's key, and this one's behind it under
+            // the same key, abandoned: the first to come answers, the other
+            // is consumed (`cancel` of the key finds the first).
+            reassembler.expect(request, id: session.entries[index].key, abandoned: session.entries[index].retried)
         }
         session.entries[index].state = .writing(token, deadline: now.adding(nanoseconds: requestTimeout))
         writeSlot = .busy(token)
@@ -865,7 +918,8 @@ public struct Consumer: Sendable {
         let entry = session.entries.removeOutOfLine(at: index)
         switch entry.state {
         case .queued:
-            break
+            // (A retried one's first response may still come.)
+            if entry.retried { reassembler.cancel(entry.key, responseMayFollow: true) }
         case .writing(let token, let deadline):
             // The write still occupies the link until its result comes.
             if case .busy(token) = writeSlot {
@@ -941,10 +995,12 @@ public struct Consumer: Sendable {
         case .waitingForPermission(let refused, _):
             guard refused == .controlPoint && what != .notificationSource else { return }
         case .notShared:
-            // Shared again: a new session hears what the phone holds (the
-            // phone may not announce it, and the fetches refused meanwhile
-            // are asked anew).
-            session.pendingResubscribe = .sharingRestored
+            // A Control Point write answered: shared again, and a new session
+            // hears what the phone holds (the phone may not announce it, and
+            // the fetches refused meanwhile are asked anew). An announcement
+            // proves nothing (a phone may announce while it refuses every
+            // write): the probe, at its retry interval, asks.
+            if what != .notificationSource { session.pendingResubscribe = .sharingRestored }
             return
         case .resubscribing:
             guard what != .controlPoint else { return }
@@ -979,8 +1035,12 @@ public struct Consumer: Sendable {
     /// announce it. The highest is kept from session to session: asked too
     /// high, the probe only misses that check once.
     private mutating func writeProbe(at now: Timestamp, into actions: inout [ConsumerAction]) {
+        // An interval's probe (not a new session's, whose subscription is
+        // fresh) is followed by a refresh of Notification Source when the
+        // phone answers it as a working phone does.
+        session.probeRefreshes = !probeSoon
         probeSoon = false
-        let index = session.enqueue(Self.appIdentifierCommand(highestUID &+ 1), waiter: nil)
+        let index = session.enqueue(Self.appIdentifierCommand(probeUID), waiter: nil)
         session.probeKey = session.entries[index].key
         write(at: index, now, into: &actions)
     }
@@ -995,6 +1055,25 @@ public struct Consumer: Sendable {
             UInt8(truncatingIfNeeded: uid >> 16), UInt8(truncatingIfNeeded: uid >> 24),
             NotificationAttributeID.appIdentifier.rawValue,
         ]
+    }
+
+    /// Notification Source subscribed again in place, the session kept
+    /// (after an interval's probe the phone answered 0xA2): the phone
+    /// announces everything it holds again, as PreExisting. No single
+    /// notification can fool it, as it can the probe (one the person
+    /// cleared on the phone answers 0xA2 as a working phone does): a
+    /// notification newer than every announcement means Notification
+    /// Source had stopped (`received(notificationSource:)`), and a new
+    /// session starts; the others are known and change nothing. It also
+    /// mends a lost subscription by itself. Costs two CCCD writes and one
+    /// 8-byte notification per notification held, no fetch.
+    private mutating func refresh(into actions: inout [ConsumerAction]) {
+        // (Active: `refreshDue` is set by a probe's end, and a session's end clears it.)
+        session.refreshDue = false
+        refreshing = true
+        phase = .subscribingNotificationSource
+        actions.appendOutOfLine(.unsubscribe(.notificationSource))
+        actions.appendOutOfLine(.subscribe(.notificationSource))
     }
 
     /// Subscribes again for `reason`, decided during this input.
@@ -1066,6 +1145,8 @@ public struct Consumer: Sendable {
         session.unknownApps.removeAll()
         dataSourceAvailable = false
         session.probeKey = nil
+        session.refreshDue = false
+        refreshing = false
         phase = .idle
         if hadSession { actions.appendOutOfLine(.emit(.sessionEnded(reason))) }
     }

@@ -40,6 +40,11 @@ extension Consumer {
         var probeKey: UInt32?
         /// Subscribe again, for this reason, when the input's work is done (`pump`).
         var pendingResubscribe: ResubscribeReason?
+        /// The probe written is an interval's: answered 0xA2, Notification
+        /// Source is refreshed (`Consumer.refresh`).
+        var probeRefreshes = false
+        /// Refresh Notification Source when the input's work is done (`pump`).
+        var refreshDue = false
 
         init(configuration: ConsumerConfiguration) {
             self.configuration = configuration
@@ -276,6 +281,9 @@ extension Consumer {
             case .success:
                 // The phone holds a notification Notification Source never announced.
                 pendingResubscribe = .missedNotification
+            case .failure(.invalidParameter):
+                // As a working phone answers: now ask what it holds (`Consumer.refresh`).
+                refreshDue = probeRefreshes
             case .failure(.timedOut):
                 pendingResubscribe = .probeUnanswered
             default:
@@ -332,7 +340,8 @@ extension Consumer {
         mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
             var index = 0
             while index < entries.count {
-                if entries[index].isQueued, entries[index].names(uid) {
+                // (Not a retried fetch: its first write's response may still come.)
+                if entries[index].isQueued, !entries[index].retried, entries[index].names(uid) {
                     finish(entries.removeOutOfLine(at: index), .failure(.notificationRemoved), into: &actions)
                 } else {
                     index += 1

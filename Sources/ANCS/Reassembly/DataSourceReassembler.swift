@@ -153,7 +153,13 @@ public struct DataSourceReassembler: Sendable {
 
     /// Registers the request the next unclaimed response answers.
     public mutating func expect(_ request: DataSourceRequest, id: RequestID) {
-        queue.append(Pending(id: id, request: request, abandoned: false))
+        expect(request, id: id, abandoned: false)
+    }
+
+    /// Registers a request already abandoned: its response, if it comes, is
+    /// consumed and dropped (a request written again: the consumer's).
+    mutating func expect(_ request: DataSourceRequest, id: RequestID, abandoned: Bool) {
+        queue.append(Pending(id: id, request: request, abandoned: abandoned))
     }
 
     /// Ends a request on the caller's side. With `responseMayFollow` (a

@@ -352,7 +352,7 @@ public func ancsConsumerConfigDefault(_ config: UnsafeMutablePointer<ancs_consum
     guard let config else { return }
     let defaults = ConsumerConfiguration.default
     var value = ancs_consumer_config()
-    value.request_timeout_ms = UInt32(milliseconds(Timestamp(defaults.requestTimeout)))
+    value.request_timeout_ms = UInt32(defaults.requestNanoseconds / 1_000_000)
     value.pipelining_depth = UInt8(clamping: defaults.pipeliningDepth)
     value.display_attributes = ancs_default_display_attributes(&value.display_attribute_count)
     value.display_app_names = defaults.eagerAppNames
@@ -406,7 +406,6 @@ public func ancsConsumerInit(
     ancsConsumerConfigDefault(&defaults)
     func value<T: BinaryInteger>(_ setting: T, _ fallback: T) -> Int { Int(setting == 0 ? fallback : setting) }
     let configuration = ConsumerConfiguration(
-        requestTimeout: .milliseconds(Int64(value(settings.request_timeout_ms, defaults.request_timeout_ms))),
         pipeliningDepth: value(settings.pipelining_depth, defaults.pipelining_depth),
         eagerAttributes: display,
         eagerAppNames: settings.display_app_names,
@@ -416,6 +415,7 @@ public func ancsConsumerInit(
         maximumRequests: value(settings.max_requests, defaults.max_requests),
         unlimitedValueLength: value(settings.unlimited_value_length, defaults.unlimited_value_length))
     var liveness = configuration
+    liveness.requestNanoseconds = Int64(value(settings.request_timeout_ms, defaults.request_timeout_ms)) * 1_000_000
     liveness.probeNanoseconds = nanoseconds(settings.probe_interval_s, defaults.probe_interval_s)
     liveness.silenceNanoseconds = nanoseconds(settings.silence_limit_s, defaults.silence_limit_s)
     liveness.retryNanoseconds = nanoseconds(settings.retry_interval_s, defaults.retry_interval_s)
