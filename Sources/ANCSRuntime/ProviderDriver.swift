@@ -60,13 +60,17 @@ public struct ProviderDriver: Sendable {
         outputs(try engine.remove(uid), replyingWith: nil)
     }
 
-    /// Faults (`Provider.setSharing`, `setNotificationSourceQuiet`, `forgetSubscriptions`).
+    /// Faults (`Provider.setSharing`, `setNotificationSourceQuiet`, `loseSubscription`, `forgetSubscriptions`).
     public mutating func setSharing(_ sharing: Bool) -> [Output] {
         outputs(engine.setSharing(sharing), replyingWith: nil)
     }
 
     public mutating func setNotificationSourceQuiet(_ quiet: Bool) {
         engine.setNotificationSourceQuiet(quiet)
+    }
+
+    public mutating func loseSubscription(_ characteristic: ANCSCharacteristic) -> [Output] {
+        outputs(engine.loseSubscription(characteristic), replyingWith: nil)
     }
 
     public mutating func forgetSubscriptions() -> [Output] {

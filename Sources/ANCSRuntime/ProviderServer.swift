@@ -156,6 +156,14 @@ public actor ProviderServer {
         perform(driver.forgetSubscriptions())
     }
 
+    /// One subscription of every consumer lost in silence, the other kept
+    /// (`Provider.loseSubscription`): Notification Source announces nothing
+    /// more, or Data Source delivers no response while the Control Point
+    /// still takes writes.
+    public func loseSubscription(_ characteristic: ANCSCharacteristic) {
+        perform(driver.loseSubscription(characteristic))
+    }
+
     /// Whether sharing is on and Notification Source speaks.
     public var sharing: Bool { engine.sharing }
     public var notificationSourceQuiet: Bool { engine.notificationSourceQuiet }

@@ -63,6 +63,8 @@ public final class SimulatedLink: @unchecked Sendable {
         public var notifications = 0
         /// Control Point writes that reached the provider's side.
         public var writes = 0
+        /// CCCD writes (subscribe or unsubscribe) that reached the provider's side.
+        public var cccdWrites = 0
 
         public var bytesOnAir: Int { bytesOnAirToConsumer + bytesOnAirToProvider }
         public var packets: Int { packetsToConsumer + packetsToProvider }
@@ -137,6 +139,10 @@ public final class SimulatedLink: @unchecked Sendable {
     var dropPending = false
     /// Extra time before the server's replies may go out.
     public var serverDelay: Duration = .zero
+    /// Extra time before each Data Source notification may go out, on top
+    /// of `serverDelay`: a phone slow to answer (its write responses come at
+    /// once; what is queued behind a late notification waits, as on the air).
+    public var dataSourceDelay: Duration = .zero
     /// Rewrites each notification the provider sends on this link into the
     /// notifications that go on the air instead (none, one, several).
     public var rewriteNotification: ((ANCSCharacteristic, [UInt8]) -> [[UInt8]])?
@@ -324,7 +330,7 @@ public final class SimulatedLink: @unchecked Sendable {
         let values = rewriteNotification?(characteristic, value) ?? [value]
         for var bytes in values {
             if bytes.count > configuration.mtu - 3 { bytes.removeLast(bytes.count - (configuration.mtu - 3)) }
-            enqueueToConsumer(.notification(characteristic, bytes))
+            enqueueToConsumer(.notification(characteristic, bytes), after: characteristic == .dataSource ? dataSourceDelay : .zero)
         }
     }
 
@@ -445,6 +451,7 @@ public final class SimulatedLink: @unchecked Sendable {
         switch pdu {
         case .writeCCCD(let characteristic, let enable):
             // The stack answers a CCCD write itself, then tells the application.
+            counters.cccdWrites += 1
             enqueueToConsumer(.writeResponse(.success))
             if enable { subscriptions.insert(characteristic) } else { subscriptions.remove(characteristic) }
             server.sink.yield(.subscriptionChanged(connection, characteristic, enabled: enable))
@@ -481,10 +488,10 @@ public final class SimulatedLink: @unchecked Sendable {
         }
     }
 
-    private func enqueueToConsumer(_ pdu: PDU) {
+    private func enqueueToConsumer(_ pdu: PDU, after delay: Duration = .zero) {
         guard isConnected else { return }
         // Produced now: on the air from the next event, after any configured delay.
-        toConsumer.append(Outgoing(pdu: pdu, packetsLeft: packets(for: pdu), notBefore: now + .nanoseconds(1) + serverDelay))
+        toConsumer.append(Outgoing(pdu: pdu, packetsLeft: packets(for: pdu), notBefore: now + .nanoseconds(1) + serverDelay + delay))
     }
 
     private func sendNextRequest() {

@@ -158,6 +158,7 @@ struct ProvideCommand: AsyncParsableCommand {
                         case .sharing(let on): await provider.setSharing(on); view.fault(fault)
                         case .notificationSourceQuiet(let quiet): await provider.setNotificationSourceQuiet(quiet); view.fault(fault)
                         case .forgetSubscriptions: await provider.forgetSubscriptions(); view.fault(fault)
+                        case .lose(let characteristic): await provider.loseSubscription(characteristic); view.fault(fault)
                         case .forgetBond: view.fault(fault, count: try await server.forgetBonds())
                         case .removeANCS(let indicated): view.serviceChange(try await server.unpublishANCS(serviceChanged: indicated))
                         case .addANCS(let indicated): view.serviceChange(try await server.publishANCS(serviceChanged: indicated))
@@ -357,6 +358,11 @@ struct ProvideView: Sendable {
             fields.append(("quiet", .bool(quiet)))
         case .forgetSubscriptions:
             text = "subscriptions forgotten in silence (the accessory is not told)"
+        case .lose(let characteristic):
+            text = characteristic == .notificationSource
+                ? "Notification Source subscription lost in silence (Data Source kept)"
+                : "Data Source subscription lost in silence (Control Point writes taken, no response delivered)"
+            fields.append(("characteristic", .string(characteristic == .notificationSource ? "notificationSource" : "dataSource")))
         case .forgetBond:
             text = "bonds forgotten (\(count ?? 0)), links dropped: the accessory must pair again"
             fields.append(("bonds", .integer(count ?? 0)))

@@ -24,6 +24,10 @@ struct ProvideScenario: Sendable {
         case notificationSourceQuiet(Bool)
         /// Every consumer's subscriptions forgotten without telling it.
         case forgetSubscriptions
+        /// One subscription lost in silence, the other kept: Notification
+        /// Source announces nothing more, or Data Source delivers no
+        /// response while the Control Point takes writes.
+        case lose(ANCSCharacteristic)
         /// The phone forgets its bonds ("Forget This Device") and drops the links.
         case forgetBond
         /// ANCS removed from the GATT database, with or without Service Changed.
@@ -37,6 +41,7 @@ struct ProvideScenario: Sendable {
             case .sharing: "sharing"
             case .notificationSourceQuiet: "notificationSource"
             case .forgetSubscriptions: "forgetSubscriptions"
+            case .lose: "lose"
             case .forgetBond: "forgetBond"
             case .removeANCS: "removeANCS"
             case .addANCS: "addANCS"
@@ -130,8 +135,9 @@ extension ProvideScenario {
     ///
     /// A step is `add`, `modify` (with `message`), `remove`, or one of the
     /// faults of real iPhones: `sharing: on|off`, `notificationSource:
-    /// quiet|normal`, `forgetSubscriptions: true`, `forgetBond: true`,
-    /// `removeANCS: true` and `addANCS: true` (with Service Changed), or
+    /// quiet|normal`, `forgetSubscriptions: true`, `lose:
+    /// notificationSource|dataSource` (one subscription lost in silence),
+    /// `forgetBond: true`, `removeANCS: true` and `addANCS: true` (with Service Changed), or
     /// `removeANCS: {serviceChanged: false}` (without).
     ///
     /// A notification: `key`, `app` (required), `title`, `subtitle`,
@@ -332,11 +338,12 @@ struct ScenarioReader {
         return (key, notification)
     }
 
-    static let faultKinds = ["sharing", "notificationSource", "forgetSubscriptions", "forgetBond", "removeANCS", "addANCS"]
+    static let faultKinds = ["sharing", "notificationSource", "forgetSubscriptions", "lose", "forgetBond", "removeANCS", "addANCS"]
 
     /// A fault step's value: `sharing: on|off` (or true/false),
     /// `notificationSource: quiet|normal`, `forgetSubscriptions: true`,
-    /// `forgetBond: true`, `removeANCS`/`addANCS: true` or `{serviceChanged: bool}`.
+    /// `lose: notificationSource|dataSource`, `forgetBond: true`,
+    /// `removeANCS`/`addANCS: true` or `{serviceChanged: bool}`.
     func fault(_ kind: String, _ value: Any?, _ place: String) throws(CommandFailure) -> ProvideScenario.Fault {
         func onOff(_ on: String, _ off: String) throws(CommandFailure) -> Bool {
             switch value {
@@ -362,6 +369,12 @@ struct ScenarioReader {
         case "sharing": return .sharing(try onOff("on", "off"))
         case "notificationSource": return .notificationSourceQuiet(try onOff("quiet", "normal"))
         case "forgetSubscriptions": try yes(); return .forgetSubscriptions
+        case "lose":
+            switch value as? String {
+            case "notificationSource": return .lose(.notificationSource)
+            case "dataSource": return .lose(.dataSource)
+            default: throw fail(place, "expected `notificationSource` or `dataSource`")
+            }
         case "forgetBond": try yes(); return .forgetBond
         case "removeANCS": return .removeANCS(serviceChanged: try serviceChanged())
         default: return .addANCS(serviceChanged: try serviceChanged())

@@ -42,6 +42,9 @@ public struct Provider: Sendable {
         /// In a session (spec: "Sessions"): Notification Source subscribed.
         var notificationSource = false
         var dataSource = false
+        /// Data Source lost in silence (`loseSubscription`): the phone takes
+        /// Control Point writes and answers none on Data Source.
+        var dataSourceLost = false
     }
 
     public let configuration: ProviderConfiguration
@@ -109,6 +112,7 @@ public struct Provider: Sendable {
         switch characteristic {
         case .dataSource:
             links[index].dataSource = enabled
+            links[index].dataSourceLost = false  // written anew: delivered again
             return []
         case .controlPoint:
             return []
@@ -175,6 +179,28 @@ public struct Provider: Sendable {
             if links[index].notificationSource { actions.append(.emit(.sessionEnded(links[index].id))) }
             links[index].notificationSource = false
             links[index].dataSource = false
+        }
+        return actions
+    }
+
+    /// One subscription of every consumer lost in silence, the other kept,
+    /// as iPhones do in the field (the consumer is not told; its next write
+    /// of that CCCD mends it). Notification Source: nothing is announced to
+    /// it any more (the provider's own event tells the session ended).
+    /// Data Source: Control Point writes are still taken and answered (an
+    /// unknown UID 0xA2), but no Data Source response reaches the consumer.
+    public mutating func loseSubscription(_ characteristic: ANCSCharacteristic) -> [ProviderAction] {
+        var actions: [ProviderAction] = []
+        for index in links.indices {
+            switch characteristic {
+            case .notificationSource:
+                if links[index].notificationSource { actions.append(.emit(.sessionEnded(links[index].id))) }
+                links[index].notificationSource = false
+            case .dataSource:
+                if links[index].dataSource { links[index].dataSourceLost = true }
+            case .controlPoint:
+                break
+            }
         }
         return actions
     }
@@ -312,6 +338,7 @@ public struct Provider: Sendable {
         var actions: [ProviderAction] = []
         actions.reserveCapacity(fragments.count + 2)
         actions.append(.respond(link.id, .success))
+        if link.dataSourceLost { return actions }  // taken, never delivered
         for fragment in fragments { actions.append(.notify(link.id, .dataSource, fragment)) }
         return actions
     }
