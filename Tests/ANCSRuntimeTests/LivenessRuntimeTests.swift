@@ -1,4 +1,5 @@
 import ANCS
+import ANCSDemo
 import ANCSRuntime
 import ANCSSimulation
 import Testing
@@ -68,6 +69,7 @@ import Testing
         rig.simulation.run(for: .seconds(3600 + 60))
         #expect(rig.link.counters.writes - writes == 4)
         #expect(Self.healthEvents(rig).isEmpty)
+        #expect(!rig.consumerEvents.contains { if case .added = $0 { true } else { false } })
         #expect(await rig.consumer.isInSession)
         #expect(!rig.consumerEvents.contains { if case .sessionEnded = $0 { true } else { false } })
     }
@@ -173,5 +175,67 @@ import Testing
         let next = try Self.value(of: rig, Self.add("Next", to: rig))
         #expect(await Self.time(until: next, in: rig, limit: Self.roundTrips) != nil)
         #expect(await rig.consumer.health == .healthy)
+    }
+
+    /// Runs until `uid` was told `.ready`, at most `limit`; returns how long it took.
+    static func time(untilReady uid: NotificationUID, in rig: SimulationRig, limit: Duration) -> Duration? {
+        let start = rig.simulation.now
+        func shown() -> Bool { rig.events.contains { if case .ready(let shown) = $0 { shown.uid == uid } else { false } } }
+        while rig.simulation.now - start < limit {
+            rig.simulation.run(for: .seconds(1))
+            if shown() { return rig.simulation.now - start }
+        }
+        return nil
+    }
+
+    /// A rig showing notifications (the standard display policy), connected, its session's first probe answered.
+    static func showing(interval: Duration) -> SimulationRig {
+        let rig = SimulationRig(interval: interval, liveness: true, display: .standard)
+        rig.link.connect()
+        rig.simulation.run(for: roundTrips)
+        return rig
+    }
+
+    @Test("Notification Source lost in silence (Data Source kept), and the next notification cleared on the phone a minute later: the probe's UID answers 0xA2, the refresh after it hears the phone announce a later one, and that one is shown within the bound; both counts of CCCD writes stay at a refresh per probe",
+          arguments: intervals)
+    func notificationSourceLostAndCleared(interval: Duration) async throws {
+        let rig = Self.showing(interval: interval)
+        let provider = rig.provider
+        let before = try Self.value(of: rig, Self.add("Before", to: rig))
+        #expect(Self.time(untilReady: before, in: rig, limit: Self.roundTrips) != nil)
+        rig.simulation.spawn { await provider.loseSubscription(.notificationSource) }
+        rig.simulation.run(for: .seconds(1))
+        let cleared = try Self.value(of: rig, Self.add("Cleared", to: rig))
+        rig.simulation.run(for: .seconds(60))
+        rig.simulation.spawn { try? await provider.remove(cleared) }
+        rig.simulation.run(for: .seconds(60))
+        let kept = try Self.value(of: rig, Self.add("Kept", to: rig))
+        let took = Self.time(untilReady: kept, in: rig, limit: FieldLife.bound)
+        #expect(took != nil)
+        #expect(Self.healthEvents(rig).first == .resubscribing(.missedNotification), "\(Self.healthEvents(rig))")
+        #expect(!rig.events.contains { if case .ready(let shown) = $0 { shown.uid == cleared } else { false } })
+        let next = try Self.value(of: rig, Self.add("Next", to: rig))
+        #expect(Self.time(untilReady: next, in: rig, limit: Self.roundTrips) != nil)
+        #expect(await rig.consumer.health == .healthy)
+    }
+
+    @Test("Data Source lost in silence (Notification Source kept) while notifications keep coming: the first fetch's timeout asks again, unanswered again the consumer subscribes again; shown within 2 × the request timeout and a round trip, one resubscription",
+          arguments: intervals)
+    func dataSourceLostAlone(interval: Duration) async throws {
+        let rig = Self.showing(interval: interval)
+        let provider = rig.provider
+        rig.simulation.spawn { await provider.loseSubscription(.dataSource) }
+        rig.simulation.run(for: .seconds(1))
+        let first = try Self.value(of: rig, Self.add("First", to: rig))
+        let took = Self.time(untilReady: first, in: rig, limit: ConsumerConfiguration.default.requestTimeout * 2 + Self.roundTrips)
+        #expect(took != nil)
+        #expect(Self.healthEvents(rig) == [.resubscribing(.probeUnanswered), .healthy], "\(Self.healthEvents(rig))")
+        // Notifications keep coming: each shown at once.
+        for title in ["Second", "Third"] {
+            rig.simulation.run(for: .seconds(120))
+            let next = try Self.value(of: rig, Self.add(title, to: rig))
+            #expect(Self.time(untilReady: next, in: rig, limit: Self.roundTrips) != nil)
+        }
+        #expect(Self.healthEvents(rig).count == 2)
     }
 }
