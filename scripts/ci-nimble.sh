@@ -29,6 +29,10 @@
 #                    0xFD, subscribed again
 #        quiet       Notification Source quiet while the Control Point answers:
 #                    the probe finds the notification never announced, subscribed again
+#        nslost      Notification Source lost alone, the next notification cleared
+#                    on the phone: the refresh after the probe finds a later one
+#        dslost      Data Source lost alone while notifications keep coming: a
+#                    fetch unanswered twice, subscribed again
 #        sharing     sharing off at the start (--share-after): "not shared"
 #                    reported, nothing shown; on again: everything shown
 #        forgetbond  the phone forgets the bond and the link: the adapter drops
@@ -352,6 +356,26 @@ check "quiet: shown before the fault" has '^ready uid=[0-9]+ .*title="Before the
 check "quiet: the probe found a notification never announced, subscribed again" has '^health state=resubscribing reason=missed-notification'
 check "quiet: healthy again" has_then '^health state=resubscribing' '^health state=healthy'
 check "quiet: the notification posted after the fault shown, once" test "$(count '^ready uid=[0-9]+ .*title="Never announced"')" -eq 1
+fi
+
+if want nslost; then
+echo "== nslost: Notification Source lost alone, the next notification cleared on the phone"
+fault nslost "Kept after the loss"
+check "nslost: shown before the fault" has '^ready uid=[0-9]+ .*title="Before the fault"'
+check "nslost: the notification cleared on the phone never shown" test "$(count '^ready uid=[0-9]+ .*title="Cleared on the phone"')" -eq 0
+check "nslost: a notification never announced found, subscribed again" has '^health state=resubscribing reason=missed-notification'
+check "nslost: healthy again" has_then '^health state=resubscribing' '^health state=healthy'
+check "nslost: the notification kept on the phone shown, once" test "$(count '^ready uid=[0-9]+ .*title="Kept after the loss"')" -eq 1
+fi
+
+if want dslost; then
+echo "== dslost: Data Source lost alone while notifications keep coming"
+fault dslost "Second after the loss"
+check "dslost: shown before the fault" has '^ready uid=[0-9]+ .*title="Before the fault"'
+check "dslost: a fetch unanswered twice, subscribed again (probe unanswered)" has '^health state=resubscribing reason=probe-unanswered'
+check "dslost: subscribed again once, not in a loop" test "$(count '^health state=resubscribing')" -eq 1
+check "dslost: healthy again" has_then '^health state=resubscribing' '^health state=healthy'
+check "dslost: both notifications posted after the fault shown" test "$(count '^ready uid=[0-9]+ .*title="(First|Second) after the loss"')" -ge 2
 fi
 
 if want sharing; then
