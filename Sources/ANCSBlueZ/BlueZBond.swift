@@ -28,15 +28,37 @@ extension BlueZConsumerTransport {
         await removeIfStale(device, "refused \(characteristic) for its security")
     }
 
-    /// A bonded phone connected: its link encrypted within
-    /// `Options.encryptionWait`, or its bond is stale.
+    /// A phone connected: its services resolved within `Options.resolveWait`,
+    /// or the link is dropped (`resolutionChecked`); a bonded phone's link
+    /// encrypted within `Options.encryptionWait`, or its bond is stale.
     func checkEncryption(of device: String) {
+        resolveCheck?.cancel()
+        resolveCheck = Task { [weak self, wait = options.resolveWait] in
+            try? await Task.sleep(for: wait)
+            guard !Task.isCancelled, let self else { return }
+            await self.resolutionChecked(device)
+        }
         guard isPaired(device) else { return }
         encryptionCheck?.cancel()
         encryptionCheck = Task { [weak self, wait = options.encryptionWait] in
             try? await Task.sleep(for: wait)
             guard !Task.isCancelled, let self else { return }
             await self.encryptionChecked(device)
+        }
+    }
+
+    /// Still connected, and no session could start: bluetoothd never
+    /// resolved the services (no stale bond: that is found sooner). Waiting
+    /// longer changes nothing; the link is dropped so that the phone
+    /// connects afresh, said in one line.
+    func resolutionChecked(_ path: String) async {
+        guard device == path, !linkIsUp, isConnected(path) else { return }
+        status(BlueZStatus(kind: .warning, message: "\(address(of: path)) connected but its services were not resolved within \(options.resolveWait); disconnecting it so that it connects afresh"))
+        do {
+            _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.device,
+                                   member: "Disconnect", timeout: .seconds(10))
+        } catch {
+            status(BlueZStatus(kind: .warning, message: "cannot disconnect \(address(of: path)) (\(error)); disconnect it with: bluetoothctl disconnect \(address(of: path))"))
         }
     }
 

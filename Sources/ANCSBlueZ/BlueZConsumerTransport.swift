@@ -61,13 +61,20 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         /// How long a bonded phone's link may stay unencrypted, its services
         /// unresolved, before its bond is taken as forgotten (BlueZBond.swift).
         public var encryptionWait: Duration
+        /// How long a connected phone's link may stay without its services
+        /// resolved (no session possible) before it is disconnected, so
+        /// that the phone connects afresh (BlueZBond.swift): seen on
+        /// bluetoothd 5.66 after a fast reconnection that encrypted at once
+        /// (`setsockopt(BT_SECURITY): Invalid argument`, services never
+        /// resolved).
+        public var resolveWait: Duration
         /// Whether the adapter's (object path) link to a peer (address) is
         /// encrypted; nil when unknown. The kernel's connection list by
         /// default (`LinkSecurity`): bluetoothd does not publish it.
         public var linkEncrypted: @Sendable (_ adapter: String, _ peer: String) -> Bool?
         public init(adapter: String? = nil, device: String? = nil, name: String = "ANCS listen",
                     watchdogInterval: Duration = .seconds(15), subscribeWait: Duration = .seconds(10),
-                    encryptionWait: Duration = .seconds(8),
+                    encryptionWait: Duration = .seconds(8), resolveWait: Duration = .seconds(30),
                     linkEncrypted: @escaping @Sendable (_ adapter: String, _ peer: String) -> Bool? = LinkSecurity.isEncrypted) {
             self.adapter = adapter
             self.device = device
@@ -76,6 +83,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
             self.linkEncrypted = linkEncrypted
             self.subscribeWait = subscribeWait
             self.encryptionWait = encryptionWait
+            self.resolveWait = resolveWait
         }
     }
 
@@ -115,6 +123,8 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     var startNotifyAnswers: [ANCSCharacteristic: DBusError?] = [:]
     /// Whether a bonded phone that connected encrypts its link (BlueZBond.swift).
     var encryptionCheck: Task<Void, Never>?
+    /// Whether a connected phone's services are resolved in time (BlueZBond.swift).
+    var resolveCheck: Task<Void, Never>?
     var controlPointBusy = false
     var controlPointWaiters: [CheckedContinuation<Void, Never>] = []
     var tasks: [Task<Void, Never>] = []
@@ -258,6 +268,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         closing = true
         for task in tasks { task.cancel() }
         encryptionCheck?.cancel()
+        resolveCheck?.cancel()
         for call in startNotifyCalls.values { call.cancel() }
         _ = try? await bus.call(destination: BlueZName.service, path: adapterPath, interface: BlueZName.advertisingManager,
                                 member: "UnregisterAdvertisement", [.objectPath(BlueZName.advertisementPath)], timeout: .seconds(2))

@@ -14,10 +14,10 @@ struct BlueZTransportTests {
     }
 
     func start(_ bus: PrivateBus, _ log: Log, linkEncrypted: Bool? = true, subscribeWait: Duration = .seconds(10),
-               encryptionWait: Duration = .seconds(8)) async throws -> BlueZConsumerTransport {
+               encryptionWait: Duration = .seconds(8), resolveWait: Duration = .seconds(30)) async throws -> BlueZConsumerTransport {
         try await BlueZConsumerTransport.start(
             options: .init(name: "test", watchdogInterval: .seconds(60), subscribeWait: subscribeWait, encryptionWait: encryptionWait,
-                           linkEncrypted: { _, _ in linkEncrypted }),
+                           resolveWait: resolveWait, linkEncrypted: { _, _ in linkEncrypted }),
             bus: .address(bus.address),
             status: { log.add($0) }, prompt: { _ in true })
     }
@@ -199,6 +199,31 @@ struct BlueZTransportTests {
         }
         #expect(bluez.state.withLock { $0.registered.filter { $0 == "RemoveDevice" }.count } == 1)
         #expect(log.lines.withLock { $0.contains { $0.kind == .bondLost && $0.message.contains("could not encrypt") } })
+        await transport.close()
+        bluez.connection.close()
+    }
+
+    @Test("a fast reconnection whose services bluetoothd never resolves (encrypted, no session possible) is disconnected after resolveWait, once, said in one line; a link that comes up is left alone")
+    func servicesNeverResolved() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let log = Log()
+        let transport = try await start(bus, log, linkEncrypted: true, resolveWait: .milliseconds(300))
+        var events = transport.events.makeAsyncIterator()
+        bluez.setDevice(["Connected": .boolean(true)])
+        func disconnects() -> Int { bluez.state.withLock { $0.deviceCalls.filter { $0.member == "Disconnect" }.count } }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while disconnects() == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(disconnects() == 1)
+        #expect(log.lines.withLock { $0.contains { $0.kind == .warning && $0.message.contains("services were not resolved") } })
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(disconnects() == 1, "once per connection")
+        // The phone connects again and its services resolve: the link comes up and stays.
+        bluez.setDevice(["Connected": .boolean(false)])
+        try await Task.sleep(for: .milliseconds(100))
+        try await connect(bluez, &events)
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(disconnects() == 1)
         await transport.close()
         bluez.connection.close()
     }
