@@ -305,6 +305,48 @@ def faults(phone):
     check('quiet Notification Source: the phone saw the CCCDs written off and on again',
           ('ns', False) in writes and ('ns', True) in writes, writes)
 
+    # 1c. Notification Source lost alone, and the next notification cleared on the phone at once:
+    # the probe's UID answers 0xA2 as a working phone's would; the refresh after it (Notification
+    # Source written off, then on) hears the phone announce a later one, kept: listen subscribes
+    # again and shows it; the cleared one is never shown.
+    mark, seen = len(events), len(phone('events'))
+    phone('ns_quiet')
+    phone('post_many', 20, 1)
+    phone('remove_many', 20, 1)
+    phone('post_many', 21, 1)
+    again = wait(lambda: health('resubscribing', mark), 30, 'resubscribing')
+    check('Notification Source lost, the next one cleared: listen found a later one never announced and subscribes again',
+          again and again.get('reason') == 'missedNotification', again)
+    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 21, mark), 20, 'uid 21 ready')
+    check('Notification Source lost, the next one cleared: the one kept on the phone shown', shown, shown)
+    check('Notification Source lost, the next one cleared: the cleared one never shown',
+          not find(lambda e: e['event'] == 'ready' and e['uid'] == 20, mark))
+    writes = subscriptions(phone, seen)
+    check('Notification Source lost, the next one cleared: the phone saw Notification Source written off and on (the refresh)',
+          writes[:2] == [('ns', False), ('ns', True)], writes)
+    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
+    check('Notification Source lost, the next one cleared: healthy again', ok, ok)
+
+    # 1d. Data Source lost alone while notifications keep coming: every Control Point write taken,
+    # no response delivered. The display's fetch times out and is written again; unanswered again,
+    # listen subscribes again (once), and both notifications are shown.
+    mark, seen = len(events), len(phone('events'))
+    phone('lose_ds')
+    phone('post_many', 22, 1)
+    again = wait(lambda: health('resubscribing', mark), 30, 'resubscribing')
+    check('Data Source lost alone: a fetch unanswered twice, listen subscribes again (probe unanswered)',
+          again and again.get('reason') == 'probeUnanswered', again)
+    phone('post_many', 23, 1)
+    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 22, mark)
+                 and find(lambda e: e['event'] == 'ready' and e['uid'] == 23, mark), 30, 'uids 22 and 23 ready')
+    check('Data Source lost alone: both notifications shown', shown, shown)
+    check('Data Source lost alone: subscribed again once, not in a loop',
+          len([e for e in events[mark:] if e['event'] == 'health' and e['state'] == 'resubscribing']) == 1,
+          [e for e in events[mark:] if e['event'] == 'health'])
+    writes = subscriptions(phone, seen)
+    check('Data Source lost alone: the phone saw Data Source written again', ('ds', True) in writes, writes)
+    phone('remove_many', 21, 3)
+
     # 2. Sharing off: CCCDs fine, every Control Point write 0x03, nothing announced. Two refused
     # probes: "not shared", with what to do on the iPhone; sharing on: shown again.
     mark, seen = len(events), len(phone('events'))

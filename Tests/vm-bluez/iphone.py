@@ -18,7 +18,9 @@ and the faults of real iPhones:
   forget_bond            "Forget This Device": the keys deleted, the link dropped; the next
                          connection pairs anew
   ns_quiet               Notification Source quiet (the Control Point still answers) until
-                         the accessory subscribes to it again
+                         the accessory subscribes to it again (as its subscription lost alone)
+  lose_ds                Data Source lost alone: Control Point writes taken and answered, no
+                         Data Source response delivered until the accessory subscribes to it again
 """
 import argparse, asyncio, json, os, struct, sys, time
 
@@ -65,6 +67,7 @@ class Phone:
         self.present = {1}   # on the phone before the accessory subscribes: PreExisting
         self.sharing = True
         self.ns_quiet = False
+        self.ds_lost = False
         self.cccd_refusal = None   # an ATT code: CCCD writes refused with it
         self.apps = {'com.apple.MobileSMS': 'Messages', 'com.apple.mobilemail': 'Mail', 'com.apple.mobilecal': 'Calendar'}
         self.install_service()
@@ -96,7 +99,7 @@ class Phone:
                 AttributeValueV2(value.read, write=self.cccd_writer(ch, value.write)))]
         self.device.add_service(self.svc)
         self.ns.on('subscription', self.on_ns_subscription)
-        self.ds.on('subscription', lambda conn, notify, indicate: self.ev('ds_subscription', on=bool(notify)))
+        self.ds.on('subscription', self.on_ds_subscription)
 
     def cccd_writer(self, ch, write):
         name = 'ns' if ch is self.ns else 'ds'
@@ -107,6 +110,10 @@ class Phone:
                 raise ATT_Error(self.cccd_refusal)
             return write(bearer, value)
         return on_write
+
+    def on_ds_subscription(self, conn, notify, _indicate):
+        self.ev('ds_subscription', on=bool(notify))
+        self.ds_lost = False   # written anew: delivered again
 
     def on_ns_subscription(self, conn, notify, _indicate):
         self.ev('ns_subscription', on=bool(notify))
@@ -136,6 +143,9 @@ class Phone:
         self.ev('posted', uid=uid, event=int(event), pre_existing=pre_existing)
 
     async def send_data(self, data):
+        if self.ds_lost:   # taken, never delivered
+            self.ev('ds_dropped', length=len(data))
+            return
         chunk = self.conn.att_mtu - 3
         sizes = [len(data[i:i + chunk]) for i in range(0, len(data), chunk)]
         self.fragments.append([len(data), sizes])
@@ -305,6 +315,8 @@ async def main():
                     r = sum(len(c) for c in dev.gatt_server.subscribers.values())
                     dev.gatt_server.subscribers.clear()
                     phone.ev('subscriptions_forgotten', count=r)
+                elif cmd == 'lose_ds':
+                    phone.ds_lost = True; phone.ev('ds_lost'); r = True
                 elif cmd == 'ns_quiet':
                     phone.ns_quiet = True; phone.ev('ns_quiet'); r = True
                 elif cmd == 'sharing':
