@@ -22,10 +22,27 @@ import Glibc
 // yet): its bond is kept.
 extension BlueZConsumerTransport {
     /// A subscription refused for its security (0x05, 0x0F): if the phone is
-    /// bonded and the link is not encrypted, the bond is stale.
-    func securityRefused(_ characteristic: ANCSCharacteristic) async {
+    /// bonded and the link is not encrypted, the bond is stale. If it is
+    /// neither bonded nor encrypted, and bluetoothd answered (`answered`: not
+    /// a StartNotify left waiting while a pairing may be in progress), the
+    /// pairing that bluetoothd asked for on the refusal failed: bluetoothd
+    /// 5.66 then answers each later StartNotify from its own state at once,
+    /// writing nothing, and the phone never sees a subscription again, even
+    /// once it allows notifications. At the second such answer in a row the
+    /// link is dropped, so that the phone connects and pairs afresh.
+    func securityRefused(_ characteristic: ANCSCharacteristic, answered: Bool = false) async {
         guard let device else { return }
         await removeIfStale(device, "refused \(characteristic) for its security")
+        guard answered, !isPaired(device), options.linkEncrypted(adapterPath, address(of: device)) == false else { return }
+        unpairedRefusals += 1
+        guard unpairedRefusals == 2 else { return }
+        status(BlueZStatus(kind: .warning, message: "\(address(of: device)) refused \(characteristic) for its security again and the link could not be paired: disconnecting it so that it connects and pairs afresh"))
+        do {
+            _ = try await bus.call(destination: BlueZName.service, path: device, interface: BlueZName.device,
+                                   member: "Disconnect", timeout: .seconds(10))
+        } catch {
+            status(BlueZStatus(kind: .warning, message: "cannot disconnect \(address(of: device)) (\(error)); disconnect it with: bluetoothctl disconnect \(address(of: device))"))
+        }
     }
 
     /// A phone connected: its services resolved within `Options.resolveWait`,

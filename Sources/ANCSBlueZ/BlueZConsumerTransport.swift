@@ -125,6 +125,9 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     var encryptionCheck: Task<Void, Never>?
     /// Whether a connected phone's services are resolved in time (BlueZBond.swift).
     var resolveCheck: Task<Void, Never>?
+    /// Security refusals answered in a row on a link neither paired nor
+    /// encrypted (BlueZBond.swift, `securityRefused`).
+    var unpairedRefusals = 0
     var controlPointBusy = false
     var controlPointWaiters: [CheckedContinuation<Void, Never>] = []
     var tasks: [Task<Void, Never>] = []

@@ -144,6 +144,7 @@ extension BlueZConsumerTransport {
         heldNotifications.removeAll()
         notificationSourceRequested = false
         bondLostTold = false
+        unpairedRefusals = 0
         ancsPublished = true
     }
 

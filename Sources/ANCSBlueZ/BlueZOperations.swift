@@ -53,6 +53,7 @@ extension BlueZConsumerTransport {
             }
             guard let error = answer else {
                 subscribed.insert(characteristic)
+                unpairedRefusals = 0
                 return .success
             }
             // InProgress: bluetoothd still writes the CCCD for an earlier StartNotify of this client.
@@ -62,7 +63,7 @@ extension BlueZConsumerTransport {
             }
             let result = BlueZ.result(errorName: error.name, message: error.message)
             if result == .attError(.insufficientAuthentication) || result == .attError(.insufficientEncryption) {
-                await securityRefused(characteristic)
+                await securityRefused(characteristic, answered: true)
             }
             return result
         }

@@ -228,6 +228,31 @@ struct BlueZTransportTests {
         bluez.connection.close()
     }
 
+    @Test("refused 0x05 by a phone that is neither paired nor encrypted (the pairing bluetoothd asked for failed): the second such answer in a row disconnects it, once; on an encrypted link (notifications not allowed yet) the refusals are waited out")
+    func refusedAfterFailedPairing() async throws {
+        for encrypted in [false, true] {
+            let bus = try PrivateBus()
+            let bluez = try await FakeBlueZ(bus)
+            let log = Log()
+            let transport = try await start(bus, log, linkEncrypted: encrypted)
+            var events = transport.events.makeAsyncIterator()
+            bluez.setDevice(["Paired": .boolean(false), "Bonded": .boolean(false)])
+            try await connect(bluez, &events)
+            func disconnects() -> Int { bluez.state.withLock { $0.deviceCalls.filter { $0.member == "Disconnect" }.count } }
+            bluez.state.withLock { $0.startNotifyRefusals = 3 }
+            #expect(await transport.subscribe(.notificationSource) == .attError(.insufficientAuthentication))
+            #expect(disconnects() == 0, "one refusal: the phone may still allow it")
+            #expect(await transport.subscribe(.notificationSource) == .attError(.insufficientAuthentication))
+            #expect(disconnects() == (encrypted ? 0 : 1), "encrypted: \(encrypted)")
+            #expect(await transport.subscribe(.notificationSource) == .attError(.insufficientAuthentication))
+            #expect(disconnects() == (encrypted ? 0 : 1), "once per link")
+            #expect(log.lines.withLock { $0.contains { $0.message.contains("could not be paired") } } == !encrypted)
+            #expect(!bluez.state.withLock { $0.registered }.contains("RemoveDevice"), "no bond to remove")
+            await transport.close()
+            bluez.connection.close()
+        }
+    }
+
     @Test("a refusal whose link security is unknown keeps the bond; a paired phone that asks to pair again lost its bond")
     func bondLostPairingAgain() async throws {
         let bus = try PrivateBus()
