@@ -36,13 +36,7 @@ extension BlueZConsumerTransport {
         guard answered, !isPaired(device), options.linkEncrypted(adapterPath, address(of: device)) == false else { return }
         unpairedRefusals += 1
         guard unpairedRefusals == 2 else { return }
-        status(BlueZStatus(kind: .warning, message: "\(address(of: device)) refused \(characteristic) for its security again and the link could not be paired: disconnecting it so that it connects and pairs afresh"))
-        do {
-            _ = try await bus.call(destination: BlueZName.service, path: device, interface: BlueZName.device,
-                                   member: "Disconnect", timeout: .seconds(10))
-        } catch {
-            status(BlueZStatus(kind: .warning, message: "cannot disconnect \(address(of: device)) (\(error)); disconnect it with: bluetoothctl disconnect \(address(of: device))"))
-        }
+        await disconnect(device, "refused \(characteristic) for its security again and the link could not be paired: disconnecting it so that it connects and pairs afresh")
     }
 
     /// A phone connected: its services resolved within `Options.resolveWait`,
@@ -70,12 +64,19 @@ extension BlueZConsumerTransport {
     /// connects afresh, said in one line.
     func resolutionChecked(_ path: String) async {
         guard device == path, !linkIsUp, isConnected(path) else { return }
-        status(BlueZStatus(kind: .warning, message: "\(address(of: path)) connected but its services were not resolved within \(options.resolveWait); disconnecting it so that it connects afresh"))
+        await disconnect(path, "connected but its services were not resolved within \(options.resolveWait); disconnecting it so that it connects afresh")
+    }
+
+    /// Drops the phone's link, saying why in one line (the phone is not
+    /// being reached, and waiting changes nothing).
+    func disconnect(_ device: String, _ why: String) async {
+        let address = address(of: device)
+        status(BlueZStatus(kind: .warning, message: "\(address) \(why)"))
         do {
-            _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.device,
+            _ = try await bus.call(destination: BlueZName.service, path: device, interface: BlueZName.device,
                                    member: "Disconnect", timeout: .seconds(10))
         } catch {
-            status(BlueZStatus(kind: .warning, message: "cannot disconnect \(address(of: path)) (\(error)); disconnect it with: bluetoothctl disconnect \(address(of: path))"))
+            status(BlueZStatus(kind: .warning, message: "cannot disconnect \(address) (\(error)); disconnect it with: bluetoothctl disconnect \(address)"))
         }
     }
 
