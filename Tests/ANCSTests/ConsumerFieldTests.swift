@@ -149,14 +149,28 @@ struct ConsumerFieldTests {
         #expect(Self.ready(deliver(.notificationAttributes(standardResponse(2)), mtu: 185, to: &consumer, at: at(milliseconds: due + 20))) == [2])
     }
 
+    /// UID 7 announced at 60 s, its display fetch written and taken, and
+    /// unanswered at the request timeout (70 s): the actions of that tick.
+    func timedOutFetch(_ consumer: inout Consumer) throws -> (fetch: Write, timedOut: [ConsumerAction]) {
+        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 60_000)))
+        _ = consumer.writeCompleted(fetch.token, .success, at: at(milliseconds: 60_000))
+        return (fetch, consumer.tick(at(milliseconds: 70_000)))
+    }
+
+    /// The same fetch written again at the timeout, and that write taken.
+    func fetchAskedAgain(_ consumer: inout Consumer) throws -> (fetch: Write, again: Write) {
+        let (fetch, timedOut) = try timedOutFetch(&consumer)
+        let again = try onlyWrite(timedOut)
+        _ = consumer.writeCompleted(again.token, .success, at: at(milliseconds: 70_000))
+        return (fetch, again)
+    }
+
     // MARK: - A timed-out fetch is asked again; Data Source checked
 
     @Test("A phone that answers just past the request timeout: the display's fetch is written again at the timeout, and the first write's late answer shows the notification; the second write's answer is consumed, told nothing")
     func slowPhoneIsHeard() throws {
         var consumer = try showingConsumer()
-        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 60_000)))
-        _ = consumer.writeCompleted(fetch.token, .success, at: at(milliseconds: 60_000))
-        let timedOut = consumer.tick(at(milliseconds: 70_000))
+        let (fetch, timedOut) = try timedOutFetch(&consumer)
         #expect(Self.failed(timedOut).isEmpty)
         let again = try onlyWrite(timedOut)
         #expect(again.bytes == fetch.bytes)
@@ -174,10 +188,7 @@ struct ConsumerFieldTests {
     @Test("The second write's answer comes alone (the first was lost): it answers the fetch")
     func secondAnswerServes() throws {
         var consumer = try showingConsumer()
-        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 60_000)))
-        _ = consumer.writeCompleted(fetch.token, .success, at: at(milliseconds: 60_000))
-        let again = try onlyWrite(consumer.tick(at(milliseconds: 70_000)))
-        _ = consumer.writeCompleted(again.token, .success, at: at(milliseconds: 70_000))
+        _ = try fetchAskedAgain(&consumer)
         let answered = deliver(.notificationAttributes(standardResponse(7)), mtu: 185, to: &consumer, at: at(milliseconds: 72_000))
         #expect(Self.ready(answered) == [7])
         // No request left waiting: the next deadline is the probe's, an interval after the last write result.
@@ -187,10 +198,7 @@ struct ConsumerFieldTests {
     @Test("Data Source lost alone while Notification Source speaks: the first fetch's timeout asks again, and when Data Source says nothing to that either the consumer subscribes again, 2 × the request timeout after the first write (not four timeouts later)")
     func dataSourceLostAlone() throws {
         var consumer = try showingConsumer()
-        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 60_000)))
-        _ = consumer.writeCompleted(fetch.token, .success, at: at(milliseconds: 60_000))
-        let again = try onlyWrite(consumer.tick(at(milliseconds: 70_000)))
-        _ = consumer.writeCompleted(again.token, .success, at: at(milliseconds: 70_000))
+        _ = try fetchAskedAgain(&consumer)
         #expect(consumer.nextDeadline == at(milliseconds: 80_000))
         let actions = consumer.tick(at(milliseconds: 80_000))
         #expect(ConsumerLivenessTests.healthEvents(actions) == [.resubscribing(.probeUnanswered)])
