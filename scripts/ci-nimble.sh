@@ -326,7 +326,7 @@ fi
 
 # ---- the faults of real iPhones: each run's scenario plays one, and the
 # notification posted after it must be shown, the sample recovering by itself.
-# The sample probes a quiet session every 3 s (15 min by default) and asks
+# The sample probes a quiet session every 3 s (5 min by default) and asks
 # again what was refused every 3 s (15 s), so each fault is found within seconds.
 liveness=(--probe-interval 3 --retry-interval 3)
 fault() {  # run, title of the notification posted after the fault, provide's options

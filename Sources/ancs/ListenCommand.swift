@@ -48,7 +48,7 @@ struct ListenCommand: AsyncParsableCommand {
     var peripheral = false
     @Option(help: "Exit after this many seconds (0: no limit).") var duration: Double = 0
     @Option(help: "Seconds the phone may stay quiet before a probe checks that it still answers (0: no probe).")
-    var probeInterval: Double = 900
+    var probeInterval: Double = 300
     @Option(help: "Seconds after a refusal (notifications not allowed yet, sharing off) before asking again (0: never).")
     var retryInterval: Double = 15
     @Option(help: "Seconds a request (and the probe) waits for the phone's answer.") var requestTimeout: Double = 35

@@ -6,7 +6,7 @@ import Testing
 
 /// The faults of real iPhones (README, "When notifications stop") against a
 /// `ConsumerClient` with its liveness checks on (the defaults: a probe every
-/// 15 minutes, a silence limit of 6 hours, a retry every 15 seconds), on the
+/// 5 minutes, a silence limit of 6 hours, a retry every 15 seconds), on the
 /// simulated phone and link, fast and slow (1 s connection interval). After
 /// each fault the consumer recovers by itself and shows the next
 /// notification; hours pass on the virtual clock in milliseconds.
@@ -66,7 +66,7 @@ import Testing
     func quiet(interval: Duration) async throws {
         let rig = Self.connected(interval: interval)
         let writes = rig.link.counters.writes
-        rig.simulation.run(for: .seconds(3600 + 60))
+        rig.simulation.run(for: Self.probeInterval * 4 + .seconds(60))
         #expect(rig.link.counters.writes - writes == 4)
         #expect(Self.healthEvents(rig).isEmpty)
         #expect(!rig.consumerEvents.contains { if case .added = $0 { true } else { false } })
@@ -169,7 +169,7 @@ import Testing
         rig.simulation.spawn { await provider.setNotificationSourceQuiet(true) }
         let unheard = try Self.value(of: rig, Self.add("Unheard", to: rig))
         #expect(await rig.notifications()[unheard] == nil)
-        let took = await Self.time(until: unheard, in: rig, limit: .seconds(15 * 60) + .seconds(60) + Self.roundTrips)
+        let took = await Self.time(until: unheard, in: rig, limit: Self.probeInterval + .seconds(60) + Self.roundTrips)
         #expect(took != nil)
         #expect(Self.healthEvents(rig).first == .resubscribing(.missedNotification))
         let next = try Self.value(of: rig, Self.add("Next", to: rig))

@@ -10,6 +10,8 @@ import Testing
 @Suite("Consumer: a month of a real iPhone")
 struct ConsumerFieldTests {
     static let minute: Int64 = 60_000
+    /// The default probe interval, in milliseconds.
+    static let probe = ConsumerConfiguration.default.probeInterval.components.seconds * 1000
     static let appIdentifierOnly = [NotificationAttributeRequest(.appIdentifier)]
 
     /// A consumer showing notifications (`displayAttributes` without app
@@ -31,7 +33,7 @@ struct ConsumerFieldTests {
         let probe = try onlyWrite(consumer.tick(at(milliseconds: 15_001)))
         #expect(ConsumerLivenessTests.isProbe(probe, after: held.max()))
         _ = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15_001))
-        #expect(consumer.nextDeadline == at(milliseconds: 15_001 + 15 * Self.minute))
+        #expect(consumer.nextDeadline == at(milliseconds: 15_001 + Self.probe))
         return consumer
     }
 
@@ -49,7 +51,7 @@ struct ConsumerFieldTests {
     func clearedNotificationCannotFoolTheProbe() throws {
         var consumer = try showingConsumer(held: [1, 2])
         // Notification Source is lost at 1 min: UIDs 3 (cleared at 2 min) and 4 (kept) are never announced.
-        let due = 15_001 + 15 * Self.minute
+        let due = 15_001 + Self.probe
         let probe = try onlyWrite(consumer.tick(at(milliseconds: due)))
         #expect(ConsumerLivenessTests.isProbe(probe, after: 2))
         // UID 3 is gone: 0xA2, as a working phone answers.
@@ -80,7 +82,7 @@ struct ConsumerFieldTests {
         #expect(Self.ready(deliver(.notificationAttributes(standardResponse(4)), mtu: 185, to: &consumer, at: at(milliseconds: due + 150))) == [4])
     }
 
-    @Test("A healthy idle hour: four probes, each followed by a refresh (two CCCD writes) that the phone answers by announcing what it holds again; nothing is told, fetched or subscribed again")
+    @Test("A healthy idle hour: a probe every probe interval (12 at the default 5 minutes), each followed by a refresh (two CCCD writes) that the phone answers by announcing what it holds again; nothing is told, fetched or subscribed again")
     func healthyIdleHour() throws {
         var consumer = try showingConsumer(held: [1, 2, 3])
         var probes = 0, cccdWrites = 0, told = 0, fetched = 0
@@ -108,7 +110,8 @@ struct ConsumerFieldTests {
             }
             now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
         }
-        #expect(probes == 4 && cccdWrites == 8)
+        let perHour = Int(60 * 60 / ConsumerConfiguration.default.probeInterval.components.seconds)
+        #expect(perHour == 12 && probes == perHour && cccdWrites == 2 * perHour)
         #expect(told == 0 && fetched == 0)
         #expect(consumer.health == .healthy && consumer.liveNotifications.count == 3)
     }
@@ -121,17 +124,17 @@ struct ConsumerFieldTests {
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         let first = try onlyWrite(consumer.tick(at(milliseconds: 15_000)))
         #expect(consumer.writeCompleted(first.token, .attError(.invalidParameter), at: at(milliseconds: 15_000)).isEmpty)
-        let second = try onlyWrite(consumer.tick(at(milliseconds: 15_000 + 15 * Self.minute)))
+        let second = try onlyWrite(consumer.tick(at(milliseconds: 15_000 + Self.probe)))
         // Refused once with 0x03: asked again at the retry interval, no refresh.
-        #expect(consumer.writeCompleted(second.token, .attError(.writeNotPermitted), at: at(milliseconds: 15_000 + 15 * Self.minute)).isEmpty)
-        let retry = try onlyWrite(consumer.tick(at(milliseconds: 30_000 + 15 * Self.minute)))
-        #expect(consumer.writeCompleted(retry.token, .attError(.invalidParameter), at: at(milliseconds: 30_000 + 15 * Self.minute)) == [.unsubscribe(.notificationSource), .subscribe(.notificationSource)])
+        #expect(consumer.writeCompleted(second.token, .attError(.writeNotPermitted), at: at(milliseconds: 15_000 + Self.probe)).isEmpty)
+        let retry = try onlyWrite(consumer.tick(at(milliseconds: 30_000 + Self.probe)))
+        #expect(consumer.writeCompleted(retry.token, .attError(.invalidParameter), at: at(milliseconds: 30_000 + Self.probe)) == [.unsubscribe(.notificationSource), .subscribe(.notificationSource)])
     }
 
     @Test("The probe crossing an announcement: the UID it asks for is announced while it is out, and its answer with attributes is no missed notification")
     func probeCrossesAnnouncement() throws {
         var consumer = try showingConsumer(held: [1])
-        let due = 15_001 + 15 * Self.minute
+        let due = 15_001 + Self.probe
         let probe = try onlyWrite(consumer.tick(at(milliseconds: due)))
         #expect(ConsumerLivenessTests.isProbe(probe, after: 1))
         _ = consumer.writeCompleted(probe.token, .success, at: at(milliseconds: due))
@@ -192,7 +195,7 @@ struct ConsumerFieldTests {
         let answered = deliver(.notificationAttributes(standardResponse(7)), mtu: 185, to: &consumer, at: at(milliseconds: 72_000))
         #expect(Self.ready(answered) == [7])
         // No request left waiting: the next deadline is the probe's, an interval after the last write result.
-        #expect(consumer.nextDeadline == at(milliseconds: 70_000 + 15 * Self.minute))
+        #expect(consumer.nextDeadline == at(milliseconds: 70_000 + Self.probe))
     }
 
     @Test("Data Source lost alone while Notification Source speaks: the first fetch's timeout asks again, and when Data Source says nothing to that either the consumer subscribes again, 2 × the request timeout after the first write (not four timeouts later)")

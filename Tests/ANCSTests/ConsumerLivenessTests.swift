@@ -7,6 +7,8 @@ import Testing
 @Suite("Consumer: liveness and health")
 struct ConsumerLivenessTests {
     static let minute: Int64 = 60_000
+    /// The default probe interval, in milliseconds.
+    static let probe = ConsumerConfiguration.default.probeInterval.components.seconds * 1000
 
     /// A consumer in a session with the default liveness settings (started
     /// 15 s before `now`), its first probe answered 0xA2 at `now`.
@@ -44,15 +46,15 @@ struct ConsumerLivenessTests {
     @Test("A quiet session is probed after the probe interval (GNA AppIdentifier for the UID after the highest announced); a 0xA2 answer refreshes Notification Source in place (off, then on; the session kept, nothing told), and the next probe is an interval later")
     func probeAnswered() throws {
         var consumer = try livelyConsumer()
-        #expect(consumer.nextDeadline == at(milliseconds: 15 * Self.minute))
-        #expect(consumer.tick(at(milliseconds: 15 * Self.minute - 1)).isEmpty)
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: 15 * Self.minute)))
+        #expect(consumer.nextDeadline == at(milliseconds: Self.probe))
+        #expect(consumer.tick(at(milliseconds: Self.probe - 1)).isEmpty)
+        let probe = try onlyWrite(consumer.tick(at(milliseconds: Self.probe)))
         #expect(Self.isProbe(probe))
-        #expect(consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15 * Self.minute)) == [.unsubscribe(.notificationSource), .subscribe(.notificationSource)])
+        #expect(consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: Self.probe)) == [.unsubscribe(.notificationSource), .subscribe(.notificationSource)])
         #expect(consumer.isInSession)
-        #expect(consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 15 * Self.minute)).isEmpty)
+        #expect(consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: Self.probe)).isEmpty)
         #expect(consumer.health == .healthy)
-        #expect(consumer.nextDeadline == at(milliseconds: 30 * Self.minute))
+        #expect(consumer.nextDeadline == at(milliseconds: 2 * Self.probe))
     }
 
     @Test("The probe never holds back an application request: with a pipelining depth of 1, a fetch asked while the probe awaits its response is written at the probe's write result")
@@ -70,7 +72,7 @@ struct ConsumerLivenessTests {
     @Test("A probe with no answer by the request timeout: subscribe again (off, then on); the new session's probe answered: healthy")
     func probeUnanswered() throws {
         var consumer = try livelyConsumer()
-        let start = 15 * Self.minute
+        let start = Self.probe
         let probe = try onlyWrite(consumer.tick(at(milliseconds: start)))
         _ = consumer.writeCompleted(probe.token, .success, at: at(milliseconds: start))  // written; no response follows
         let actions = consumer.tick(at(milliseconds: start + 10_000))
@@ -87,7 +89,7 @@ struct ConsumerLivenessTests {
     @Test("A phone that never answers again: after one quick confirmation, subscribing again is not repeated faster than the probe interval")
     func noTightLoop() throws {
         var consumer = try livelyConsumer()
-        var now = 15 * Self.minute
+        var now = Self.probe
         var resubscriptions: [Int64] = []
         while now < 2 * 60 * Self.minute {
             let actions = consumer.tick(at(milliseconds: now))
@@ -105,7 +107,7 @@ struct ConsumerLivenessTests {
         #expect(resubscriptions.count >= 3)
         #expect(resubscriptions.dropFirst().first == resubscriptions.first.map { $0 + 25_000 })
         for (earlier, later) in zip(resubscriptions.dropFirst(), resubscriptions.dropFirst(2)) {
-            #expect(later - earlier >= 15 * Self.minute)
+            #expect(later - earlier >= Self.probe)
         }
     }
 
@@ -235,7 +237,7 @@ struct ConsumerLivenessTests {
         var consumer = try livelyConsumer()
         _ = consumer.received(notificationSource: sourceEvent(.added, 4), at: at(milliseconds: 1))
         _ = consumer.received(notificationSource: sourceEvent(.removed, 2), at: at(milliseconds: 2))
-        let start = 15 * Self.minute + 2
+        let start = Self.probe + 2
         let probe = try onlyWrite(consumer.tick(at(milliseconds: start)))
         #expect(Self.isProbe(probe, after: 4), "a Removed event for an older UID does not lower it")
         _ = consumer.writeCompleted(probe.token, .success, at: at(milliseconds: start))
@@ -258,12 +260,12 @@ struct ConsumerLivenessTests {
     @Test("An application request identical to the probe joins it and ends with it (found by the fuzz target: it was never ended)")
     func requestJoinsProbe() throws {
         var consumer = try livelyConsumer()
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: 15 * Self.minute)))
+        let probe = try onlyWrite(consumer.tick(at(milliseconds: Self.probe)))
         #expect(Self.isProbe(probe))
-        let (id, joined) = consumer.fetchAttributes([NotificationAttributeRequest(.appIdentifier)], for: uid(0), at: at(milliseconds: 15 * Self.minute))
+        let (id, joined) = consumer.fetchAttributes([NotificationAttributeRequest(.appIdentifier)], for: uid(0), at: at(milliseconds: Self.probe))
         #expect(try writes(joined).isEmpty)
         #expect(consumer.pendingRequestCount == 1)
-        let answered = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15 * Self.minute))
+        let answered = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: Self.probe))
         #expect(results(answered, for: id) == [.failure(.invalidParameter)])
         #expect(consumer.pendingRequestCount == 0)
         #expect(consumer.health == .healthy)

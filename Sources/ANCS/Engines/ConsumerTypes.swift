@@ -355,7 +355,8 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// answers 0xA2). Unanswered by `requestTimeout`, or answered with the
     /// attributes of a notification never announced, the consumer
     /// subscribes again.
-    /// Default 15 minutes; `.zero`: no probe.
+    /// Default 5 minutes (BENCHMARKS.md section 2: what a longer interval
+    /// misses, and what this one costs on the air); `.zero`: no probe.
     public var probeInterval: Duration {
         get { .nanoseconds(probeNanoseconds) }
         set { probeNanoseconds = Timestamp.nanoseconds(newValue) }
@@ -379,7 +380,7 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     // (A `Duration` made from a firmware's run-time value, as the C API's
     // configuration gives it, links 1.2 KB of 128-bit arithmetic to read it.)
     var requestNanoseconds: Int64 = 10 * 1_000_000_000
-    var probeNanoseconds: Int64 = 15 * 60 * 1_000_000_000
+    var probeNanoseconds: Int64 = 5 * 60 * 1_000_000_000
     var silenceNanoseconds: Int64 = 6 * 3600 * 1_000_000_000
     var retryNanoseconds: Int64 = 15 * 1_000_000_000
 

@@ -169,7 +169,7 @@ typedef struct {
     uint16_t unlimited_value_length; /* longest value accepted for an attribute asked without a max length; default 1024 */
     /* Liveness (README, "When notifications stop"), in seconds; 0 takes the
      * default, ANCS_OFF turns the check off. */
-    uint32_t probe_interval_s;     /* a quiet session is probed after this long; default 900 */
+    uint32_t probe_interval_s;     /* a quiet session is probed after this long; default 300 */
     uint32_t silence_limit_s;      /* Notification Source silent this long: subscribe again; default 21 600 */
     uint32_t retry_interval_s;     /* what the phone refused is asked again after this long; default 15 */
     /* What the display fetches (with display_attributes; zero: everything).

@@ -741,7 +741,7 @@ static void test_data_source_refused(void) {
 static void test_health(void) {
     ancs_consumer_config c;
     ancs_consumer_config_default(&c);
-    CHECK(c.probe_interval_s == 900 && c.silence_limit_s == 21600 && c.retry_interval_s == 15, "liveness defaults");
+    CHECK(c.probe_interval_s == 300 && c.silence_limit_s == 21600 && c.retry_interval_s == 15, "liveness defaults");
     phone p = { .mtu = 23 };
     link_up(&H, &p, &c);
     /* Data Source refused 0x05: waiting for permission, with the characteristic and the code. */
