@@ -21,6 +21,9 @@ and the faults of real iPhones:
                          the accessory subscribes to it again (as its subscription lost alone)
   lose_ds                Data Source lost alone: Control Point writes taken and answered, no
                          Data Source response delivered until the accessory subscribes to it again
+  decline_pairing on|off the accessory's requests for security answered with Pairing Failed
+                         (the person tapped Cancel on the pairing prompt): a link never paired
+                         stays unencrypted, and the CCCDs (encryption required) refuse writes
 """
 import argparse, asyncio, json, os, struct, sys, time
 
@@ -32,6 +35,7 @@ from bumble.device import Device
 from bumble.gatt import CharacteristicValue, Descriptor, GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
 from bumble.host import Host
 from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.smp import SMP_PAIRING_NOT_SUPPORTED_ERROR, SMP_Pairing_Failed_Command
 from bumble.profiles.ancs import Ancs, CategoryId, EventFlags, EventId, Notification
 from bumble.transport import open_transport
 from bumble.transport.common import AsyncPipeSink
@@ -69,6 +73,7 @@ class Phone:
         self.ns_quiet = False
         self.ds_lost = False
         self.cccd_refusal = None   # an ATT code: CCCD writes refused with it
+        self.declines_pairing = False
         self.apps = {'com.apple.MobileSMS': 'Messages', 'com.apple.mobilemail': 'Mail', 'com.apple.mobilecal': 'Calendar'}
         self.install_service()
 
@@ -239,6 +244,10 @@ async def main():
             # The accessory wants encryption: pair the first time, re-encrypt with the bond later.
             known = str(conn.peer_address) in bonded
             phone.ev('security_request', bonded=known)
+            if phone.declines_pairing and not known:
+                phone.ev('pairing_declined')
+                dev.smp_manager.send_command(conn, SMP_Pairing_Failed_Command(reason=SMP_PAIRING_NOT_SUPPORTED_ERROR))
+                return
             asyncio.get_running_loop().create_task(conn.encrypt() if known else conn.pair())
         conn.on('security_request', on_security_request)
 
@@ -321,6 +330,8 @@ async def main():
                     phone.ns_quiet = True; phone.ev('ns_quiet'); r = True
                 elif cmd == 'sharing':
                     phone.sharing = rest[0] == 'on'; phone.ev('sharing', on=phone.sharing); r = phone.sharing
+                elif cmd == 'decline_pairing':
+                    phone.declines_pairing = rest[0] == 'on'; r = phone.declines_pairing
                 elif cmd == 'refuse_cccd':
                     phone.cccd_refusal = None if rest[0] == 'off' else int(rest[0], 0); r = phone.cccd_refusal
                 elif cmd == 'forget_bond':
