@@ -118,8 +118,11 @@ public struct Consumer: Sendable {
         var key: UInt32
         /// The command, as written.
         var bytes: [UInt8]
-        /// The application's requests waiting on it.
-        var waiters: Waiters
+        /// The application's request waiting on it: one at most. An
+        /// identical request joins an entry only the display or the probe
+        /// waits on; two of the application's get two writes (a rare case,
+        /// and a list of waiters cost 416 bytes of Cortex-M4 text).
+        var waiter: ConsumerRequestID?
         /// The display fetches this notification's attributes with it.
         var displayFetch: NotificationUID?
         /// The display asks an app's name with it.
@@ -147,41 +150,13 @@ public struct Consumer: Sendable {
         /// them); nil for Perform Notification Action, which has none.
         var request: DataSourceRequest? { DataSourceRequest(encoded: bytes) }
         /// Nobody waits for it any more.
-        var isUnwanted: Bool { waiters.isEmpty && displayFetch == nil && !asksAppName }
+        var isUnwanted: Bool { waiter == nil && displayFetch == nil && !asksAppName }
         /// Whether the command names this notification: Get Notification
         /// Attributes and Perform Notification Action carry its UID after
         /// their CommandID (Get App Attributes names an app).
         func names(_ uid: NotificationUID) -> Bool {
             bytes[0] != CommandID.getAppAttributes.rawValue
                 && readUInt32LE(bytes, at: 1) == uid.rawValue
-        }
-    }
-
-    /// The application's request waiting on an entry, if any: one at most.
-    /// An identical request joins an entry only the display or the probe
-    /// waits on; two of the application's get two writes (a rare case,
-    /// and a list of waiters cost 416 bytes of Cortex-M4 text).
-    struct Waiters: Sendable {
-        private var first: ConsumerRequestID?
-
-        init(_ first: ConsumerRequestID?) { self.first = first }
-
-        var isEmpty: Bool { first == nil }
-
-        /// Joins an entry nobody of the application's waits on (`isEmpty`).
-        mutating func append(_ id: ConsumerRequestID) { first = id }
-
-        /// Removes `id`; false if it does not wait here.
-        mutating func remove(_ id: ConsumerRequestID) -> Bool {
-            guard first == id else { return false }
-            first = nil
-            return true
-        }
-
-        mutating func removeAll() { first = nil }
-
-        func forEach(_ body: (ConsumerRequestID) -> Void) {
-            if let first { body(first) }
         }
     }
 
@@ -304,7 +279,7 @@ public struct Consumer: Sendable {
     /// Application requests not yet ended (waiting to be written, being written, or awaiting a response).
     public var pendingRequestCount: Int {
         var count = 0
-        for index in session.entries.indices where !session.entries[index].waiters.isEmpty { count += 1 }
+        for index in session.entries.indices where session.entries[index].waiter != nil { count += 1 }
         return count
     }
 
@@ -640,7 +615,8 @@ public struct Consumer: Sendable {
     /// Ends a request with `cancelled`; its response, if it comes, is still consumed.
     public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp, into actions: inout [ConsumerAction]) {
         for index in session.entries.indices {
-            if session.entries[index].waiters.remove(id) {
+            if session.entries[index].waiter == id {
+                session.entries[index].waiter = nil
                 actions.complete(id, .failure(.cancelled))
                 if session.entries[index].isUnwanted { abandon(at: index) }
                 break
@@ -745,8 +721,8 @@ public struct Consumer: Sendable {
         }
         // An identical command in flight that only the display or the probe
         // waits on is joined (compared as bytes).
-        if let index = session.entryIndex(bytes), session.entries[index].waiters.isEmpty {
-            session.entries[index].waiters.append(id)
+        if let index = session.entryIndex(bytes), session.entries[index].waiter == nil {
+            session.entries[index].waiter = id
             return id
         }
         session.enqueue(bytes, waiter: id)
@@ -845,7 +821,7 @@ public struct Consumer: Sendable {
     }
 
     /// Removes the entry at `index`, which nobody waits for any more (or
-    /// whose waiters are told next), and returns it.
+    /// whose waiter is told next), and returns it.
     @discardableResult
     private mutating func abandon(at index: Int) -> Entry {
         let entry = session.entries.removeOutOfLine(at: index)
@@ -924,7 +900,7 @@ public struct Consumer: Sendable {
             if case .writing(let token, let deadline) = entry.state {
                 writeSlot = .abandoned(token, deadline: deadline, responseKey: nil)
             }
-            actions.complete(entry.waiters, .failure(.sessionEnded))
+            actions.complete(entry.waiter, .failure(.sessionEnded))
         }
         reassembler.reset()
         session.appCache.removeAll()
@@ -962,7 +938,7 @@ extension [ConsumerAction] {
     }
 
     @inline(never)
-    mutating func complete(_ waiters: Consumer.Waiters, _ result: ConsumerResult) {
-        waiters.forEach { complete($0, result) }
+    mutating func complete(_ waiter: ConsumerRequestID?, _ result: ConsumerResult) {
+        if let waiter { complete(waiter, result) }
     }
 }

@@ -144,7 +144,7 @@ extension Consumer {
         mutating func newEntry(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil, asksAppName: Bool = false) -> Entry {
             nextEntryKey &+= 1
             return Entry(
-                key: nextEntryKey, bytes: bytes, waiters: Waiters(waiter),
+                key: nextEntryKey, bytes: bytes, waiter: waiter,
                 displayFetch: displayFetch, asksAppName: asksAppName, state: .queued)
         }
 
@@ -195,7 +195,7 @@ extension Consumer {
             }
         }
 
-        /// Ends an entry: its waiters hear the result, and the display goes on
+        /// Ends an entry: its waiter hears the result, and the display goes on
         /// with the notification or app it was fetching. Out of line, as are
         /// `apply` and `dropUnwrittenRequests`: inlined into each of their
         /// callers they grow the firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
@@ -207,7 +207,7 @@ extension Consumer {
                 probeKey = nil
                 probeEnded(result)
             }
-            actions.complete(entry.waiters, result)
+            actions.complete(entry.waiter, result)
             if let uid = entry.displayFetch { displayFetchEnded(uid, result, into: &actions) }
             if entry.asksAppName, let identifier = entry.request?.appIdentifierBytes {
                 appNameEnded(identifier, into: &actions)
