@@ -260,6 +260,20 @@ def health(state, start=0):
     return find(lambda e: e['event'] == 'health' and e['state'] == state, start)
 
 
+def ready(uid, start=0):
+    return find(lambda e: e['event'] == 'ready' and e['uid'] == uid, start)
+
+
+def wait_ready(uid, start, timeout):
+    """Waits until `uid` was told ready (after listen's event `start`)."""
+    return wait(lambda: ready(uid, start), timeout, f'uid {uid} ready')
+
+
+def healthy_again(step, start):
+    ok = wait(lambda: health('healthy', start), 15, 'healthy again')
+    check(f'{step}: healthy again', ok, ok)
+
+
 def faults(phone):
     """The faults of real iPhones (README "When notifications stop"), on a new listen with short
     liveness intervals: after each, listen recovers by itself and shows the next notification."""
@@ -278,13 +292,12 @@ def faults(phone):
     phone('post_many', 4, 1)
     again = wait(lambda: health('resubscribing', mark), 30, 'resubscribing')
     check('silent drop: listen noticed (probe unanswered) and subscribes again', again, again)
-    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 4, mark), 20, 'uid 4 shown')
+    shown = wait_ready(4, mark, 20)
     check('silent drop: the missed notification shown after the new subscription', shown, shown)
     writes = subscriptions(phone, seen)
     check('silent drop: the phone saw both CCCDs written off and on again (not a StartNotify answered at once)',
           ('ns', False) in writes and ('ns', True) in writes and ('ds', True) in writes, writes)
-    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
-    check('silent drop: healthy again', ok, ok)
+    healthy_again('silent drop', mark)
 
     # 1b. Notification Source quiet while the Control Point answers; a notification comes (the
     # next UID, as iOS numbers them): the
@@ -297,7 +310,7 @@ def faults(phone):
     check('quiet Notification Source: listen noticed (a notification never announced) and subscribes again',
           again and again.get('reason') == 'missedNotification', again)
     # (The probe's own answer comes as an `attributes` event with the AppIdentifier alone.)
-    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 5, mark), 20, 'uid 5 ready')
+    shown = wait_ready(5, mark, 20)
     check('quiet Notification Source: the notification announced and shown after the new subscription',
           shown and find(lambda e: e['event'] == 'added' and e['uid'] == 5, mark), shown)
     wait(lambda: ('ns', True) in subscriptions(phone, seen), 10, 'Notification Source written on')
@@ -317,15 +330,14 @@ def faults(phone):
     again = wait(lambda: health('resubscribing', mark), 30, 'resubscribing')
     check('Notification Source lost, the next one cleared: listen found a later one never announced and subscribes again',
           again and again.get('reason') == 'missedNotification', again)
-    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 21, mark), 20, 'uid 21 ready')
+    shown = wait_ready(21, mark, 20)
     check('Notification Source lost, the next one cleared: the one kept on the phone shown', shown, shown)
     check('Notification Source lost, the next one cleared: the cleared one never shown',
-          not find(lambda e: e['event'] == 'ready' and e['uid'] == 20, mark))
+          not ready(20, mark))
     writes = subscriptions(phone, seen)
     check('Notification Source lost, the next one cleared: the phone saw Notification Source written off and on (the refresh)',
           writes[:2] == [('ns', False), ('ns', True)], writes)
-    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
-    check('Notification Source lost, the next one cleared: healthy again', ok, ok)
+    healthy_again('Notification Source lost, the next one cleared', mark)
 
     # 1d. Data Source lost alone while notifications keep coming: every Control Point write taken,
     # no response delivered. The display's fetch times out and is written again; unanswered again,
@@ -337,8 +349,7 @@ def faults(phone):
     check('Data Source lost alone: a fetch unanswered twice, listen subscribes again (probe unanswered)',
           again and again.get('reason') == 'probeUnanswered', again)
     phone('post_many', 23, 1)
-    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 22, mark)
-                 and find(lambda e: e['event'] == 'ready' and e['uid'] == 23, mark), 30, 'uids 22 and 23 ready')
+    shown = wait(lambda: ready(22, mark) and ready(23, mark), 30, 'uids 22 and 23 ready')
     check('Data Source lost alone: both notifications shown', shown, shown)
     check('Data Source lost alone: subscribed again once, not in a loop',
           len([e for e in events[mark:] if e['event'] == 'health' and e['state'] == 'resubscribing']) == 1,
@@ -360,10 +371,9 @@ def faults(phone):
           len([e for e in events[mark:] if e['event'] == 'health' and e['state'] == 'notShared']) == 1
           and not find(lambda e: e['event'] == 'displayFailed', mark), [e for e in events[mark:] if e['event'] != 'removed'][:6])
     phone('sharing', 'on')
-    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 6, mark), 30, 'uid 6 shown')
+    shown = wait_ready(6, mark, 30)
     check('sharing on: the notification held meanwhile is shown', shown, shown)
-    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
-    check('sharing on: healthy again', ok, ok)
+    healthy_again('sharing on', mark)
 
     # 3. The subscriptions refused with 0x05 (notifications not allowed yet) on a new GATT
     # database (Service Changed): reported as 0x05, never as a transport failure, asked again
@@ -381,12 +391,11 @@ def faults(phone):
           [e for e in events[mark:] if 'transportFailure' in json.dumps(e)][:2])
     phone('refuse_cccd', 'off')
     phone('post_many', 7, 1)
-    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 7, mark), 30, 'uid 7 shown')
+    shown = wait_ready(7, mark, 30)
     check('allowed: subscribed and the next notification shown', shown, shown)
     writes = subscriptions(phone, seen)
     check('allowed: the phone saw both CCCDs written on', ('ds', True) in writes and ('ns', True) in writes, writes)
-    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
-    check('allowed: healthy again', ok, ok)
+    healthy_again('allowed', mark)
 
     # 4. The phone forgot the bond: it cannot encrypt and its new pairing is refused (bluetoothd's
     # JustWorksRepairing); listen removes the stale bond and says so; the phone pairs anew.
@@ -403,10 +412,9 @@ def faults(phone):
     paired = [e for e in phone('events')[seen:] if e['ev'] == 'paired']
     check('bond lost: the phone paired anew and a session started', again and paired, [e['ev'] for e in phone('events')[seen:]][-12:])
     phone('post_many', 8, 1)
-    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 8, mark), 30, 'uid 8 shown')
+    shown = wait_ready(8, mark, 30)
     check('bond lost: the next notification shown', shown, shown)
-    ok = wait(lambda: health('healthy', mark), 15, 'healthy again')
-    check('bond lost: healthy again', ok, ok)
+    healthy_again('bond lost', mark)
 
     # 5. A security upgrade the phone fails: on a link neither paired nor encrypted the phone
     # refuses the subscriptions for their security, bluetoothd asks for pairing, and the person
@@ -441,7 +449,7 @@ def faults(phone):
     check('failed security upgrade: the phone connected again, paired, and saw both subscriptions written',
           paired and written, [e['ev'] for e in phone('events')[back:]][-12:])
     phone('post_many', 9, 1)
-    shown = wait(lambda: find(lambda e: e['event'] == 'ready' and e['uid'] == 9, mark), 30, 'uid 9 shown')
+    shown = wait_ready(9, mark, 30)
     check('failed security upgrade: the next notification shown', shown, shown)
     told = [e['state'] for e in events[mark:] if e['event'] == 'health']
     check('failed security upgrade: healthy (no state left but healthy)', not told or told[-1] == 'healthy', told)
