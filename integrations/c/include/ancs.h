@@ -38,7 +38,13 @@
  * same instance (a request, or a write result a stack reports at once),
  * except ancs_consumer_deinit(). Their outputs are delivered before the
  * nested call returns, so events may then interleave with the rest of the
- * outer call's.
+ * outer call's. A nested call that ends or starts a session
+ * (ancs_consumer_stop() from an ADDED event, say) drops what the outer call
+ * had left to deliver, computed for the session that was: no write,
+ * subscription or event of it follows SESSION_ENDED, except REQUEST_DONE
+ * (every request still ends exactly once). A Control Point write so dropped
+ * was never made: the next session's first write waits request_timeout_ms
+ * for it, unless ancs_consumer_link_up() starts that session.
  *
  * Pointers in an ancs_event (attribute values, the app name, the app
  * identifier) are valid only during the callback: copy what you keep.

@@ -29,6 +29,11 @@ struct Instance {
     var actions: [ConsumerAction] = []
     /// Callbacks running (deinit is refused inside one).
     var depth = 0
+    /// Sessions started or ended so far, as the callbacks were told: a
+    /// callback that calls back (ancs_consumer_stop from an ADDED event)
+    /// and so starts or ends one makes the actions its caller had left
+    /// stale (`finish`).
+    var sessionTurns: UInt32 = 0
 }
 
 private func instance(_ storage: UnsafeMutablePointer<ancs_consumer>?) -> UnsafeMutablePointer<Instance>? {
@@ -312,7 +317,17 @@ private func begin(_ storage: UnsafeMutablePointer<ancs_consumer>?) -> (UnsafeMu
 private func finish(_ pointer: UnsafeMutablePointer<Instance>, _ actions: inout [ConsumerAction], _ result: ancs_status) -> ancs_status {
     let callbacks = pointer.pointee.callbacks
     pointer.pointee.depth += 1
+    var turns = pointer.pointee.sessionTurns
     for action in actions {
+        if pointer.pointee.sessionTurns != turns {
+            // A callback called back and started or ended a session: what is
+            // left was computed before, for the session that was (a write,
+            // an event after SESSION_ENDED). Only a request's end is still
+            // told, so that each one ends exactly once.
+            guard case .emit(.completed) = action else { continue }
+        }
+        if case .emit(.sessionStarted) = action { turns &+= 1 } else if case .emit(.sessionEnded) = action { turns &+= 1 }
+        pointer.pointee.sessionTurns = turns
         switch action {
         case .subscribe(let characteristic): callbacks.subscribe(callbacks.context, cValue(characteristic), true)
         case .unsubscribe(let characteristic): callbacks.subscribe(callbacks.context, cValue(characteristic), false)

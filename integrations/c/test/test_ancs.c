@@ -84,6 +84,11 @@ typedef struct {
     int answer_writes_at_once;
     int deinit_in_callback;
     ancs_status deinit_result;
+    int stop_on_added;       /* ancs_consumer_stop() from inside the next ADDED event */
+    int ended;               /* SESSION_ENDED seen */
+    int writes_after_end;    /* Control Point writes asked after SESSION_ENDED */
+    int subscribes_after_end;
+    int events_after_end;    /* events after SESSION_ENDED other than REQUEST_DONE */
 } harness;
 
 static void copy_text(char *to, size_t size, const uint8_t *from, size_t length) {
@@ -94,11 +99,13 @@ static void copy_text(char *to, size_t size, const uint8_t *from, size_t length)
 
 static void on_subscribe(void *context, ancs_characteristic which, bool enable) {
     harness *h = context;
+    if (h->ended && enable) h->subscribes_after_end++;
     if (enable) h->subscribes[which]++; else h->unsubscribes[which]++;
 }
 
 static void on_write(void *context, const uint8_t *bytes, size_t length, uint32_t token) {
     harness *h = context;
+    if (h->ended) h->writes_after_end++;
     h->in_flight++;
     if (h->in_flight > h->max_in_flight) h->max_in_flight = h->in_flight;
     h->writes_total++;
@@ -119,6 +126,12 @@ static void on_write(void *context, const uint8_t *bytes, size_t length, uint32_
 static void on_event(void *context, const ancs_event *e) {
     harness *h = context;
     if (h->deinit_in_callback) h->deinit_result = ancs_consumer_deinit(&h->consumer);
+    if (h->ended && e->type != ANCS_EVENT_REQUEST_DONE) h->events_after_end++;
+    if (e->type == ANCS_EVENT_SESSION_ENDED) h->ended = 1;
+    if (e->type == ANCS_EVENT_ADDED && h->stop_on_added) {
+        h->stop_on_added = 0;
+        ancs_consumer_stop(&h->consumer, 0);
+    }
     if (h->event_count >= MAX_EVENTS) return;
     seen_event *s = &h->events[h->event_count++];
     memset(s, 0, sizeof *s);
@@ -683,6 +696,36 @@ static void test_reentrancy_and_instances(void) {
     CHECK(ancs_consumer_deinit(&H2.consumer) == ANCS_OK, "deinit");
 }
 
+/* ancs_consumer_stop() called from inside an ADDED event: what the input had
+ * computed before (the display's fetch of that notification, written after
+ * the event) belongs to the session just ended and is not delivered; a
+ * request already answered still ends once. */
+static void test_stop_inside_a_callback(void) {
+    ancs_consumer_config c;
+    ancs_consumer_config_default(&c);
+    phone p = { .mtu = 23 };
+    start(&H, &p, &c);
+    send_notification(&H, &p, 0, 0, 1, 3);
+    pump(&H, &p);
+    CHECK(find_event(&H, ANCS_EVENT_READY, 3), "the first notification shown");
+    H.stop_on_added = 1;
+    send_notification(&H, &p, 0, 0, 1, 4);
+    CHECK(H.ended, "no session ended");
+    CHECK(H.writes_after_end == 0, "%d Control Point writes after the session ended", H.writes_after_end);
+    CHECK(H.subscribes_after_end == 0, "%d subscriptions after the session ended", H.subscribes_after_end);
+    CHECK(H.events_after_end == 0, "%d events after the session ended", H.events_after_end);
+    CHECK(H.unsubscribes[ANCS_NOTIFICATION_SOURCE] == 1 && H.unsubscribes[ANCS_DATA_SOURCE] == 1, "stop unsubscribes both");
+    CHECK(!ancs_consumer_in_session(&H.consumer), "no session");
+    /* and the link goes on: started again, the phone's notification shown */
+    CHECK(ancs_consumer_link_up(&H.consumer, p.mtu, p.now) == ANCS_OK, "started again");
+    H.ended = 0;
+    ancs_consumer_subscription_result(&H.consumer, ANCS_DATA_SOURCE, ANCS_OK, p.now);
+    ancs_consumer_subscription_result(&H.consumer, ANCS_NOTIFICATION_SOURCE, ANCS_OK, p.now);
+    send_notification(&H, &p, 0, 0x04, 1, 4);
+    pump(&H, &p);
+    CHECK(find_event(&H, ANCS_EVENT_READY, 4), "not shown after starting again");
+    ancs_consumer_deinit(&H.consumer);
+}
 
 static void test_cancel_stop_and_odd_input(void) {
     ancs_consumer_config c;
@@ -834,6 +877,7 @@ int main(void) {
         { "a timeout and a link that drops mid-response", test_link_drop_and_timeout },
         { "subscriptions refused, Service Changed", test_subscription_refused_and_service_changed },
         { "callbacks that call back, two instances", test_reentrancy_and_instances },
+        { "stop from inside an ADDED event: nothing computed before it is delivered", test_stop_inside_a_callback },
         { "cancel, stop, a short event, an unknown EventID, unasked bytes", test_cancel_stop_and_odd_input },
         { "Data Source refused: a session without fetches", test_data_source_refused },
         { "health: refused, not shared, subscribing again, bond lost; liveness configured", test_health },
