@@ -192,14 +192,17 @@ write_ended(void *arg, uint16_t conn, int status)
 static void start_cccd_write(ancs_nimble *a, ancs_characteristic which, bool enable);
 
 /* After a write ended: the queued CCCD writes, one at a time, or discovery. */
+static void try_deferred(ancs_nimble *a, uint64_t t);
+
 static void
 after_write(ancs_nimble *a)
 {
-    while (a->writes_in_flight == 0 && a->cccd_queued) {
+    while (a->writes_in_flight == 0 && a->cccd_queued && !a->cccd_retry_due) {
         uint8_t next = a->cccd_queue[0];
         memmove(a->cccd_queue, a->cccd_queue + 1, --a->cccd_queued);
         start_cccd_write(a, (ancs_characteristic)(next >> 1), next & 1);
     }
+    if (a->writes_in_flight == 0 && a->deferred && a->deferred_waits) try_deferred(a, now(a));   /* the held write goes */
     if (a->discovery_wanted && a->writes_in_flight == 0) discover(a);
     schedule(a);
 }
@@ -236,8 +239,21 @@ start_cccd_write(ancs_nimble *a, ancs_characteristic which, bool enable)
     rc = ble_gattc_write_flat(a->conn, handle, value, sizeof value,
                               !enable ? on_cccd_cleared
                               : which == ANCS_NOTIFICATION_SOURCE ? on_ns_cccd_written : on_ds_cccd_written, link_arg(a));
-    if (rc == 0) a->writes_in_flight++;
-    else if (enable) ancs_consumer_subscription_result(&a->consumer, which, ANCS_ERR_TRANSPORT, now(a));
+    if (rc == 0) {
+        a->writes_in_flight++;
+        a->cccd_tries = 0;
+    } else if (rc == BLE_HS_ENOMEM && a->cccd_tries < ENOMEM_RETRIES && a->cccd_queued < sizeof a->cccd_queue) {
+        /* Out of buffers: back at the queue's head, tried again ENOMEM_RETRY_MS later (the timer). */
+        memmove(a->cccd_queue + 1, a->cccd_queue, a->cccd_queued++);
+        a->cccd_queue[0] = (uint8_t)(which << 1 | enable);
+        a->cccd_tries++;
+        a->cccd_retry_due = true;
+        a->cccd_retry_at = now(a) + ENOMEM_RETRY_MS;
+        schedule(a);   /* the engine may have called from an application's ancs_consumer_* call */
+    } else {
+        a->cccd_tries = 0;
+        if (enable) ancs_consumer_subscription_result(&a->consumer, which, ANCS_ERR_TRANSPORT, now(a));
+    }
 }
 
 static void
@@ -318,6 +334,28 @@ defer_write_failure(ancs_nimble *a, const uint8_t *bytes, size_t length, uint32_
         if (a->deferred_tries < ENOMEM_RETRIES) a->deferred_at += ENOMEM_RETRY_MS;
         else a->deferred_length = 0;   /* report it now */
     }
+    schedule(a);   /* the engine may have called from an application's ancs_consumer_* call */
+}
+
+/* Another GATT write of the adapter is in flight (a CCCD write, or a
+ * Control Point write the engine abandoned at its request timeout while
+ * NimBLE waits up to 30 s): the command is held and written once that one
+ * ends (after_write), as ATT allows one request at a time. The engine writes
+ * the next command only after this one's result or its timeout, so a
+ * command held before is one the engine gave up on: it is replaced. */
+static void
+hold_write(ancs_nimble *a, const uint8_t *bytes, size_t length, uint32_t token)
+{
+    if (length > sizeof a->deferred_bytes) {   /* ANCS_NIMBLE_HELD_MAX */
+        defer_write_failure(a, bytes, length, token, BLE_HS_EMSGSIZE);
+        return;
+    }
+    a->deferred = a->deferred_waits = true;
+    a->deferred_token = token;
+    a->deferred_status = ANCS_ERR_TRANSPORT;
+    a->deferred_tries = 0;
+    a->deferred_length = (uint8_t)length;
+    memcpy(a->deferred_bytes, bytes, length);
 }
 
 static void
@@ -327,22 +365,26 @@ engine_write(void *context, const uint8_t *bytes, size_t length, uint32_t token)
     int rc = BLE_HS_ENOTCONN;
 
     if (a->link_lost) return;   /* the link is going: its loss ends the request (ANCS_ERR_SESSION_ENDED) */
-    a->deferred = false;
-    if (a->cp_value && a->conn != BLE_HS_CONN_HANDLE_NONE && length <= 0xFFFF)
+    a->deferred = a->deferred_waits = false;
+    if (a->cp_value && a->conn != BLE_HS_CONN_HANDLE_NONE && length <= 0xFFFF) {
+        if (a->writes_in_flight > 0) { hold_write(a, bytes, length, token); return; }
         rc = write_control_point(a, bytes, length, token);
+    }
     if (rc != 0) defer_write_failure(a, bytes, length, token, rc);
 }
 
-/* From the timer: a deferred write tried again, or its failure reported. */
+/* A deferred write, when it may go (nothing in flight): written, tried
+ * again later (BLE_HS_ENOMEM), or its failure reported now. Not after the
+ * session ended (ancs_consumer_stop, for instance): the engine ended its
+ * request then, and the result it is told is ignored. */
 static void
-deferred_write(ancs_nimble *a, uint64_t t)
+try_deferred(ancs_nimble *a, uint64_t t)
 {
     int rc;
 
-    if (!a->deferred || t < a->deferred_at) return;
-    a->deferred = false;
+    a->deferred = a->deferred_waits = false;
     if (a->deferred_length && a->conn != BLE_HS_CONN_HANDLE_NONE && a->cp_value &&
-        ancs_consumer_in_session(&a->consumer)) {   /* not after ancs_consumer_stop */
+        ancs_consumer_in_session(&a->consumer)) {
         a->deferred_tries++;
         rc = write_control_point(a, a->deferred_bytes, a->deferred_length, a->deferred_token);
         if (rc == 0) return;
@@ -352,6 +394,15 @@ deferred_write(ancs_nimble *a, uint64_t t)
         }
     }
     ancs_consumer_write_result(&a->consumer, a->deferred_token, a->deferred_status, t);
+}
+
+/* From the timer: a deferred write's time has come (unless it waits for the write in flight). */
+static void
+deferred_write(ancs_nimble *a, uint64_t t)
+{
+    if (!a->deferred || a->deferred_waits || t < a->deferred_at) return;
+    if (a->writes_in_flight > 0) { a->deferred_waits = true; return; }   /* after that one */
+    try_deferred(a, t);
 }
 
 /* A refused subscription (0x08 until the phone's user allows notifications,
@@ -763,6 +814,10 @@ on_timer(struct ble_npl_event *event)
     if (!initialised(a)) return;   /* queued before ancs_nimble_deinit() stopped the timer */
     t = now(a);
     deferred_write(a, t);
+    if (a->cccd_retry_due && t >= a->cccd_retry_at) {
+        a->cccd_retry_due = false;
+        after_write(a);   /* the queue's head, written again */
+    }
     if (a->retry_due && t >= a->retry_at) {
         a->retry_due = false;
         discover(a);
@@ -778,7 +833,8 @@ schedule(ancs_nimble *a)
     bool due = false;
 
     if (ancs_consumer_next_deadline(&a->consumer, &deadline)) { next = deadline; due = true; }
-    if (a->deferred && (!due || a->deferred_at < next)) { next = a->deferred_at; due = true; }
+    if (a->deferred && !a->deferred_waits && (!due || a->deferred_at < next)) { next = a->deferred_at; due = true; }
+    if (a->cccd_retry_due && (!due || a->cccd_retry_at < next)) { next = a->cccd_retry_at; due = true; }
     if (a->retry_due && (!due || a->retry_at < next)) { next = a->retry_at; due = true; }
     if (!due) { ble_npl_callout_stop(&a->timer); return; }
     uint64_t wait = next > t ? next - t : 0;
@@ -799,7 +855,8 @@ forget_connection(ancs_nimble *a)
     a->link_given = a->published = a->discovery_wanted = a->security_started = a->link_lost = a->ancs_seen = false;
     a->writes_in_flight = 0;
     a->cccd_queued = 0;
-    a->deferred = a->retry_due = false;   /* the link's loss ends its request */
+    a->deferred = a->deferred_waits = a->retry_due = a->cccd_retry_due = false;   /* the link's loss ends its request */
+    a->cccd_tries = 0;
     a->epoch++;   /* callbacks of the link forgotten are ignored from now on */
     a->resubscribe = -1;
 }

@@ -26,6 +26,11 @@
  *     notifications, for instance) ends the session, and the engine
  *     subscribes again every retry interval (ancs_consumer_config) while
  *     the link stays up;
+ *   - one ATT request at a time on the link: a Control Point write the
+ *     engine asks for while another GATT write of the adapter is in flight
+ *     (a CCCD write, or a Control Point write the engine gave up on at its
+ *     request timeout that NimBLE still waits for) is held
+ *     (ANCS_NIMBLE_HELD_MAX bytes) and written once that one ends;
  *   - writes the Control Point, one write at a time (a long write, Prepare
  *     then Execute Write, for a command longer than MTU − 3, such as Get App
  *     Attributes of a long bundle identifier at MTU 23), and reports each
@@ -36,7 +41,9 @@
  *     100 ms (ten times) when NimBLE is out of buffers (BLE_HS_ENOMEM);
  *   - CCCD writes one at a time, in the engine's order, after the write in
  *     flight: ancs_consumer_stop()'s two clears, and subscribing again (both
- *     off, then Data Source and Notification Source on);
+ *     off, then Data Source and Notification Source on); one NimBLE refuses
+ *     for want of buffers (BLE_HS_ENOMEM) is tried again every 100 ms (ten
+ *     times) before the engine is told it failed;
  *   - feeds Notification Source and Data Source notifications (up to 514
  *     bytes, ATT MTU 517 − 3; a longer one is reported and dropped, never
  *     cut), the MTU, the link's loss, and Service Changed (ANCS removed: the
@@ -103,6 +110,14 @@ typedef void ancs_nimble_event_fn(void *context, const ancs_event *event, const 
 /* The largest notification value: ATT_MTU 517 − 3. */
 #define ANCS_NIMBLE_RX_MAX 514
 
+/* The longest Control Point command the adapter holds while another GATT
+ * write is in flight (ATT allows one request at a time) or NimBLE is out of
+ * buffers. A longer one (Get App Attributes of an AppIdentifier over 120
+ * bytes) that finds a write in flight ends as ANCS_ERR_TRANSPORT. */
+#ifndef ANCS_NIMBLE_HELD_MAX
+#define ANCS_NIMBLE_HELD_MAX 128
+#endif
+
 struct ancs_nimble;
 /* The argument of the adapter's GATT procedures: one per link instance in
  * turn, so that a callback of an earlier link is told apart (ancs_nimble.c). */
@@ -160,14 +175,21 @@ typedef struct ancs_nimble {
     uint64_t retry_at;
     uint32_t retry_ms;             /* the engine's retry interval */
     struct ancs_nimble *next_instance;   /* the adapters initialised, so that two never take one link */
-    /* a Control Point write that did not start: tried again (BLE_HS_ENOMEM) or reported from the timer */
+    /* a Control Point write that did not start: held until the write in
+     * flight ends (one ATT request at a time), tried again (BLE_HS_ENOMEM),
+     * or reported from the timer */
     bool deferred;
+    bool deferred_waits;           /* held for the write in flight, not for deferred_at */
     uint8_t deferred_tries;
-    uint8_t deferred_length;       /* bytes kept to try again (0: report the failure) */
+    uint8_t deferred_length;       /* bytes kept to write (0: report the failure) */
     uint32_t deferred_token;
     ancs_status deferred_status;
     uint64_t deferred_at;
-    uint8_t deferred_bytes[64];
+    uint8_t deferred_bytes[ANCS_NIMBLE_HELD_MAX];
+    /* a CCCD write NimBLE refused for want of buffers: the queue's head, tried again at cccd_retry_at */
+    bool cccd_retry_due;
+    uint8_t cccd_tries;
+    uint64_t cccd_retry_at;
     ble_npl_time_t last_tick;      /* NimBLE's tick count when last read */
     uint32_t ticks_per_second;
     uint64_t ticks;                /* ticks since init (64 bits: does not wrap) */

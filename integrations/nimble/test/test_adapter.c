@@ -26,6 +26,7 @@
 int ancs_nimble_deinit(ancs_nimble *adapter) __attribute__((weak));
 
 static int passed, failed;
+static bool verbose;
 static const char *current_test;
 
 #define CHECK(cond, ...) check_((cond), #cond, __LINE__, __VA_ARGS__)
@@ -297,6 +298,7 @@ static struct op ops[512];
 static int op_count;
 static int gattc_calls;            /* every ble_gattc_* call, taken or refused */
 static int fail_rc, fail_count;    /* the next fail_count ble_gattc_* calls are refused with fail_rc */
+static int overlaps;               /* procedures started while another was pending on the same link (ATT allows one request) */
 
 static struct op *
 new_op(enum op_kind kind, uint16_t conn, int *rc)
@@ -305,6 +307,12 @@ new_op(enum op_kind kind, uint16_t conn, int *rc)
     if (fail_count > 0) { fail_count--; *rc = fail_rc; return NULL; }
     if (!conn_of(conn)) { *rc = BLE_HS_ENOTCONN; return NULL; }
     if (op_count == (int)(sizeof ops / sizeof ops[0])) { printf("  fake: too many procedures\n"); abort(); }
+    for (int i = 0; i < op_count; i++)
+        if (!ops[i].done && ops[i].conn == conn) {
+            overlaps++;
+            if (verbose) printf("    fake: a procedure on 0x%x while another is pending\n", conn);
+            break;
+        }
     struct op *o = &ops[op_count++];
     memset(o, 0, sizeof *o);
     o->kind = kind; o->conn = conn;
@@ -496,7 +504,8 @@ static struct recorded events[256];
 static int event_count;
 static char texts[64][160];
 static int text_count;
-static bool verbose;
+
+static ancs_nimble *stop_on_added;   /* ancs_consumer_stop() from inside the next ADDED event of this adapter */
 
 static void
 on_event(void *context, const ancs_event *e, const char *text)
@@ -518,6 +527,11 @@ on_event(void *context, const ancs_event *e, const char *text)
         memcpy(r->value0, e->attributes[0].value, r->length0 < sizeof r->value0 ? r->length0 : sizeof r->value0);
     }
     if (verbose) printf("    event %d status %d request %u\n", (int)e->type, (int)e->status, (unsigned)e->request_id);
+    if (e->type == ANCS_EVENT_ADDED && stop_on_added) {
+        ancs_nimble *a = stop_on_added;
+        stop_on_added = NULL;
+        ancs_consumer_stop(ancs_nimble_consumer(a), 0);
+    }
 }
 
 static const struct recorded *
@@ -620,6 +634,8 @@ notification_added(ancs_nimble *a, uint16_t handle, uint32_t uid)
 static void
 release(ancs_nimble *a)
 {
+    CHECK(overlaps == 0, "%d GATT procedures started while another was pending on the link", overlaps);
+    overlaps = 0;
     if (a->conn != BLE_HS_CONN_HANDLE_NONE && conn_of(a->conn)) drop_link(a, a->conn);
     CHECK(ancs_nimble_deinit(a) == 0, "deinit at the end of the test");
 }
@@ -634,7 +650,7 @@ reset_fake(const char *name, ble_npl_time_t ticks)
     fake_ticks = ticks;
     fake_hz = 1000;
     memset(conns, 0, sizeof conns);
-    op_count = gattc_calls = fail_rc = fail_count = 0;
+    op_count = gattc_calls = fail_rc = fail_count = overlaps = 0;
     ancs_hidden = false;
     event_count = text_count = 0;
     callout_reinit_while_armed = 0;
@@ -1385,15 +1401,65 @@ test_abandoned_write(void)
     struct op *w1 = first_pending_write_to(CP_VALUE);
     advance(10500);
     CHECK(done_of(r1) && done_of(r1)->status == ANCS_ERR_TIMED_OUT, "the first request did not time out");
-    struct op *w2 = NULL;
-    for (int i = 0; i < op_count; i++) if (pending(&ops[i]) && &ops[i] != w1 && ops[i].handle == CP_VALUE) w2 = &ops[i];
-    CHECK(w2 != NULL, "the second request was not written");
+    /* The engine writes the next command; NimBLE still waits for the first
+     * write's answer (up to 30 s): the command is held, one ATT request at a time. */
+    CHECK(pending_count() == 1, "%d GATT procedures pending while the first write waits for its answer", pending_count());
     if (w1) finish(w1, BLE_HS_ATT_ERR(0xA1));   /* NimBLE answers the first write late */
     CHECK(!done_of(r2), "the abandoned write's result ended the next request (status 0x%x)", done_of(r2) ? (unsigned)done_of(r2)->status : 0);
+    struct op *w2 = first_pending_write_to(CP_VALUE);
+    CHECK(w2 != NULL && w2 != w1, "the second request was not written after the first write's answer");
     if (w2) finish(w2, 0);
     uint16_t n = message_response(response, 2, 10);
     notify(&a, 18, DS_VALUE, response, n);
     CHECK(done_of(r2) && done_of(r2)->status == ANCS_OK, "the second request ended %d", done_of(r2) ? (int)done_of(r2)->status : 999);
+    release(&a);
+}
+
+/* The application stops the session from inside an ADDED event, whose
+ * display fetch the engine had asked for in the same input: no Control Point
+ * write goes out (before, it did, after SESSION_ENDED and beside the CCCD
+ * clears: two ATT requests at once). Then a CCCD write NimBLE refuses for
+ * want of buffers is tried again, not failed. */
+static void
+test_stop_inside_added(void)
+{
+    static ancs_nimble a;
+    ancs_consumer_config eager;
+
+    reset_fake("stop from an ADDED event; a CCCD write out of buffers", 1000);
+    ancs_consumer_config_default(&eager);
+    eager.probe_interval_s = ANCS_OFF;
+    ancs_nimble_init(&a, &eager, on_event, NULL);
+    session(&a, 21, 185);
+    stop_on_added = &a;
+    notification_added(&a, 21, 5);
+    CHECK(stop_on_added == NULL, "no ADDED event");
+    CHECK(count_events(ANCS_EVENT_SESSION_ENDED) == 1, "the session did not end");
+    int cleared = 0;
+    for (struct op *o; (o = first_pending());) {
+        CHECK(o->handle != CP_VALUE, "a Control Point write after the session was stopped");
+        cleared += o->kind == OP_WRITE && (o->handle == NS_CCCD || o->handle == DS_CCCD) && !o->value[0];
+        finish(o, 0);
+    }
+    CHECK(cleared == 2, "%d CCCDs cleared", cleared);
+    bool after = false;
+    for (int i = 0; i < event_count; i++) {
+        if (events[i].type == ANCS_EVENT_SESSION_ENDED) after = true;
+        else CHECK(!after || events[i].type == ANCS_EVENT_REQUEST_DONE, "event %d after SESSION_ENDED", (int)events[i].type);
+    }
+
+    fail_rc = BLE_HS_ENOMEM;
+    fail_count = 2;
+    CHECK(ancs_consumer_link_up(ancs_nimble_consumer(&a), 185, 3000) == ANCS_OK, "started again");
+    CHECK(pending_count() == 0, "refused: %d pending", pending_count());
+    advance(250);   /* tried again every 100 ms */
+    CHECK(fail_count == 0, "not tried again (%d refusals left)", fail_count);
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 2, "no session once NimBLE's buffers came back (%d)", count_events(ANCS_EVENT_SESSION_STARTED));
+    CHECK(count_events(ANCS_EVENT_DATA_SOURCE_UNAVAILABLE) == 0 && count_events(ANCS_EVENT_SESSION_ENDED) == 1,
+          "a subscription failed for want of buffers (Data Source unavailable %d times, %d sessions ended)",
+          count_events(ANCS_EVENT_DATA_SOURCE_UNAVAILABLE), count_events(ANCS_EVENT_SESSION_ENDED));
+    CHECK(ancs_consumer_in_session(ancs_nimble_consumer(&a)), "not in session");
     release(&a);
 }
 
@@ -1444,30 +1510,34 @@ test_event_queue(void)
     release(&a);
 }
 
+/* Each test, then the rule every one keeps: one ATT request at a time per link. */
+#define RUN(test) do { test(); CHECK(overlaps == 0, "%d GATT procedures started while another was pending on the link", overlaps); } while (0)
+
 int
 main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
-    test_disconnect_with_write_pending();
-    test_long_notification();
-    test_clock_wraps();
-    test_stop_serializes();
-    test_resubscribe_order();
-    test_refused_retried_by_engine();
-    test_deinit();
-    test_init_again();
-    test_write_refused();
-    test_bond_lost();
-    test_service_changed_during_discovery();
-    test_discovery_failed_retried();
-    test_ancs_after_encryption();
-    test_service_changed_subscribed_after_encryption();
-    test_data_source_refused_retried();
-    test_phone_links_only();
-    test_companion_first();
-    test_abandoned_write();
-    test_security_by_application();
-    test_event_queue();
+    RUN(test_disconnect_with_write_pending);
+    RUN(test_long_notification);
+    RUN(test_clock_wraps);
+    RUN(test_stop_serializes);
+    RUN(test_resubscribe_order);
+    RUN(test_refused_retried_by_engine);
+    RUN(test_deinit);
+    RUN(test_init_again);
+    RUN(test_write_refused);
+    RUN(test_bond_lost);
+    RUN(test_service_changed_during_discovery);
+    RUN(test_discovery_failed_retried);
+    RUN(test_ancs_after_encryption);
+    RUN(test_service_changed_subscribed_after_encryption);
+    RUN(test_data_source_refused_retried);
+    RUN(test_phone_links_only);
+    RUN(test_companion_first);
+    RUN(test_abandoned_write);
+    RUN(test_stop_inside_added);
+    RUN(test_security_by_application);
+    RUN(test_event_queue);
     printf("adapter: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
