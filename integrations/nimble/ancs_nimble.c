@@ -839,7 +839,9 @@ schedule(ancs_nimble *a)
     if (!due) { ble_npl_callout_stop(&a->timer); return; }
     uint64_t wait = next > t ? next - t : 0;
     if (wait > 3600000) wait = 3600000;
-    ble_npl_callout_reset(&a->timer, ble_npl_time_ms_to_ticks32((uint32_t)wait) + 1);
+    /* In ticks here, in 64 bits: a port's 32-bit conversion (FreeRTOS's
+     * ms * configTICK_RATE_HZ / 1000) wraps for an hour above 1 193 Hz. */
+    ble_npl_callout_reset(&a->timer, (ble_npl_time_t)(wait * a->ticks_per_second / 1000) + 1);
 }
 
 /* ---- public ---- */
@@ -937,6 +939,74 @@ ancs_nimble_init_on_queue(ancs_nimble *a, const ancs_consumer_config *config, an
     return 0;
 }
 
+/* A peripheral link is up (BLE_GAP_EVENT_CONNECT, or ancs_nimble_attach):
+ * taken when the adapter holds none, else remembered (it may be the
+ * phone's if the one held is not). 0, or why it is not the adapter's. */
+static int
+take_connection(ancs_nimble *a, uint16_t handle)
+{
+    struct ble_gap_conn_desc desc;
+    size_t slot;
+
+    /* The phone is the central: a link this accessory made as central is
+     * not a phone's, and a link another adapter took is not this one's. */
+    if (ble_gap_conn_find(handle, &desc) != 0) return BLE_HS_ENOTCONN;
+    if (desc.role != BLE_GAP_ROLE_SLAVE) return BLE_HS_EINVAL;
+    if (held_by_other(a, handle) || a->conn == handle) return BLE_HS_EALREADY;
+    if (a->conn != BLE_HS_CONN_HANDLE_NONE) {
+        /* Held: the new link may be the phone's if the one held is not (two remembered). */
+        slot = other_slot(a, BLE_HS_CONN_HANDLE_NONE);
+        if (slot < ANCS_NIMBLE_OTHERS) {
+            a->others[slot] = handle;
+            a->others_examined[slot] = false;
+        }
+        if (without_ancs(a)) switch_link(a, false);
+        return 0;
+    }
+    forget_connection(a);
+    a->conn = handle;
+    discover(a);
+    return 0;
+}
+
+int
+ancs_nimble_attach(ancs_nimble *a, uint16_t conn_handle)
+{
+    int rc;
+
+    if (!a || !initialised(a)) return BLE_HS_EINVAL;
+    rc = take_connection(a, conn_handle);
+    schedule(a);
+    return rc;
+}
+
+int
+ancs_nimble_stop(ancs_nimble *a)
+{
+    if (!a || !initialised(a)) return BLE_HS_EINVAL;
+    ancs_consumer_stop(&a->consumer, now(a));
+    schedule(a);
+    return 0;
+}
+
+int
+ancs_nimble_start(ancs_nimble *a)
+{
+    if (!a || !initialised(a)) return BLE_HS_EINVAL;
+    if (a->conn == BLE_HS_CONN_HANDLE_NONE) return BLE_HS_ENOTCONN;
+    /* ANCS found and no session (stopped): a new one, as on a link that came up. */
+    if (a->link_given && a->phase == PHASE_READY && !ancs_consumer_in_session(&a->consumer))
+        ancs_consumer_link_up(&a->consumer, ble_att_mtu(a->conn), now(a));
+    schedule(a);
+    return 0;
+}
+
+uint64_t
+ancs_nimble_now_ms(ancs_nimble *a)
+{
+    return now(a);
+}
+
 int
 ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
 {
@@ -958,22 +1028,7 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
     case BLE_GAP_EVENT_CONNECT:
         /* The phone is the central: a link this accessory made as central is
          * not a phone's, and a link another adapter took is not this one's. */
-        if (event->connect.status != 0 || ble_gap_conn_find(event->connect.conn_handle, &desc) != 0 ||
-            desc.role != BLE_GAP_ROLE_SLAVE || held_by_other(a, event->connect.conn_handle))
-            break;
-        if (a->conn != BLE_HS_CONN_HANDLE_NONE) {
-            /* Held: the new link may be the phone's if the one held is not (two remembered). */
-            slot = other_slot(a, BLE_HS_CONN_HANDLE_NONE);
-            if (slot < ANCS_NIMBLE_OTHERS) {
-                a->others[slot] = event->connect.conn_handle;
-                a->others_examined[slot] = false;
-            }
-            if (without_ancs(a)) switch_link(a, false);
-            break;
-        }
-        forget_connection(a);
-        a->conn = event->connect.conn_handle;
-        discover(a);
+        if (event->connect.status == 0) take_connection(a, event->connect.conn_handle);
         break;
     case BLE_GAP_EVENT_DISCONNECT:
         handle = event->disconnect.conn.conn_handle;

@@ -240,6 +240,28 @@ int ancs_nimble_deinit(ancs_nimble *adapter);
  * security_by_application). */
 int ancs_nimble_gap_event(ancs_nimble *adapter, struct ble_gap_event *event);
 
+/* Takes a peripheral link that is already up, as BLE_GAP_EVENT_CONNECT
+ * would have: after ancs_nimble_init() with the phone still connected (a
+ * "notifications off, then on" switch that deinitialises the adapter, for
+ * instance), the application passes the phone's handle. 0; BLE_HS_ENOTCONN
+ * if no such link is up, BLE_HS_EINVAL if this accessory is its central,
+ * BLE_HS_EALREADY if this or another adapter holds it. A link taken while
+ * the adapter holds another is remembered, as for a new connection. */
+int ancs_nimble_attach(ancs_nimble *adapter, uint16_t conn_handle);
+
+/* The session stopped without dropping the link (ancs_consumer_stop: both
+ * CCCDs cleared), and started again on the link held (both subscribed anew;
+ * nothing if a session runs, or ANCS was not found on the link yet: the
+ * session then starts once it is). 0; BLE_HS_ENOTCONN from
+ * ancs_nimble_start without a link. */
+int ancs_nimble_stop(ancs_nimble *adapter);
+int ancs_nimble_start(ancs_nimble *adapter);
+
+/* The adapter's clock, in milliseconds since init: the now_ms of the
+ * ancs_consumer_* functions an application calls itself
+ * (ancs_nimble_consumer). */
+uint64_t ancs_nimble_now_ms(ancs_nimble *adapter);
+
 /* Requests, as in ancs.h (the time is the adapter's). */
 ancs_status ancs_nimble_fetch_attributes(ancs_nimble *adapter, uint32_t uid, const ancs_attribute_request *attributes,
                                          size_t count, uint32_t *request_id);

@@ -73,6 +73,7 @@ static struct fake_callout callouts[64];
 static int callout_reinit_while_armed;   /* ble_npl_callout_init() on an armed callout */
 static int callout_count;
 static struct ble_npl_eventq default_queue;
+static int callout_fires;   /* timer events run */
 
 static struct fake_callout *
 callout_of(struct ble_npl_callout *co)
@@ -158,6 +159,7 @@ advance(uint32_t ticks)
         fake_ticks += best;
         left -= best;
         next->armed = false;
+        callout_fires++;
         next->fn(&next->event);
     }
     fake_ticks += left;
@@ -1463,6 +1465,82 @@ test_stop_inside_added(void)
     release(&a);
 }
 
+/* A link already up when the adapter is initialised (deinit and init with
+ * the phone connected: a "notifications off, then on" switch) is taken with
+ * ancs_nimble_attach; before, nothing happened until the phone reconnected.
+ * A session stopped is started again on the same link. */
+static void
+test_attach_and_restart(void)
+{
+    static ancs_nimble a;
+    uint8_t response[64];
+
+    reset_fake("a link already up; stop and start again", 1000);
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 30, 185);
+    CHECK(ancs_nimble_deinit(&a) == 0, "deinit with the link up");
+    CHECK(ancs_nimble_init(&a, &lazy, on_event, NULL) == 0, "init again");
+    CHECK(pending_count() == 0, "procedures before the link was given");
+    connect_as(&a, NULL, 31, 185, BLE_GAP_ROLE_MASTER, false);   /* the accessory's own link to a sensor */
+    CHECK(ancs_nimble_attach(&a, 32) == BLE_HS_ENOTCONN, "a handle not up taken");
+    CHECK(ancs_nimble_attach(&a, 31) == BLE_HS_EINVAL, "a link this accessory is the central of taken");
+    CHECK(ancs_nimble_attach(&a, 30) == 0, "the phone's link, already up, not taken");
+    CHECK(ancs_nimble_attach(&a, 30) == BLE_HS_EALREADY, "the link held taken again");
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 2, "no session on the link already up");
+
+    CHECK(ancs_nimble_stop(&a) == 0, "stop");
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_ENDED) == 2 && !ancs_consumer_in_session(ancs_nimble_consumer(&a)), "not stopped");
+    CHECK(ancs_nimble_start(&a) == 0, "start");
+    pump();
+    CHECK(count_events(ANCS_EVENT_SESSION_STARTED) == 3 && ancs_consumer_in_session(ancs_nimble_consumer(&a)), "not started again");
+    CHECK(ancs_nimble_start(&a) == 0 && pending_count() == 0, "start during a session wrote something");
+    notification_added(&a, 30, 9);
+    uint32_t id = fetch_message(&a, 9);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    CHECK(w != NULL, "no Control Point write after starting again");
+    if (w) finish(w, 0);
+    uint16_t n = message_response(response, 9, 10);
+    notify(&a, 30, DS_VALUE, response, n);
+    CHECK(done_of(id) && done_of(id)->status == ANCS_OK, "the request ended %d", done_of(id) ? (int)done_of(id)->status : 999);
+    uint64_t before = ancs_nimble_now_ms(&a);
+    advance(5000);
+    CHECK(ancs_nimble_now_ms(&a) - before == 5000, "the adapter's clock moved %llu ms in 5 s",
+          (unsigned long long)(ancs_nimble_now_ms(&a) - before));
+    release(&a);
+    CHECK(ancs_nimble_start(&a) == BLE_HS_EINVAL, "start on storage deinitialised");
+}
+
+/* A deadline close to an hour away on a fast tick (4 096 Hz): the timer
+ * fires once, at the deadline. FreeRTOS's conversion of an hour to ticks
+ * (ms * configTICK_RATE_HZ / 1000, in 32 bits) wraps above 1 193 Hz; the
+ * adapter fired early, and again, before the deadline. */
+static void
+test_fast_tick(void)
+{
+    static ancs_nimble a;
+
+    reset_fake("a deadline 50 minutes away at 4 096 Hz", 1000);
+    fake_hz = 4096;
+    lazy.retry_interval_s = 3000;
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    connect_link(&a, 33, 185);
+    for (struct op *o; (o = first_pending());) {
+        bool enable = o->kind == OP_WRITE && (o->handle == NS_CCCD || o->handle == DS_CCCD) && o->value[0];
+        finish(o, enable ? BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_AUTHOR) : 0);
+    }
+    int fires = callout_fires;
+    advance(2999u * 4096);
+    CHECK(pending_count() == 0, "subscribed again before the retry interval");
+    CHECK(callout_fires == fires, "the timer fired %d times before the deadline", callout_fires - fires);
+    advance(2u * 4096);
+    CHECK(callout_fires - fires == 1, "the timer fired %d times for one deadline", callout_fires - fires);
+    struct op *o = first_pending();
+    CHECK(o && o->handle == DS_CCCD && o->value[0] == 1, "not subscribed again at the deadline");
+    release(&a);
+}
+
 /* Security started by the adapter (default), or left to the application. */
 static void
 test_security_by_application(void)
@@ -1536,6 +1614,8 @@ main(int argc, char **argv)
     RUN(test_companion_first);
     RUN(test_abandoned_write);
     RUN(test_stop_inside_added);
+    RUN(test_attach_and_restart);
+    RUN(test_fast_tick);
     RUN(test_security_by_application);
     RUN(test_event_queue);
     printf("adapter: %d passed, %d failed\n", passed, failed);
