@@ -805,6 +805,17 @@ initialised(const ancs_nimble *a)
     return a->self == a && a->magic == ANCS_NIMBLE_MAGIC;
 }
 
+/* ANCS_NIMBLE_CHECK_TASK: the caller is the task that initialised the adapter. */
+#if ANCS_NIMBLE_CHECK_TASK
+#ifndef ANCS_NIMBLE_WRONG_TASK
+#include <assert.h>
+#define ANCS_NIMBLE_WRONG_TASK(adapter) assert(0 && "ancs_nimble called from a task other than init's (ancs_nimble_post)")
+#endif
+#define ON_HOST_TASK(a) do { if ((a)->task != ble_npl_get_current_task_id()) { ANCS_NIMBLE_WRONG_TASK(a); } } while (0)
+#else
+#define ON_HOST_TASK(a) do { (void)(a); } while (0)
+#endif
+
 static void
 on_timer(struct ble_npl_event *event)
 {
@@ -876,6 +887,7 @@ ancs_nimble_deinit(ancs_nimble *a)
 {
     if (!a) return BLE_HS_EINVAL;
     if (!initialised(a)) return 0;
+    ON_HOST_TASK(a);
     if (busy(a)) return BLE_HS_EBUSY;
     for (ancs_nimble **p = &instances; *p; p = &(*p)->next_instance)
         if (*p == a) { *p = a->next_instance; break; }
@@ -930,6 +942,9 @@ ancs_nimble_init_on_queue(ancs_nimble *a, const ancs_consumer_config *config, an
     else ble_npl_callout_init(&a->timer, eventq, on_timer, a);
     a->self = a;
     a->timer_magic = ANCS_NIMBLE_MAGIC;
+#if ANCS_NIMBLE_CHECK_TASK
+    a->task = ble_npl_get_current_task_id();
+#endif
     status = ancs_consumer_init(&a->consumer, config, &engine_callbacks, a);
     if (status != ANCS_OK) return BLE_HS_EINVAL;
     a->retry_ms = config && config->retry_interval_s && config->retry_interval_s <= 3600 ? config->retry_interval_s * 1000 : 15000;
@@ -975,6 +990,7 @@ ancs_nimble_attach(ancs_nimble *a, uint16_t conn_handle)
     int rc;
 
     if (!a || !initialised(a)) return BLE_HS_EINVAL;
+    ON_HOST_TASK(a);
     rc = take_connection(a, conn_handle);
     schedule(a);
     return rc;
@@ -984,6 +1000,7 @@ int
 ancs_nimble_stop(ancs_nimble *a)
 {
     if (!a || !initialised(a)) return BLE_HS_EINVAL;
+    ON_HOST_TASK(a);
     ancs_consumer_stop(&a->consumer, now(a));
     schedule(a);
     return 0;
@@ -993,6 +1010,7 @@ int
 ancs_nimble_start(ancs_nimble *a)
 {
     if (!a || !initialised(a)) return BLE_HS_EINVAL;
+    ON_HOST_TASK(a);
     if (a->conn == BLE_HS_CONN_HANDLE_NONE) return BLE_HS_ENOTCONN;
     /* ANCS found and no session (stopped): a new one, as on a link that came up. */
     if (a->link_given && a->phase == PHASE_READY && !ancs_consumer_in_session(&a->consumer))
@@ -1014,6 +1032,8 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
     struct ble_gap_conn_desc desc;
     uint16_t length = 0, handle;
     size_t slot;
+
+    ON_HOST_TASK(a);
 
     switch (event->type) {
     case BLE_GAP_EVENT_REPEAT_PAIRING:
@@ -1124,7 +1144,10 @@ ancs_status
 ancs_nimble_fetch_attributes(ancs_nimble *a, uint32_t uid, const ancs_attribute_request *attributes, size_t count,
                              uint32_t *request_id)
 {
-    ancs_status status = ancs_consumer_fetch_attributes(&a->consumer, uid, attributes, count, now(a), request_id);
+    ancs_status status;
+
+    ON_HOST_TASK(a);
+    status = ancs_consumer_fetch_attributes(&a->consumer, uid, attributes, count, now(a), request_id);
     schedule(a);
     return status;
 }
@@ -1132,7 +1155,10 @@ ancs_nimble_fetch_attributes(ancs_nimble *a, uint32_t uid, const ancs_attribute_
 ancs_status
 ancs_nimble_fetch_app_attributes(ancs_nimble *a, const char *app_identifier, uint32_t *request_id)
 {
-    ancs_status status = ancs_consumer_fetch_app_attributes(&a->consumer, (const uint8_t *)app_identifier,
+    ancs_status status;
+
+    ON_HOST_TASK(a);
+    status = ancs_consumer_fetch_app_attributes(&a->consumer, (const uint8_t *)app_identifier,
                                                             app_identifier ? strlen(app_identifier) : 0, NULL, 0,
                                                             now(a), request_id);
     schedule(a);
@@ -1142,7 +1168,59 @@ ancs_nimble_fetch_app_attributes(ancs_nimble *a, const char *app_identifier, uin
 ancs_status
 ancs_nimble_perform_action(ancs_nimble *a, uint32_t uid, uint8_t action, uint32_t *request_id)
 {
-    ancs_status status = ancs_consumer_perform_action(&a->consumer, uid, action, now(a), request_id);
+    ancs_status status;
+
+    ON_HOST_TASK(a);
+    status = ancs_consumer_perform_action(&a->consumer, uid, action, now(a), request_id);
     schedule(a);
     return status;
+}
+
+/* A posted request, on the host task. */
+static void
+on_request(struct ble_npl_event *event)
+{
+    ancs_nimble_request *r = ble_npl_event_get_arg(event);
+    ancs_nimble *a = r->adapter;
+
+    if (!initialised(a)) {
+        r->status = ANCS_ERR_STORAGE;   /* deinitialised while the request was queued */
+    } else {
+        switch (r->kind) {
+        case ANCS_NIMBLE_FETCH_ATTRIBUTES:
+            r->status = ancs_nimble_fetch_attributes(a, r->uid, r->attributes, r->attribute_count, &r->request_id);
+            break;
+        case ANCS_NIMBLE_FETCH_APP_ATTRIBUTES:
+            r->status = ancs_nimble_fetch_app_attributes(a, r->app_identifier, &r->request_id);
+            break;
+        case ANCS_NIMBLE_PERFORM_ACTION:
+            r->status = ancs_nimble_perform_action(a, r->uid, r->action, &r->request_id);
+            break;
+        case ANCS_NIMBLE_CANCEL:
+            r->status = ancs_consumer_cancel(&a->consumer, r->request_id, now(a));
+            schedule(a);
+            break;
+        case ANCS_NIMBLE_STOP:
+            r->status = ancs_nimble_stop(a) == 0 ? ANCS_OK : ANCS_ERR_STORAGE;
+            break;
+        case ANCS_NIMBLE_START:
+            r->status = ancs_nimble_start(a) == 0 ? ANCS_OK : ANCS_ERR_NOT_CONNECTED;
+            break;
+        default:
+            r->status = ANCS_ERR_INVALID_ARGUMENT;
+            break;
+        }
+    }
+    if (r->done) r->done(r);
+}
+
+int
+ancs_nimble_post(ancs_nimble *a, ancs_nimble_request *r)
+{
+    /* Reads only what init wrote once (the queue): safe from any task. */
+    if (!a || !r || !a->eventq) return BLE_HS_EINVAL;
+    r->adapter = a;
+    ble_npl_event_init(&r->event, on_request, r);
+    ble_npl_eventq_put(a->eventq, &r->event);
+    return 0;
 }

@@ -118,6 +118,16 @@ typedef void ancs_nimble_event_fn(void *context, const ancs_event *event, const 
 #define ANCS_NIMBLE_HELD_MAX 128
 #endif
 
+/* ANCS_NIMBLE_CHECK_TASK 1 (a debug build's choice) checks that every
+ * function of the adapter but ancs_nimble_post runs on the task that called
+ * ancs_nimble_init (NimBLE's host task): a call from another task calls
+ * ANCS_NIMBLE_WRONG_TASK(adapter), assert(0) unless defined, before it
+ * touches anything. Reference counts in the engine are not atomic: such a
+ * call corrupts the heap. */
+#ifndef ANCS_NIMBLE_CHECK_TASK
+#define ANCS_NIMBLE_CHECK_TASK 0
+#endif
+
 struct ancs_nimble;
 /* The argument of the adapter's GATT procedures: one per link instance in
  * turn, so that a callback of an earlier link is told apart (ancs_nimble.c). */
@@ -193,7 +203,8 @@ typedef struct ancs_nimble {
     ble_npl_time_t last_tick;      /* NimBLE's tick count when last read */
     uint32_t ticks_per_second;
     uint64_t ticks;                /* ticks since init (64 bits: does not wrap) */
-    struct ble_npl_eventq *eventq; /* the queue the timer's events go to */
+    struct ble_npl_eventq *eventq; /* the queue the timer's (and posted requests') events go to */
+    void *task;                    /* the task that called init (ANCS_NIMBLE_CHECK_TASK) */
     struct ble_npl_callout timer;
     struct ancs_nimble_link links[4];
     uint8_t rx[ANCS_NIMBLE_RX_MAX];
@@ -256,6 +267,42 @@ int ancs_nimble_attach(ancs_nimble *adapter, uint16_t conn_handle);
  * ancs_nimble_start without a link. */
 int ancs_nimble_stop(ancs_nimble *adapter);
 int ancs_nimble_start(ancs_nimble *adapter);
+
+/* A request from another task (a UI task's button press, say): filled by
+ * the caller, handed to ancs_nimble_post, run on the adapter's queue (the
+ * host task's, ancs_nimble_init_on_queue) as the function of the same name
+ * would run there. The storage is the caller's until `done` is called (on
+ * the host task, after the request ran; NULL: not told): keep it, unchanged,
+ * until then. ancs_nimble_post is the one function of the adapter safe to
+ * call from any task: it only puts the request's event on the queue. A
+ * request still queued when the adapter is deinitialised ends with
+ * ANCS_ERR_STORAGE. */
+typedef enum {
+    ANCS_NIMBLE_FETCH_ATTRIBUTES,      /* uid, attributes, attribute_count -> request_id */
+    ANCS_NIMBLE_FETCH_APP_ATTRIBUTES,  /* app_identifier -> request_id */
+    ANCS_NIMBLE_PERFORM_ACTION,        /* uid, action -> request_id */
+    ANCS_NIMBLE_CANCEL,                /* request_id */
+    ANCS_NIMBLE_STOP,
+    ANCS_NIMBLE_START,
+} ancs_nimble_request_kind;
+
+typedef struct ancs_nimble_request {
+    struct ble_npl_event event;        /* the adapter's */
+    ancs_nimble *adapter;              /* set by ancs_nimble_post */
+    ancs_nimble_request_kind kind;
+    uint32_t uid;
+    uint8_t action;
+    const ancs_attribute_request *attributes;
+    size_t attribute_count;
+    const char *app_identifier;
+    uint32_t request_id;               /* out (ANCS_NIMBLE_CANCEL: in) */
+    ancs_status status;                /* out: as the function returns it (ANCS_NIMBLE_STOP/START: ANCS_OK, or ANCS_ERR_NOT_CONNECTED) */
+    void (*done)(struct ancs_nimble_request *request);
+    void *context;                     /* the caller's */
+} ancs_nimble_request;
+
+/* 0; BLE_HS_EINVAL without an adapter, a request or its queue. */
+int ancs_nimble_post(ancs_nimble *adapter, ancs_nimble_request *request);
 
 /* The adapter's clock, in milliseconds since init: the now_ms of the
  * ancs_consumer_* functions an application calls itself

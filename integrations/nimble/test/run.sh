@@ -17,7 +17,7 @@ tables=$(sed -n 's/^UNICODE_TABLES=//p' <<< "$log")
 inc=(-I "$nimble/nimble/include" -I "$nimble/nimble/host/include" -I "$nimble/porting/nimble/include"
      -I "$nimble/porting/npl/dummy/include" -I "$nimble/porting/examples/linux/include" -I "$nimble/nimble/transport/include"
      -I "$root/integrations/c/include" -I "$here/..")
-gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 "${inc[@]}" \
+gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 -include "$here/test_hooks.h" "${inc[@]}" \
   -o "$out/test_adapter" "$here/test_adapter.c" "${ADAPTER_SOURCE:-$here/../ancs_nimble.c}" "$capi/libancs.a" $tables -lm
 # Builds without NimBLE's porting layer reference no nimble_port_get_dflt_eventq:
 # Mynewt's (MYNEWT; its ble_npl_eventq_dflt_get is an inline function of its

@@ -115,9 +115,49 @@ ble_npl_callout_reset(struct ble_npl_callout *co, ble_npl_time_t ticks)
 void ble_npl_callout_stop(struct ble_npl_callout *co) { struct fake_callout *c = callout_of(co); if (c) c->armed = false; }
 bool ble_npl_callout_is_active(struct ble_npl_callout *co) { struct fake_callout *c = callout_of(co); return c && c->armed; }
 
+/* ---- events put on a queue (ancs_nimble_post): run by run_queue(), in order ---- */
+struct fake_event { struct ble_npl_event *ev; ble_npl_event_fn *fn; void *arg; struct ble_npl_eventq *evq; bool queued; };
+static struct fake_event posted[16];
+static int posted_count;
+
+void
+ble_npl_event_init(struct ble_npl_event *ev, ble_npl_event_fn *fn, void *arg)
+{
+    for (int i = 0; i < posted_count; i++)
+        if (posted[i].ev == ev) { posted[i].fn = fn; posted[i].arg = arg; return; }
+    if (posted_count == (int)(sizeof posted / sizeof posted[0])) { printf("  fake: too many events\n"); abort(); }
+    posted[posted_count++] = (struct fake_event){ ev, fn, arg, NULL, false };
+}
+
+void
+ble_npl_eventq_put(struct ble_npl_eventq *evq, struct ble_npl_event *ev)
+{
+    for (int i = 0; i < posted_count; i++)
+        if (posted[i].ev == ev) { posted[i].evq = evq; posted[i].queued = true; return; }
+    printf("  fake: put of an event never initialised\n");
+    abort();
+}
+
+/* The host task runs the events put on its queues. */
+static void
+run_queue(void)
+{
+    for (int i = 0; i < posted_count; i++)
+        if (posted[i].queued) { posted[i].queued = false; posted[i].fn(posted[i].ev); }
+}
+
+/* The task calling: the host task unless a test says otherwise. */
+static int host_task, ui_task;
+static void *fake_task = &host_task;
+static int wrong_task_calls;
+void *ble_npl_get_current_task_id(void) { return fake_task; }
+void fake_wrong_task(void *adapter) { (void)adapter; wrong_task_calls++; }
+
 void *
 ble_npl_event_get_arg(struct ble_npl_event *ev)
 {
+    for (int i = 0; i < posted_count; i++)
+        if (posted[i].ev == ev) return posted[i].arg;
     for (int i = 0; i < callout_count; i++)
         if (&callouts[i].event == ev) return callouts[i].arg;
     printf("  fake: event of no callout\n");
@@ -1541,6 +1581,77 @@ test_fast_tick(void)
     release(&a);
 }
 
+/* A button press on a UI task: the request is posted to the host task's
+ * queue and runs there, never on the UI task; the debug check of the calling
+ * task (ANCS_NIMBLE_CHECK_TASK) catches a direct call from the UI task. */
+static void
+on_posted_done(ancs_nimble_request *r)
+{
+    *(int *)r->context += 1;
+    CHECK(fake_task == &host_task, "a posted request's done ran off the host task");
+}
+
+static void
+test_post_from_another_task(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_request fetch, action, stop;
+    uint8_t response[64];
+    int done = 0;
+
+    reset_fake("requests posted from another task", 1000);
+    wrong_task_calls = 0;
+    fake_task = &host_task;
+    ancs_nimble_init(&a, &lazy, on_event, NULL);
+    session(&a, 34, 185);
+    notification_added(&a, 34, 11);
+
+    fake_task = &ui_task;   /* the UI task */
+    fetch = (ancs_nimble_request){ .kind = ANCS_NIMBLE_FETCH_ATTRIBUTES, .uid = 11, .attributes = message_600,
+                                   .attribute_count = 1, .done = on_posted_done, .context = &done };
+    action = (ancs_nimble_request){ .kind = ANCS_NIMBLE_PERFORM_ACTION, .uid = 11, .action = ANCS_ACTION_NEGATIVE,
+                                    .done = on_posted_done, .context = &done };
+    CHECK(ancs_nimble_post(&a, &fetch) == 0 && ancs_nimble_post(&a, &action) == 0, "posted");
+    CHECK(ancs_nimble_post(&a, NULL) == BLE_HS_EINVAL, "a NULL request posted");
+    CHECK(pending_count() == 0 && done == 0, "the request ran on the task that posted it");
+    CHECK(wrong_task_calls == 0, "posting was taken for a call from the wrong task");
+    fake_task = &host_task;
+    run_queue();
+    CHECK(done == 2, "%d requests ran on the host task", done);
+    CHECK(fetch.status == ANCS_OK && action.status == ANCS_OK && fetch.request_id != action.request_id,
+          "statuses %d %d", (int)fetch.status, (int)action.status);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    if (w) finish(w, 0);
+    uint16_t n = message_response(response, 11, 10);
+    notify(&a, 34, DS_VALUE, response, n);
+    CHECK(done_of(fetch.request_id) && done_of(fetch.request_id)->status == ANCS_OK, "the posted fetch did not end");
+    w = first_pending_write_to(CP_VALUE);
+    if (w) finish(w, 0);
+    CHECK(done_of(action.request_id) && done_of(action.request_id)->status == ANCS_OK, "the posted action did not end");
+
+    /* A direct call from the UI task: the debug check tells, before anything is touched. */
+    fake_task = &ui_task;
+    uint32_t id;
+    ancs_nimble_fetch_attributes(&a, 11, message_600, 1, &id);
+    fake_task = &host_task;
+    CHECK(wrong_task_calls == 1, "a call from the UI task not caught (%d)", wrong_task_calls);
+    pump();
+    w = first_pending_write_to(CP_VALUE);
+    if (w) finish(w, 0);
+    notify(&a, 34, DS_VALUE, response, n);
+
+    /* Stop, posted; a request still queued when the adapter is deinitialised ends with ANCS_ERR_STORAGE. */
+    stop = (ancs_nimble_request){ .kind = ANCS_NIMBLE_STOP, .done = on_posted_done, .context = &done };
+    ancs_nimble_post(&a, &stop);
+    run_queue();
+    pump();
+    CHECK(stop.status == ANCS_OK && !ancs_consumer_in_session(ancs_nimble_consumer(&a)), "the posted stop did not stop");
+    ancs_nimble_post(&a, &fetch);
+    release(&a);
+    run_queue();
+    CHECK(fetch.status == ANCS_ERR_STORAGE && done == 4, "a request run after deinit: status %d", (int)fetch.status);
+}
+
 /* Security started by the adapter (default), or left to the application. */
 static void
 test_security_by_application(void)
@@ -1616,6 +1727,7 @@ main(int argc, char **argv)
     RUN(test_stop_inside_added);
     RUN(test_attach_and_restart);
     RUN(test_fast_tick);
+    RUN(test_post_from_another_task);
     RUN(test_security_by_application);
     RUN(test_event_queue);
     printf("adapter: %d passed, %d failed\n", passed, failed);
