@@ -896,6 +896,10 @@ ancs_nimble_deinit(ancs_nimble *a)
     forget_connection(a);
     ancs_consumer_deinit(&a->consumer);
     ble_npl_callout_stop(&a->timer);
+#if ANCS_NIMBLE_CALLOUT_DEINIT
+    ble_npl_callout_deinit(&a->timer);   /* the port's timer released: the storage may be freed */
+    a->timer_magic = 0;
+#endif
     a->magic = 0;
     return 0;
 }

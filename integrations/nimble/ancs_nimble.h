@@ -128,6 +128,22 @@ typedef void ancs_nimble_event_fn(void *context, const ancs_event *event, const 
 #define ANCS_NIMBLE_CHECK_TASK 0
 #endif
 
+/* ANCS_NIMBLE_CALLOUT_DEINIT 1 where NimBLE's porting layer has
+ * ble_npl_callout_deinit (ESP-IDF, the default there; later NimBLE
+ * releases): ancs_nimble_deinit() then releases the timer (FreeRTOS creates
+ * one at every ble_npl_callout_init), so storage freed after it leaks
+ * nothing. Without it (0, the pinned NimBLE's ports), the callout is kept
+ * across deinit and init on the same storage, never made twice; storage
+ * freed after deinit leaves the port's timer behind (one per adapter
+ * storage ever freed): keep adapters in static storage there. */
+#ifndef ANCS_NIMBLE_CALLOUT_DEINIT
+#if defined(ESP_PLATFORM)
+#define ANCS_NIMBLE_CALLOUT_DEINIT 1
+#else
+#define ANCS_NIMBLE_CALLOUT_DEINIT 0
+#endif
+#endif
+
 struct ancs_nimble;
 /* The argument of the adapter's GATT procedures: one per link instance in
  * turn, so that a callback of an earlier link is told apart (ancs_nimble.c). */
