@@ -99,7 +99,7 @@ import Testing
         }
     }
 
-    @Test("sharing off when the accessory connects: 'not shared' within two retries, told once, nothing fetched; sharing on: what the phone holds shows, and the consumer is healthy",
+    @Test("sharing off when the accessory connects: 'not shared' within two retries, told once, nothing fetched; sharing on: what the phone holds shows within the backed-off retry (16 × the retry interval), and the consumer is healthy",
           arguments: intervals)
     func sharing(interval: Duration) async throws {
         let rig = SimulationRig(interval: interval, liveness: true)
@@ -113,7 +113,8 @@ import Testing
         rig.simulation.run(for: .seconds(600))
         #expect(Self.healthEvents(rig) == [.notShared], "told once, however long it lasts")
         rig.simulation.spawn { await provider.setSharing(true) }
-        let took = await Self.time(until: held, in: rig, limit: Self.roundTrips)
+        // Nothing announced: the probe finds it, backed off to 16 × 15 s after ten minutes refused.
+        let took = await Self.time(until: held, in: rig, limit: .seconds(240) + Self.roundTrips)
         #expect(took != nil)
         #expect(await rig.notifications()[held]?.isPreExisting == true)
         rig.simulation.run(for: Self.roundTrips)
@@ -143,7 +144,7 @@ import Testing
         #expect(await Self.time(until: next, in: rig, limit: Self.roundTrips) != nil)
     }
 
-    @Test("sharing turned on while the accessory is connected and not shared, between two retries: shown within a retry interval",
+    @Test("sharing turned on while the accessory is connected and not shared, between two backed-off retries: the notification's announcement brings the probe within a retry interval, and it is shown",
           arguments: intervals)
     func sharingTurnedOnLater(interval: Duration) async throws {
         let rig = SimulationRig(interval: interval, liveness: true)

@@ -226,7 +226,7 @@ struct SubscriptionRetryTests {
         outputs.compactMap { if case .startOperation(let operation) = $0 { operation } else { nil } }
     }
 
-    @Test("after both subscriptions fail on a link that stays up, the engine subscribes again every retry interval (15 s); once the phone answers, the session runs, with only the new session's liveness probe scheduled")
+    @Test("after both subscriptions fail on a link that stays up, the engine subscribes again after the retry interval (15 s), then twice as long (30 s); once the phone answers, the session runs, with only the new session's liveness probe scheduled")
     func retriesUntilThePhoneAnswers() throws {
         var driver = Driver(display: .standard)
         var now = Timestamp.zero
@@ -249,7 +249,7 @@ struct SubscriptionRetryTests {
             pending = Self.operations(driver.tick(at: now))
         }
         #expect(ended == 2)
-        #expect(delays == [.seconds(15), .seconds(15)])
+        #expect(delays == [.seconds(15), .seconds(30)])
         // Now the phone answers: the session starts and nothing more is scheduled.
         let dataSource = try #require(pending.first)
         #expect(dataSource.kind == .subscribe(.dataSource))

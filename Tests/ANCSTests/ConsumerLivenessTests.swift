@@ -148,24 +148,26 @@ struct ConsumerLivenessTests {
         let second = try onlyWrite(consumer.tick(at(milliseconds: 30_000)))
         #expect(Self.isProbe(second))
         #expect(Self.healthEvents(consumer.writeCompleted(second.token, .attError(.writeNotPermitted), at: at(milliseconds: 30_000))) == [.notShared])
-        // Still refused: the same state, not told again.
+        // Still refused: the same state, not told again; the next probe waits twice as long.
+        #expect(consumer.nextDeadline == at(milliseconds: 45_000))
         let third = try onlyWrite(consumer.tick(at(milliseconds: 45_000)))
         #expect(Self.healthEvents(consumer.writeCompleted(third.token, .attError(.writeNotPermitted), at: at(milliseconds: 45_000))).isEmpty)
         #expect(consumer.health == .notShared)
+        #expect(consumer.nextDeadline == at(milliseconds: 75_000))
         // Sharing turned on: the next probe is answered.
-        let fourth = try onlyWrite(consumer.tick(at(milliseconds: 60_000)))
-        let restored = consumer.writeCompleted(fourth.token, .attError(.invalidParameter), at: at(milliseconds: 60_000))
+        let fourth = try onlyWrite(consumer.tick(at(milliseconds: 75_000)))
+        let restored = consumer.writeCompleted(fourth.token, .attError(.invalidParameter), at: at(milliseconds: 75_000))
         #expect(Self.healthEvents(restored) == [.resubscribing(.sharingRestored)])
         #expect(Self.resubscribed(restored))
-        _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 60_100))
-        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 60_100))
+        _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 75_100))
+        _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 75_100))
         // The phone announces what it holds: healthy, and the notification is fetched.
-        let announced = consumer.received(notificationSource: sourceEvent(.added, 3, flags: .preExisting), at: at(milliseconds: 60_200))
+        let announced = consumer.received(notificationSource: sourceEvent(.added, 3, flags: .preExisting), at: at(milliseconds: 75_200))
         #expect(Self.healthEvents(announced) == [.healthy])
         #expect(try onlyWrite(announced).command == standardCommand(3))
     }
 
-    @Test("A subscription refused with 0x05 keeps its code (waiting for permission, told once), is asked again every retry interval, and the session runs once the phone allows it")
+    @Test("A subscription refused with 0x05 keeps its code (waiting for permission, told once), is asked again after the retry interval, then twice as long, and the session runs once the phone allows it")
     func subscriptionRefused() throws {
         var consumer = Consumer()
         _ = consumer.linkUp(mtu: 23, at: .zero)
@@ -177,9 +179,39 @@ struct ConsumerLivenessTests {
         #expect(retry.contains(.subscribe(.dataSource)) && retry.contains(.unsubscribe(.notificationSource)))
         #expect(Self.healthEvents(consumer.subscriptionCompleted(.dataSource, insufficientAuthentication, at: at(milliseconds: 15_100))).isEmpty)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 15_100))
-        let allowed = consumer.tick(at(milliseconds: 30_100))
+        #expect(consumer.nextDeadline == at(milliseconds: 45_100))
+        let allowed = consumer.tick(at(milliseconds: 45_100))
         #expect(allowed.contains(.subscribe(.dataSource)))
-        #expect(Self.healthEvents(consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 30_200))) == [.healthy])
+        #expect(Self.healthEvents(consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 45_200))) == [.healthy])
+    }
+
+    @Test("Subscriptions refused for a day (the person never allows notifications): the retries back off, doubling from the retry interval to 4 minutes (15 per hour, not 240), and the first retry after the link comes back is at the retry interval again")
+    func refusedForADay() throws {
+        var consumer = Consumer()
+        _ = consumer.linkUp(mtu: 23, at: .zero)
+        let hour = 3600 * 1000 as Int64
+        var subscribes: [Int64] = []  // Data Source subscriptions asked, by time (ms)
+        var now: Int64 = 0
+        var actions = [ConsumerAction.subscribe(.dataSource)]
+        while now < 24 * hour {
+            if actions.contains(.subscribe(.dataSource)) {
+                subscribes.append(now)
+                _ = consumer.subscriptionCompleted(.dataSource, .attError(.insufficientAuthorization), at: at(milliseconds: now))
+                _ = consumer.subscriptionCompleted(.notificationSource, .attError(.insufficientAuthorization), at: at(milliseconds: now))
+            }
+            now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
+            actions = consumer.tick(at(milliseconds: now))
+        }
+        let waits = zip(subscribes.dropFirst(), subscribes).prefix(6).map { ($0 - $1) / 1000 }
+        #expect(waits == [15, 30, 60, 120, 240, 240])
+        let lastHour = subscribes.filter { $0 >= 23 * hour }.count
+        #expect(lastHour == 15, "\(lastHour) subscriptions in the last hour")
+        // The link drops and comes back: asked soon again.
+        _ = consumer.linkDown(at: at(milliseconds: now))
+        _ = consumer.linkUp(mtu: 23, at: at(milliseconds: now))
+        _ = consumer.subscriptionCompleted(.dataSource, .attError(.insufficientAuthorization), at: at(milliseconds: now))
+        _ = consumer.subscriptionCompleted(.notificationSource, .attError(.insufficientAuthorization), at: at(milliseconds: now))
+        #expect(consumer.nextDeadline == at(milliseconds: now + 15_000))
     }
 
     @Test("A refused Notification Source subscription ends the session; it is subscribed again after the retry interval, not after stop")

@@ -157,20 +157,43 @@ wants_security(ancs_nimble *a, int status)
             status == BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_ENC)) && !encrypted(a);
 }
 
-/* The phone answered Insufficient Authentication or Encryption, or publishes no ANCS on a plain link. */
-static void
+/* Security Requests made, per link and per hour: a person who declines
+ * pairing (or a phone that fails it) is not asked without end. After the
+ * bound the adapter waits for the phone: the engine is told the refusal
+ * (ANCS_HEALTH_WAITING_FOR_PERMISSION with 0x05 or 0x0F) and subscribes
+ * again, backing off, and the phone may pair by itself. */
+enum { SECURITY_ASKS_PER_LINK = 2, SECURITY_ASKS_PER_HOUR = 4 };
+
+/* The phone answered Insufficient Authentication or Encryption, or publishes
+ * no ANCS on a plain link: security is asked for. False when it is not (the
+ * bound above reached): what needed it is then told refused. */
+static bool
 start_security(ancs_nimble *a)
 {
     int rc;
+    uint64_t t = now(a);
 
-    if (a->security_started) return;
-    a->security_started = true;
+    if (a->security_started) return true;
     if (a->security_by_application) {
+        a->security_started = true;
         say(a, "security: an encrypted link is the application's to ask for");
-        return;
+        return true;
     }
+    if (t - a->security_hour_start >= 3600000) {
+        a->security_hour_start = t;
+        a->security_hour_asks = 0;
+    }
+    if (a->security_link_asks >= SECURITY_ASKS_PER_LINK || a->security_hour_asks >= SECURITY_ASKS_PER_HOUR) {
+        say(a, "security: asked %u times on this link, %u this hour: waiting for the phone to pair",
+            a->security_link_asks, a->security_hour_asks);
+        return false;
+    }
+    a->security_started = true;
+    a->security_link_asks++;
+    a->security_hour_asks++;
     rc = ble_gap_security_initiate(a->conn);
     say(a, "security: asking for an encrypted link (rc %d)", rc);
+    return true;
 }
 
 /* ---- the engine's callbacks ---- */
@@ -426,9 +449,8 @@ cccd_written(void *arg, uint16_t conn, ancs_characteristic which, const struct b
     ancs_nimble *a = write_ended(arg, conn, error->status);
 
     if (!a) return;
-    if (wants_security(a, error->status)) {
+    if (wants_security(a, error->status) && start_security(a)) {
         a->resubscribe = (int8_t)which;   /* written again once the link is encrypted */
-        start_security(a);
     } else {
         ancs_consumer_subscription_result(&a->consumer, which, result_of(error->status), now(a));
     }
@@ -492,11 +514,10 @@ restarted(ancs_nimble *a)
 static void
 discovery_failed(ancs_nimble *a, const char *what, int status)
 {
-    if (wants_security(a, status)) {
+    if (wants_security(a, status) && start_security(a)) {
         say(a, "%s needs an encrypted link", what);
         a->phase = PHASE_IDLE;
         a->discovery_wanted = true;   /* again after encryption */
-        start_security(a);
         return;
     }
     a->phase = PHASE_IDLE;
@@ -629,11 +650,10 @@ on_sc_subscribed(uint16_t conn, const struct ble_gatt_error *error, struct ble_g
     (void)attr;
     if (!a) return 0;
     if (error->status != 0) say(a, "Service Changed subscription: status 0x%x", error->status);
-    if (wants_security(a, error->status)) {
+    if (wants_security(a, error->status) && start_security(a)) {
         a->discovery_wanted = true;
         a->gatt_start = a->sc_cccd = 0;   /* the GATT service discovered and Service Changed subscribed again once encrypted */
         a->phase = PHASE_IDLE;
-        start_security(a);
     } else {
         discover_ancs(a);
     }
@@ -823,6 +843,7 @@ on_timer(struct ble_npl_event *event)
     uint64_t t;
 
     if (!initialised(a)) return;   /* queued before ancs_nimble_deinit() stopped the timer */
+    a->timer_armed = false;        /* it fired */
     t = now(a);
     deferred_write(a, t);
     if (a->cccd_retry_due && t >= a->cccd_retry_at) {
@@ -847,6 +868,12 @@ schedule(ancs_nimble *a)
     if (a->deferred && !a->deferred_waits && (!due || a->deferred_at < next)) { next = a->deferred_at; due = true; }
     if (a->cccd_retry_due && (!due || a->cccd_retry_at < next)) { next = a->cccd_retry_at; due = true; }
     if (a->retry_due && (!due || a->retry_at < next)) { next = a->retry_at; due = true; }
+    /* Armed only when the deadline changes: a re-arm is three timer commands
+     * that block on FreeRTOS, and most events (a notification inside a value,
+     * any event of another link) change none. */
+    if (due == a->timer_armed && (!due || next == a->timer_due)) return;
+    a->timer_armed = due;
+    a->timer_due = next;
     if (!due) { ble_npl_callout_stop(&a->timer); return; }
     uint64_t wait = next > t ? next - t : 0;
     if (wait > 3600000) wait = 3600000;
@@ -866,6 +893,7 @@ forget_connection(ancs_nimble *a)
     a->value_count = 0;
     a->phase = PHASE_IDLE;
     a->link_given = a->published = a->discovery_wanted = a->security_started = a->link_lost = a->ancs_seen = false;
+    a->security_link_asks = 0;
     a->writes_in_flight = 0;
     a->cccd_queued = 0;
     a->deferred = a->deferred_waits = a->retry_due = a->cccd_retry_due = false;   /* the link's loss ends its request */
@@ -896,6 +924,7 @@ ancs_nimble_deinit(ancs_nimble *a)
     forget_connection(a);
     ancs_consumer_deinit(&a->consumer);
     ble_npl_callout_stop(&a->timer);
+    a->timer_armed = false;
 #if ANCS_NIMBLE_CALLOUT_DEINIT
     ble_npl_callout_deinit(&a->timer);   /* the port's timer released: the storage may be freed */
     a->timer_magic = 0;

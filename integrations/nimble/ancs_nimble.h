@@ -21,7 +21,11 @@
  *     the peripheral; or, with security_by_application, nothing: the
  *     application starts it) and is written again once the link is
  *     encrypted (if security fails, the engine is told the refusal and
- *     subscribes again every retry interval); any
+ *     subscribes again, backing off from the retry interval); at most 2
+ *     Security Requests on a link and 4 in an hour (a person who declines
+ *     pairing is not asked without end): past that the refusal goes to the
+ *     engine at once (ANCS_HEALTH_WAITING_FOR_PERMISSION with 0x05 or 0x0F)
+ *     and the phone may pair by itself; any
  *     other refusal (0x08 while the phone's user has not allowed
  *     notifications, for instance) ends the session, and the engine
  *     subscribes again every retry interval (ancs_consumer_config) while
@@ -56,7 +60,9 @@
  *     handle a new connection may have) changes nothing;
  *   - keeps the engine's timer on a NimBLE callout, its time NimBLE's ticks
  *     counted in 64 bits (a 32-bit tick count, and FreeRTOS's 32-bit
- *     conversion to milliseconds, wrap).
+ *     conversion to milliseconds, wrap), armed only when its deadline
+ *     changes (an event of another link, or a notification inside a value,
+ *     re-arms nothing).
  *
  * Pairing, bonding and advertising stay the application's (its
  * ble_hs_cfg.sm_* settings and its store). The application forwards every
@@ -182,6 +188,9 @@ typedef struct ancs_nimble {
     bool published;                /* ANCS found on the phone */
     bool discovery_wanted;         /* discover again once the write in flight ends */
     bool security_started;
+    uint8_t security_link_asks;    /* Security Requests made on this link */
+    uint8_t security_hour_asks;    /* ... since security_hour_start */
+    uint64_t security_hour_start;
     bool link_lost;                /* NimBLE failed a procedure with BLE_HS_ENOTCONN: the link is going */
     bool ancs_seen;                /* ANCS was found on this link at least once: it is the phone's */
     /* other peripheral links up, not held by an adapter: the phone may be one of them */
@@ -222,6 +231,8 @@ typedef struct ancs_nimble {
     struct ble_npl_eventq *eventq; /* the queue the timer's (and posted requests') events go to */
     void *task;                    /* the task that called init (ANCS_NIMBLE_CHECK_TASK) */
     struct ble_npl_callout timer;
+    bool timer_armed;              /* the timer is armed, for timer_due (ms) */
+    uint64_t timer_due;
     struct ancs_nimble_link links[4];
     uint8_t rx[ANCS_NIMBLE_RX_MAX];
 } ancs_nimble;

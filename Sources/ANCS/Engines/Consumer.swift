@@ -261,6 +261,11 @@ public struct Consumer: Sendable {
     /// (`refresh`): a PreExisting announcement is one the phone made again,
     /// known unless newer than every announcement.
     var refreshing = false
+    /// Liveness steps taken since the health last changed or the link came
+    /// up, up to four: while something is retried (`probeTime`), each
+    /// doubles the wait before the next (15 s, 30 s, 1 min, 2 min, then
+    /// every 4 min with the default retry interval).
+    var retries: UInt8 = 0
 
     /// `configuration.requestTimeout`, in nanoseconds.
     var requestTimeout: Int64 { session.configuration.requestNanoseconds }
@@ -313,6 +318,7 @@ public struct Consumer: Sendable {
     public mutating func linkUp(mtu: Int, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if phase != .idle { endSession(.linkDown, into: &actions) }
         writeSlot = .free  // a new link has no write in flight
+        retries = 0  // a new link is asked soon again
         self.mtu = mtu
         lastHeard = now
         if published { startSubscribing(into: &actions) }
@@ -413,8 +419,9 @@ public struct Consumer: Sendable {
     public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard isInSession else { return }
         // While not shared, an announcement is a reason to probe, not an
-        // answer: the probe keeps its retry interval (`probeTime`).
-        if !isNotShared { lastHeard = now }
+        // answer: the probe goes at its retry interval (`probeTime`), its
+        // backoff started again (sharing may have come back).
+        if !isNotShared { lastHeard = now } else { retries = 0 }
         let event: NotificationSourceEvent
         do {
             event = try NotificationSourceEvent.decode(bytes)
@@ -524,6 +531,7 @@ public struct Consumer: Sendable {
             switch code {
             case .writeNotPermitted:
                 if lastWriteNotPermitted && !isNotShared { setHealth(.notShared, into: &actions) }
+                if !lastWriteNotPermitted { retries = 0 }  // the first: asked again soon
                 lastWriteNotPermitted = true
             case .insufficientAuthentication, .insufficientAuthorization, .insufficientEncryptionKeySize, .insufficientEncryption:
                 refused(.controlPoint, result, into: &actions)
@@ -675,6 +683,8 @@ public struct Consumer: Sendable {
         }
         pump(at: now, into: &actions)
         if let due = probeTime, due <= now {
+            // Each retry doubles the next one's wait, up to the probe interval.
+            if retries < 4 { retries += 1 }
             // A subscription missing (refused, or failed): subscribe again; else probe.
             if phase == .active && dataSourceAvailable { writeProbe(at: now, into: &actions) } else { restartSession(into: &actions) }
         }

@@ -53,12 +53,15 @@ extension Consumer {
         // (Idle: no Data Source either. One 0x03 asks again soon: two tell "not shared".)
         // A new session is probed sooner, but not at once: after its
         // PreExisting announcements (the probe asks for the UID after them).
-        let retrying = !dataSourceAvailable || isRefused || lastWriteNotPermitted
-        let interval = retrying ? configuration.retryNanoseconds : configuration.probeNanoseconds
+        let interval = retrying ? configuration.retryNanoseconds &<< retries : configuration.probeNanoseconds
         guard interval > 0 else { return nil }
         // (With retries off, a new session's probe goes at once.)
         return lastHeard.adding(nanoseconds: probeSoon && !retrying ? configuration.retryNanoseconds : interval)
     }
+
+    /// Something is missing that the phone refused or failed (a
+    /// subscription, Control Point writes): the next step retries it.
+    var retrying: Bool { !dataSourceAvailable || isRefused || lastWriteNotPermitted }
 
     /// Notification Source's silence is watched in an active session that is shared.
     var watchesSilence: Bool { configuration.silenceNanoseconds > 0 && phase == .active && !isNotShared }
@@ -95,6 +98,7 @@ extension Consumer {
     /// a pattern rather than an `==` of the whole enum: smaller firmware).
     @inline(never)
     mutating func setHealth(_ state: ConsumerHealth, into actions: inout [ConsumerAction]) {
+        retries = 0  // a new state: what it refuses is asked again soon
         health = state
         actions.appendOutOfLine(.emit(.health(state)))
     }

@@ -47,13 +47,15 @@ public enum ConsumerHealth: Hashable, Sendable {
     /// The phone refused a subscription (or a Control Point write) with
     /// this ATT error, typically 0x05 Insufficient Authentication or 0x08
     /// Insufficient Authorization: it waits for pairing, or for the person
-    /// to allow the accessory. The consumer asks again every
-    /// `ConsumerConfiguration.retryInterval`.
+    /// to allow the accessory. The consumer asks again after
+    /// `ConsumerConfiguration.retryInterval`, then after twice as long each
+    /// time, up to 16 × `retryInterval`.
     case waitingForPermission(ANCSCharacteristic, ATTErrorCode)
     /// Control Point writes were refused with 0x03 Write Not Permitted twice
     /// in a row: "Share System Notifications" is off for this accessory on
     /// the iPhone (Settings › Bluetooth › ⓘ), or its prompt is still open.
-    /// The consumer probes every retry interval, and shows
+    /// The consumer probes after the retry interval, backing off as for a
+    /// refusal (`waitingForPermission`), and shows
     /// notifications once sharing is on.
     case notShared
     /// Writing both subscriptions again (off, then on), and why.
@@ -369,7 +371,9 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     }
     /// The wait, after the phone's last answer, before asking again what it
     /// refused or what failed: a subscription (written again), or Control
-    /// Point writes (a probe). Default 15 seconds; `.zero`: never asked again.
+    /// Point writes (a probe). Each retry of the same state waits twice as
+    /// long as the one before, up to 16 × this (a new state or a new link
+    /// starts again from it). Default 15 seconds; `.zero`: never asked again.
     public var retryInterval: Duration {
         get { .nanoseconds(retryNanoseconds) }
         set { retryNanoseconds = Timestamp.nanoseconds(newValue) }

@@ -177,7 +177,7 @@ typedef struct {
      * default, ANCS_OFF turns the check off. */
     uint32_t probe_interval_s;     /* a quiet session is probed after this long; default 300 */
     uint32_t silence_limit_s;      /* Notification Source silent this long: subscribe again; default 21 600 */
-    uint32_t retry_interval_s;     /* what the phone refused is asked again after this long; default 15 */
+    uint32_t retry_interval_s;     /* what the phone refused is asked again after this long, then twice as long each time up to 16 times it; default 15 */
     /* What the display fetches (with display_attributes; zero: everything).
      * A notification not fetched is never READY; it is ADDED, MODIFIED and
      * REMOVED as any other. */
@@ -256,7 +256,7 @@ typedef enum {
 typedef enum {
     ANCS_HEALTH_HEALTHY = 0,            /* nothing says otherwise; after another state: recovered */
     ANCS_HEALTH_WAITING_FOR_PERMISSION, /* the phone refused `refused` with the ATT error in status (0x05, 0x08...):
-                                           pairing, or notifications not allowed yet; asked again every retry interval */
+                                           pairing, or notifications not allowed yet; asked again, backing off (retry_interval_s) */
     ANCS_HEALTH_NOT_SHARED,             /* Control Point writes refused 0x03 twice in a row: on the iPhone,
                                            Settings > Bluetooth > (i) > Share System Notifications */
     ANCS_HEALTH_RESUBSCRIBING,          /* writing both subscriptions again: resubscribe_reason says why */

@@ -75,6 +75,7 @@ static int callout_reinit_while_armed;   /* ble_npl_callout_init() on an armed c
 static int callout_count;
 static struct ble_npl_eventq default_queue;
 static int callout_fires;   /* timer events run */
+static int callout_resets;  /* ble_npl_callout_reset calls (on FreeRTOS, timer commands that block) */
 
 static struct fake_callout *
 callout_of(struct ble_npl_callout *co)
@@ -110,6 +111,7 @@ ble_npl_callout_reset(struct ble_npl_callout *co, ble_npl_time_t ticks)
     if (!c) { printf("  fake: reset of a callout never initialised\n"); abort(); }
     c->armed = true;
     c->due = fake_ticks + ticks;
+    callout_resets++;
     return 0;
 }
 
@@ -350,7 +352,7 @@ struct op {
     void *cb, *arg;
     bool done;
 };
-static struct op ops[512];
+static struct op ops[4096];
 static int op_count;
 static int gattc_calls;            /* every ble_gattc_* call, taken or refused */
 static int fail_rc, fail_count;    /* the next fail_count ble_gattc_* calls are refused with fail_rc */
@@ -1691,6 +1693,145 @@ test_post_from_another_task(void)
     CHECK(fetch.status == ANCS_ERR_STORAGE && done == 4, "a request run after deinit: status %d", (int)fetch.status);
 }
 
+/* ---- power: what an hour costs the radio and the CPU ---- */
+struct power { int wakeups, cccd_writes, cp_writes, security_requests, rearms; };
+
+/* The phone for `seconds`, one second at a time: CCCD writes taken (or
+ * refused with `refusal`, or with Insufficient Authentication while the
+ * link is plain), Control Point writes answered 0xA2 (a working phone's
+ * answer to the probe), every Security Request declined when `decline`.
+ * Returns what the adapter did meanwhile. */
+static struct power
+run_phone(ancs_nimble *a, uint16_t handle, uint32_t seconds, int refusal, bool decline)
+{
+    struct power p = { 0 };
+    int fires = callout_fires, resets = callout_resets, asked = security_initiated, first = op_count;
+    int requested = security_initiated;
+
+    for (uint32_t second = 0; second < seconds; second++) {
+        for (struct op *o; (o = first_pending());) {
+            bool cccd_on = o->kind == OP_WRITE && (o->handle == NS_CCCD || o->handle == DS_CCCD) && o->value[0];
+            if (o->handle == CP_VALUE) finish(o, BLE_HS_ATT_ERR(0xA2));
+            else if (cccd_on && conn_of(handle) && conn_of(handle)->plain) finish(o, BLE_HS_ATT_ERR(BLE_ATT_ERR_INSUFFICIENT_AUTHEN));
+            else if (cccd_on && refusal) finish(o, BLE_HS_ATT_ERR(refusal));
+            else finish(o, 0);
+        }
+        if (decline && security_initiated > asked) {
+            asked = security_initiated;
+            encryption_changed(a, handle, BLE_HS_SM_US_ERR(BLE_SM_ERR_PASSKEY));   /* the person taps Cancel */
+        }
+        advance(1000);
+    }
+    for (int i = first; i < op_count; i++) {
+        if (ops[i].handle == NS_CCCD || ops[i].handle == DS_CCCD) p.cccd_writes++;
+        if (ops[i].handle == CP_VALUE) p.cp_writes++;
+    }
+    p.wakeups = callout_fires - fires;
+    p.rearms = callout_resets - resets;
+    p.security_requests = security_initiated - requested;
+    return p;
+}
+
+static void
+print_power(const char *what, struct power p)
+{
+    printf("  power: %-44s %4d wake-ups %4d CCCD writes %4d Control Point writes %3d Security Requests %5d timer re-arms\n",
+           what, p.wakeups, p.cccd_writes, p.cp_writes, p.security_requests, p.rearms);
+}
+
+/* What an hour costs, in four cases (BENCHMARKS.md, "The NimBLE adapter's
+ * hour"): healthy and idle; subscriptions refused for a day (the person
+ * never allows notifications); pairing declined at every request; another
+ * central busy beside the phone. Before: 239 wake-ups and 480 CCCD writes an
+ * hour refused; 40 Security Requests in 5 minutes declined; a timer re-armed
+ * per GAP event of any link (100 notifications on another link: 100). */
+static void
+test_power(void)
+{
+    static ancs_nimble a;
+    ancs_consumer_config config;
+    struct power p;
+
+    reset_fake("power: an hour, four ways", 1000);
+    ancs_consumer_config_default(&config);
+    config.display_attributes = NULL;
+    config.display_attribute_count = 0;
+    config.display_app_names = false;
+    ancs_nimble_init(&a, &config, on_event, NULL);
+    session(&a, 50, 185);
+    run_phone(&a, 50, 3600, 0, false);   /* the first hour: the session's first probe */
+    p = run_phone(&a, 50, 3600, 0, false);
+    print_power("healthy, idle (probe every 5 min)", p);
+    CHECK(p.cp_writes == 12 && p.cccd_writes == 24, "%d probes, %d CCCD writes in a healthy idle hour", p.cp_writes, p.cccd_writes);
+    CHECK(p.wakeups <= 13, "%d wake-ups in a healthy idle hour", p.wakeups);
+    release(&a);
+
+    reset_fake("power: subscriptions refused for a day", 1000);
+    ancs_nimble_init(&a, &config, on_event, NULL);
+    connect_link(&a, 51, 185);
+    run_phone(&a, 51, 23 * 3600, BLE_ATT_ERR_INSUFFICIENT_AUTHOR, false);
+    p = run_phone(&a, 51, 3600, BLE_ATT_ERR_INSUFFICIENT_AUTHOR, false);
+    print_power("subscriptions refused (0x08), the 24th hour", p);
+    CHECK(p.cccd_writes <= 45 && p.wakeups <= 16, "%d CCCD writes, %d wake-ups an hour refused", p.cccd_writes, p.wakeups);
+    release(&a);
+
+    reset_fake("power: pairing declined at every request", 1000);
+    security_initiated = 0;
+    ancs_nimble_init(&a, &config, on_event, NULL);
+    connect_as(&a, NULL, 52, 185, BLE_GAP_ROLE_SLAVE, true);
+    p = run_phone(&a, 52, 300, 0, true);
+    CHECK(p.security_requests <= 2, "%d Security Requests in 5 minutes of declined pairing", p.security_requests);
+    struct power rest = run_phone(&a, 52, 3300, 0, true);
+    p.wakeups += rest.wakeups; p.cccd_writes += rest.cccd_writes; p.cp_writes += rest.cp_writes;
+    p.security_requests += rest.security_requests; p.rearms += rest.rearms;
+    print_power("pairing declined, the first hour", p);
+    CHECK(p.security_requests <= 2, "%d Security Requests in an hour on one link", p.security_requests);
+    /* The next hour the phone reconnects three times, declining again: two on a link, four in the hour. */
+    int before = security_initiated;
+    drop_link(&a, 52);
+    for (uint16_t link = 60; link < 63; link++) {
+        connect_as(&a, NULL, link, 185, BLE_GAP_ROLE_SLAVE, true);
+        p = run_phone(&a, link, 60, 0, true);
+        drop_link(&a, link);
+    }
+    CHECK(security_initiated - before == 4, "%d Security Requests within an hour over three links", security_initiated - before);
+    connect_as(&a, NULL, 52, 185, BLE_GAP_ROLE_SLAVE, true);
+    bool told = false;
+    for (int i = 0; i < event_count; i++)
+        told |= events[i].type == ANCS_EVENT_HEALTH && events[i].health == ANCS_HEALTH_WAITING_FOR_PERMISSION &&
+                events[i].status == BLE_ATT_ERR_INSUFFICIENT_AUTHEN;
+    CHECK(told, "not told waiting for permission (0x05) once pairing was no longer asked");
+    /* The phone pairs by itself later: the next subscription goes through. */
+    encryption_changed(&a, 52, 0);
+    p = run_phone(&a, 52, 300, 0, false);
+    CHECK(ancs_consumer_in_session(ancs_nimble_consumer(&a)) && events[event_count - 1].health == ANCS_HEALTH_HEALTHY,
+          "no healthy session once the phone paired");
+    release(&a);
+
+    reset_fake("power: another central busy", 1000);
+    ancs_nimble_init(&a, &config, on_event, NULL);
+    session(&a, 53, 23);
+    connect_as(&a, NULL, 54, 185, BLE_GAP_ROLE_MASTER, false);   /* a sensor this accessory reads */
+    int resets = callout_resets;
+    for (int i = 0; i < 100; i++) { uint8_t value[4] = { (uint8_t)i }; notify(&a, 54, 0x0042, value, sizeof value); }
+    int other = callout_resets - resets;
+    notification_added(&a, 53, 7);
+    uint32_t id = fetch_message(&a, 7);
+    struct op *w = first_pending_write_to(CP_VALUE);
+    if (w) finish(w, 0);
+    uint8_t response[620];
+    uint16_t n = message_response(response, 7, 600);
+    resets = callout_resets;
+    for (uint16_t at = 0; at < n; at += 20) notify(&a, 53, DS_VALUE, response + at, (uint16_t)(n - at < 20 ? n - at : 20));
+    int message = callout_resets - resets;
+    CHECK(done_of(id) && done_of(id)->status == ANCS_OK, "the 600-byte Message not received");
+    printf("  power: timer re-arms: %d for 100 notifications on another link, %d for a 600-byte Message in %d notifications at MTU 23\n",
+           other, message, (n + 19) / 20);
+    CHECK(other == 0, "%d timer re-arms for another link's notifications", other);
+    CHECK(message <= 2, "%d timer re-arms for one response", message);
+    release(&a);
+}
+
 /* Security started by the adapter (default), or left to the application. */
 static void
 test_security_by_application(void)
@@ -1768,6 +1909,7 @@ main(int argc, char **argv)
     RUN(test_attach_and_restart);
     RUN(test_fast_tick);
     RUN(test_post_from_another_task);
+    RUN(test_power);
     RUN(test_security_by_application);
     RUN(test_event_queue);
     printf("adapter: %d passed, %d failed\n", passed, failed);
