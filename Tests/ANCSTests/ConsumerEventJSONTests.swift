@@ -31,13 +31,17 @@ struct ConsumerEventJSONTests {
         #expect(failed == #"{"event":"displayFailed","uid":9,"error":"invalid parameter (ANCS 0xA2)"}"#)
     }
 
-    @Test("health: the state, what it carries, and the remedy when the person has something to do on the iPhone")
+    @Test("health: the state, what it carries, and the remedy when the person has something to do on the iPhone (pairing declined and notifications not allowed told apart by the ATT code)")
     func health() {
         #expect(ANCSJSON.consumerEvent(.health(.healthy)).rendered == #"{"event":"health","state":"healthy"}"#)
         let refused = ANCSJSON.consumerEvent(.health(.waitingForPermission(.dataSource, .insufficientAuthentication))).rendered
         #expect(refused.hasPrefix(#"{"event":"health","state":"waitingForPermission","characteristic":"dataSource","attError":"#))
         #expect(refused.contains("0x05"))
-        #expect(refused.contains(#""remedy":"on the iPhone: accept the pairing request"#))
+        #expect(refused.contains(#""remedy":"on the iPhone: accept this accessory's pairing request"#))
+        // Refused on an encrypted link: paired, the person has not allowed notifications yet.
+        let notAllowed = ANCSJSON.consumerEvent(.health(.waitingForPermission(.dataSource, .insufficientAuthorization))).rendered
+        #expect(notAllowed.contains(#""remedy":"on the iPhone: allow notifications for this accessory"#))
+        #expect(!notAllowed.contains("pairing"))
         let again = ANCSJSON.consumerEvent(.health(.resubscribing(.notificationSourceSilent))).rendered
         #expect(again == #"{"event":"health","state":"resubscribing","reason":"notificationSourceSilent"}"#)
         let notShared = ANCSJSON.consumerEvent(.health(.notShared)).rendered

@@ -106,8 +106,12 @@ extension ConsumerHealth {
             nil
         case .notShared:
             "on the iPhone: Settings › Bluetooth › ⓘ next to this accessory › turn on Share System Notifications"
+        case .waitingForPermission(_, .insufficientAuthorization):
+            // The link is encrypted: the person has not allowed notifications yet.
+            "on the iPhone: allow notifications for this accessory (its prompt, or Settings › Bluetooth › ⓘ › Share System Notifications)"
         case .waitingForPermission:
-            "on the iPhone: accept the pairing request, then allow notifications for this accessory (Settings › Bluetooth › ⓘ › Share System Notifications)"
+            // Insufficient Authentication or Encryption: not paired; the pairing was declined or not answered.
+            "on the iPhone: accept this accessory's pairing request (declined or not answered: it is asked again), then allow notifications"
         case .bondLost:
             "the iPhone forgot this accessory: accept its pairing request again"
         }

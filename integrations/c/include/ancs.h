@@ -255,8 +255,9 @@ typedef enum {
  * accessory (README, "When notifications stop"). Told on each change. */
 typedef enum {
     ANCS_HEALTH_HEALTHY = 0,            /* nothing says otherwise; after another state: recovered */
-    ANCS_HEALTH_WAITING_FOR_PERMISSION, /* the phone refused `refused` with the ATT error in status (0x05, 0x08...):
-                                           pairing, or notifications not allowed yet; asked again, backing off (retry_interval_s) */
+    ANCS_HEALTH_WAITING_FOR_PERMISSION, /* the phone refused `refused` with the ATT error in status: 0x05 or 0x0F, not
+                                           paired (the pairing declined or not answered); 0x08, notifications not
+                                           allowed yet; asked again, backing off (retry_interval_s) */
     ANCS_HEALTH_NOT_SHARED,             /* Control Point writes refused 0x03 twice in a row: on the iPhone,
                                            Settings > Bluetooth > (i) > Share System Notifications */
     ANCS_HEALTH_RESUBSCRIBING,          /* writing both subscriptions again: resubscribe_reason says why */

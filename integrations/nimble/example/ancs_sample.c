@@ -140,6 +140,10 @@ on_event(void *context, const ancs_event *e, const char *text)
                    (int)e->status, ancs_status_name(e->status));
         if (e->health == ANCS_HEALTH_RESUBSCRIBING)
             printf(" reason=%s", (unsigned)e->resubscribe_reason < 5 ? reasons[e->resubscribe_reason] : "?");
+        if (e->health == ANCS_HEALTH_WAITING_FOR_PERMISSION)
+            fputs(e->status == 0x08 ? " (on the iPhone: allow notifications for this accessory)"
+                                    : " (on the iPhone: accept the pairing request; declined or not answered, it is asked again)",
+                  stdout);
         if (e->health == ANCS_HEALTH_NOT_SHARED)
             printf(" (on the iPhone: Settings > Bluetooth > (i) > Share System Notifications)");
         break;
