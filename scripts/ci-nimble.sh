@@ -439,6 +439,8 @@ elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
   check "Cortex-M4F hard-float: adapter + C API + core ${hard:-?} bytes of text, within $FIRMWARE_TEXT_BUDGET" \
     test "${hard:-999999}" -le "$FIRMWARE_TEXT_BUDGET"
   check "ESP32-C3: adapter + C API + core linked" grep -Eq '^rv32imc: adapter \+ C API \+ core ' "$out/size.txt"
+  check "ESP32-C3: the adapter and libancs.a linked by GNU ld, as ESP-IDF links" grep -q '^rv32imc: adapter + libancs.a linked by GNU ld' "$out/size.txt"
+  check "the ESP-IDF component filled and self-contained" integrations/esp-idf/fill.sh --check "$out/esp-idf"
   check "the C library's functions counted (picolibc, libgcc)" grep -Eq '^ +of which libc\.a [0-9]+, libgcc\.a [0-9]+' "$out/size.txt"
 else
   cat "$out/size.txt"; failed=$((failed + 1)); echo "  FAIL Cortex-M4 and ESP32-C3 builds"

@@ -132,6 +132,20 @@ fi
 if [ -n "$clib_rv" ] && [ ${#rv[@]} -gt 0 ]; then
   link "$lld" "$out/all-rv32imc-clib.elf" "${adapter[*]}" "${rv[0]}" $(capi capi-rv32imc) $clib_rv -Map="$out/all-rv32imc-clib.map"
   with_clib+=(all-rv32imc-clib)
+  # As ESP-IDF links a component: GCC's driver and GNU ld, the adapter's
+  # object and libancs.a as an archive, the C library and libgcc after them.
+  # What stays undefined must be NimBLE's (the IDF's bt component) or
+  # __atomic_load_4 (the IDF's newlib has it for RV32IMC chips).
+  keep=(); for symbol in "${adapter[@]}"; do keep+=(-Wl,--undefined="$symbol"); done
+  riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 -nostartfiles -Wl,--gc-sections \
+    -Wl,--entry=0 "${keep[@]}" -Wl,--warn-unresolved-symbols -o "$out/all-rv32imc-gnu.elf" \
+    "${rv[0]}" "$out/capi-rv32imc/libancs.a" 2> "$out/link-rv32imc-gnu.log"
+  unexpected=$(grep -o "undefined reference to \`[^']*'" "$out/link-rv32imc-gnu.log" | sed "s/.*\`//; s/'$//" | sort -u |
+    grep -Ev '^(ble_|os_|nimble_port_)' | grep -vx '__atomic_load_4' || true)
+  if [ -n "$unexpected" ]; then
+    echo "error: linked by GNU ld for the ESP32-C3, the adapter and libancs.a leave undefined: $unexpected" >&2; exit 1
+  fi
+  echo "rv32imc: adapter + libancs.a linked by GNU ld (riscv64-unknown-elf-gcc), nothing undefined but NimBLE's and __atomic_load_4" > "$out/gnu-ld.txt"
 fi
 # What of each archive a link took: code and read-only data, by archive.
 taken() { # map
@@ -162,6 +176,7 @@ row "NimBLE adapter (ancs_nimble.c)" "$out/adapter.elf"
 row "adapter + C API + core" "$out/all.elf"
 row "NimBLE adapter, ANCS_NIMBLE_LOG=0" "$out/adapter-nolog.elf"
 row "adapter + C API + core, ANCS_NIMBLE_LOG=0" "$out/all-nolog.elf"
+if [ -f "$out/gnu-ld.txt" ]; then cat "$out/gnu-ld.txt"; fi
 echo "Cortex-M4F (armv7em, hard-float, fpv4-sp-d16)"
 row "hard-float: core + C API" "$out/capi-hf.elf"
 row "hard-float: adapter + C API + core" "$out/all-hf.elf"

@@ -59,6 +59,11 @@ case "$target" in
   x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu) ;;
   *-none-*|rv32*)
     cc=(clang -target "$clang_target" "${codegen[@]}" -ffunction-sections -fdata-sections -Os -ffreestanding)
+    # The stack protector (Swift's default) is a build option for firmware,
+    # off unless ANCS_STACK_PROTECTOR=1: it needs __stack_chk_guard and
+    # __stack_chk_fail, which ESP-IDF and Zephyr define only when their own
+    # stack check is on, so a default project would not link (ancs.h).
+    [ "${ANCS_STACK_PROTECTOR:-0}" = 1 ] || extra=(-Xfrontend -disable-stack-protector)
     ;;
   *) extra=(-disable-stack-protector) ;;
 esac
@@ -75,7 +80,7 @@ else
   toolchain=$(dirname "$(command -v swiftc)")
   xcc=(); for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
   swiftc -target "$swift_target" "${xcc[@]}" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
-    -Xfrontend -assume-single-threaded -lto=llvm-full "${sources[@]}" -c -o "$out/ancs-swift.bc"
+    -Xfrontend -assume-single-threaded -lto=llvm-full "${extra[@]}" "${sources[@]}" -c -o "$out/ancs-swift.bc"
   "$toolchain/clang" -target "$clang_target" "${codegen[@]}" -Oz -flto -I "$toolchain/../lib/swift/shims" \
     -ffunction-sections -fdata-sections -c "$root/scripts/embedded/nonatomic-refcounting.c" -o "$out/ancs-swift.refcounting.bc"
   "$toolchain/ld.lld" --lto-emit-llvm --lto-O2 --unresolved-symbols=ignore-all --entry=0 \
@@ -93,6 +98,11 @@ ar rcs "$out/libancs.a" "$out/ancs-swift.o" "$out/ancs_tables.o"
 if lazy=$(grep '_Wz$' <<< "$(nm "$out/ancs-swift.o")"); then
   echo "error: $out/ancs-swift.o initializes globals at run time, which instances would share while their counts are not atomic:" >&2
   echo "$lazy" >&2
+  exit 1
+fi
+
+if [ ${#extra[@]} -gt 0 ] && nm -u "$out/ancs-swift.o" | grep -q '__stack_chk'; then
+  echo "error: $out/ancs-swift.o references the stack protector, built without it" >&2
   exit 1
 fi
 

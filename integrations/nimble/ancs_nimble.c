@@ -978,6 +978,13 @@ ancs_nimble_init_on_queue(ancs_nimble *a, const ancs_consumer_config *config, an
 #if ANCS_NIMBLE_CHECK_TASK
     a->task = ble_npl_get_current_task_id();
 #endif
+#if ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER
+    ancs_consumer_config preset;
+    if (!config) {   /* the ESP-IDF component's Kconfig choice: NULL is the microcontroller preset */
+        ancs_consumer_config_microcontroller(&preset);
+        config = &preset;
+    }
+#endif
     status = ancs_consumer_init(&a->consumer, config, &engine_callbacks, a);
     if (status != ANCS_OK) return BLE_HS_EINVAL;
     a->retry_ms = config && config->retry_interval_s && config->retry_interval_s <= 3600 ? config->retry_interval_s * 1000 : 15000;

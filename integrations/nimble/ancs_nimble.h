@@ -237,7 +237,15 @@ typedef struct ancs_nimble {
     uint8_t rx[ANCS_NIMBLE_RX_MAX];
 } ancs_nimble;
 
-/* Prepares the adapter (config as in ancs.h: NULL for the defaults). The
+/* ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER 1 makes a NULL config the
+ * microcontroller preset (ancs_consumer_config_microcontroller) instead of
+ * the defaults (the ESP-IDF component's Kconfig, on by default there). */
+#ifndef ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER
+#define ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER 0
+#endif
+
+/* Prepares the adapter (config as in ancs.h: NULL for the defaults, or the
+ * microcontroller preset with ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER). The
  * storage may hold anything; if it holds an adapter initialised before (and
  * not deinitialised), that one is deinitialised first, as below, and its
  * on_event hears its session end; BLE_HS_EBUSY if that is refused. */

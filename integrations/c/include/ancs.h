@@ -27,6 +27,12 @@
  * for a C library without posix_memalign), within the bounds the configuration sets:
  * see "Memory" below. ancs_consumer_deinit() frees them.
  *
+ * Building. integrations/c/build.sh builds the library for firmware without
+ * the stack protector (ESP-IDF and Zephyr define __stack_chk_guard and
+ * __stack_chk_fail only when their own stack check is on, so a default
+ * project would not link); ANCS_STACK_PROTECTOR=1 builds it with it, and it
+ * then needs those two symbols.
+ *
  * Threading. Not thread-safe: call every function of one instance from one
  * thread or task (the BLE host's, typically), or serialize the calls.
  * Different instances are independent: they share no object, so two

@@ -1832,6 +1832,24 @@ test_power(void)
     release(&a);
 }
 
+/* A NULL configuration: the defaults, or the microcontroller preset when
+ * built with ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER (the ESP-IDF
+ * component's Kconfig; run.sh's second build): its model keeps 16
+ * notifications, and a 17th drops the oldest. */
+static void
+test_null_config(void)
+{
+    static ancs_nimble a;
+
+    reset_fake("a NULL configuration", 1000);
+    CHECK(ancs_nimble_init(&a, NULL, on_event, NULL) == 0, "init with NULL");
+    session(&a, 55, 185);
+    for (uint32_t uid = 1; uid <= 20; uid++) notification_added(&a, 55, uid);
+    int removed = count_events(ANCS_EVENT_REMOVED);
+    CHECK(removed == (ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER ? 4 : 0), "%d of 20 notifications dropped by the model's bound", removed);
+    release(&a);
+}
+
 /* Security started by the adapter (default), or left to the application. */
 static void
 test_security_by_application(void)
@@ -1910,6 +1928,7 @@ main(int argc, char **argv)
     RUN(test_fast_tick);
     RUN(test_post_from_another_task);
     RUN(test_power);
+    RUN(test_null_config);
     RUN(test_security_by_application);
     RUN(test_event_queue);
     printf("adapter: %d passed, %d failed\n", passed, failed);
