@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds the firmware images and runs them on QEMU (see README.md, "Firmware").
 #
-#   firmware/run.sh [arm|riscv|all]        (default: all)
+#   firmware/run.sh [arm|riscv|armv8m|all]  (default: all: arm and riscv)
 #
-# Per architecture (arm: Cortex-M4 on mps2-an386; riscv: RV32IMAC on virt):
+# Per architecture (arm: Cortex-M4 on mps2-an386; riscv: RV32IMAC on virt;
+# armv8m: Cortex-M33, armv8-M Mainline, on mps2-an505, compiled against
+# Embedded Swift's armv7em library with Cortex-M33 code generation, since
+# the toolchain ships none for armv8-M):
 #   test   firmware/test/*.swift, a module of its own that imports ANCS (so it
 #          uses the public API only), with every conformance vector
 #          (Tests/Vectors/conformance.json) and a slice of the standard
@@ -35,9 +38,9 @@ budget=${SESSION_HEAP_BUDGET:-2048}
 responses=${WORKLOAD_RESPONSES:-50}
 arches=()
 case ${1:-all} in
-  arm|riscv) arches=("$1") ;;
+  arm|riscv|armv8m) arches=("$1") ;;
   all) arches=(arm riscv) ;;
-  *) echo "usage: firmware/run.sh [arm|riscv|all]" >&2; exit 2 ;;
+  *) echo "usage: firmware/run.sh [arm|riscv|armv8m|all]" >&2; exit 2 ;;
 esac
 
 need() { command -v "$1" >/dev/null || { echo "error: $1 not found${2:+ ($2)}" >&2; exit 1; }; }
@@ -46,7 +49,7 @@ size_tool=$(command -v llvm-size || ls /usr/bin/llvm-size-* 2>/dev/null | head -
 [ -n "$size_tool" ] || { echo "error: llvm-size not found" >&2; exit 1; }
 for arch in "${arches[@]}"; do
   case $arch in
-    arm) need qemu-system-arm "apt-get install qemu-system-arm"; need arm-none-eabi-gcc "apt-get install gcc-arm-none-eabi" ;;
+    arm|armv8m) need qemu-system-arm "apt-get install qemu-system-arm"; need arm-none-eabi-gcc "apt-get install gcc-arm-none-eabi" ;;
     riscv) need qemu-system-riscv32 "apt-get install qemu-system-misc"; need riscv64-unknown-elf-gcc "apt-get install gcc-riscv64-unknown-elf" ;;
   esac
 done
@@ -104,13 +107,19 @@ host_reference() {
 }
 
 build_arch() { # arch
-  local arch=$1 dir=$out/$1 target ctarget libgcc
+  local arch=$1 dir=$out/$1 target ctarget libgcc rt=$1 entry_target codegen=()
   mkdir -p "$dir"
   case $arch in
     arm)
       target=armv7em-none-none-eabi
       ctarget=(--target=thumbv7em-none-eabi -mcpu=cortex-m4 -mfloat-abi=soft)
       libgcc=$(arm-none-eabi-gcc -mthumb -march=armv7e-m+fp -mfloat-abi=softfp -print-libgcc-file-name) ;;
+    armv8m)
+      # The armv7em library's module, Cortex-M33 code (whole-program.sh's armv8m.main target).
+      target=armv7em-none-none-eabi entry_target=armv8m.main-none-none-eabi rt=arm
+      codegen=(-Xcc -mcpu=cortex-m33 -Xcc -mfloat-abi=soft)
+      ctarget=(--target=thumbv8m.main-none-eabi -mcpu=cortex-m33 -mfloat-abi=soft -DFW_INSTRUCTIONS_PER_TICK=50u)
+      libgcc=$(arm-none-eabi-gcc -mthumb -march=armv8-m.main -mfloat-abi=soft -print-libgcc-file-name) ;;
     riscv)
       target=riscv32-none-none-eabi
       ctarget=(--target=riscv32-none-elf -march=rv32imac -mabi=ilp32)
@@ -118,34 +127,35 @@ build_arch() { # arch
   esac
   local tables
   tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$target/libswiftUnicodeDataTables.a
-  for source in runtime "startup-$arch"; do
+  for source in runtime "startup-$rt"; do
     clang "${ctarget[@]}" "${c_flags[@]}" -c "$fw/rt/$source.c" -o "$dir/$source.o"
   done
   clang "${ctarget[@]}" "${c_flags[@]}" -c "$fw/entry/entry-driver.c" -o "$dir/entry-driver.o"
   clang "${ctarget[@]}" "${c_flags[@]}" -Wno-unused-parameter -c "$out/workload.c" -o "$dir/workload.o"
   # The test image: module ANCS (the core, every file), then the test module.
   fresh "$dir/ancs.o" "${core[@]}" ||
-  swiftc -target "$target" "${swift_flags[@]}" -module-name ANCS -emit-module \
+  swiftc -target "$target" "${codegen[@]}" "${swift_flags[@]}" -module-name ANCS -emit-module \
     -emit-module-path "$dir/modules/ANCS.swiftmodule" -c "${core[@]}" -o "$dir/ancs.o"
   fresh "$dir/test.o" "${tests[@]}" "$out/Vectors.swift" "$dir/ancs.o" ||
-  swiftc -target "$target" "${swift_flags[@]}" -module-name FirmwareTest -I "$dir/modules" -c \
+  swiftc -target "$target" "${codegen[@]}" "${swift_flags[@]}" -module-name FirmwareTest -I "$dir/modules" -c \
     "${tests[@]}" "$out/Vectors.swift" -o "$dir/test.o"
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/test.map" -o "$dir/test.elf" \
-    "$dir/startup-$arch.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/runtime.o" "$tables" "$libgcc"
+    "$dir/startup-$rt.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/runtime.o" "$tables" "$libgcc"
   # The entry image: the consumer footprint build, exactly as check-embedded.sh
   # compiles it (whole program); the host reference is the module's own object.
   fresh "$dir/entry.o" "${consumer_core[@]}" scripts/embedded/consumer-entry.swift scripts/embedded/whole-program.sh \
     scripts/embedded/nonatomic-refcounting.c ||
-  scripts/embedded/whole-program.sh "$target" ancs_consumer_input "$dir/entry.o" -module-name ANCS \
+  scripts/embedded/whole-program.sh "${entry_target:-$target}" ancs_consumer_input "$dir/entry.o" -module-name ANCS \
     "${consumer_core[@]}" scripts/embedded/consumer-entry.swift
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/entry.map" -o "$dir/entry.elf" \
-    "$dir/startup-$arch.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/runtime.o" "$tables" "$libgcc"
+    "$dir/startup-$rt.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/runtime.o" "$tables" "$libgcc"
 }
 
 run_image() { # arch image -> 0 pass
   local arch=$1 image=$2 dir=$out/$1 qemu status=0
   case $arch in
     arm) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
+    armv8m) qemu=(qemu-system-arm -M mps2-an505 -cpu cortex-m33) ;;
     riscv) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
   esac
   # Semihosting output goes to QEMU's stderr. -icount shift=0: one instruction

@@ -32,6 +32,8 @@ fi
 
 echo "== firmware images on QEMU (Cortex-M4, RV32IMAC)"
 firmware/run.sh all
+echo "== firmware images on QEMU: armv8-M Mainline (Cortex-M33, mps2-an505)"
+firmware/run.sh armv8m
 echo "== firmware harness self-check (a trap, out of heap, a hang, a failed check, over budget: each must fail)"
 firmware/selfcheck.sh all
 echo "== firmware figures"

@@ -1,4 +1,5 @@
-// Cortex-M4 start-up for QEMU's mps2-an386 board: vector table, reset,
+// Cortex-M4 start-up for QEMU's mps2-an386 board (and the Cortex-M33 of its
+// mps2-an505, in the Secure state it starts in): vector table, reset,
 // fault handlers, and the instruction counter (SysTick).
 #include <stdint.h>
 
@@ -25,14 +26,19 @@ __attribute__((naked, noreturn)) void Reset_Handler(void) {
       "b reset_continue\n");
 }
 
-// SysTick counts the processor clock (25 MHz on mps2). Under QEMU -icount
-// shift=0 virtual time advances 1 ns per instruction, so one tick is 40
-// instructions: counts are exact to within 40.
+// SysTick counts the processor clock (25 MHz on mps2-an386, 20 MHz on
+// mps2-an505's Cortex-M33, built with FW_INSTRUCTIONS_PER_TICK=50). Under
+// QEMU -icount shift=0 virtual time advances 1 ns per instruction, so one
+// tick is 40 instructions (50): counts are exact to within one tick.
 #define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
 #define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
 #define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
 #define SYST_RELOAD 0x00FFFFFFu
+#ifdef FW_INSTRUCTIONS_PER_TICK
+#define INSTRUCTIONS_PER_TICK FW_INSTRUCTIONS_PER_TICK
+#else
 #define INSTRUCTIONS_PER_TICK 40u
+#endif
 static volatile uint32_t systick_periods;
 
 void SysTick_Handler(void) { systick_periods++; }
