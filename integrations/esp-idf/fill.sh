@@ -57,7 +57,7 @@ if $check; then
   nimble=${NIMBLE_ROOT:-$root/.build/nimble/src}
   if [ -f "$nimble/nimble/host/include/host/ble_hs.h" ] && command -v riscv64-unknown-elf-gcc >/dev/null; then
     riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 -Os -Wall -Werror -DMYNEWT_VAL_BLE_SM_SC=1 \
-      -DANCS_NIMBLE_LOG=0 -DANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER=1 -I "$out/include" \
+      -DANCS_NIMBLE_LOG=0 -DANCS_NIMBLE_NULL_CONFIG_DEFAULTS=1 -I "$out/include" \
       -I "$nimble/nimble/include" -I "$nimble/nimble/host/include" -I "$nimble/porting/nimble/include" \
       -I "$nimble/porting/npl/dummy/include" -I "$nimble/porting/examples/linux/include" -I "$nimble/nimble/transport/include" \
       -c "$out/src/ancs_nimble.c" -o "$out/ancs_nimble.check.o"

@@ -978,11 +978,11 @@ ancs_nimble_init_on_queue(ancs_nimble *a, const ancs_consumer_config *config, an
 #if ANCS_NIMBLE_CHECK_TASK
     a->task = ble_npl_get_current_task_id();
 #endif
-#if ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER
-    ancs_consumer_config preset;
-    if (!config) {   /* the ESP-IDF component's Kconfig choice: NULL is the microcontroller preset */
-        ancs_consumer_config_microcontroller(&preset);
-        config = &preset;
+#if ANCS_NIMBLE_NULL_CONFIG_DEFAULTS
+    ancs_consumer_config defaults;
+    if (!config) {   /* the ESP-IDF component's Kconfig choice: NULL is the defaults, not the preset */
+        ancs_consumer_config_default(&defaults);
+        config = &defaults;
     }
 #endif
     status = ancs_consumer_init(&a->consumer, config, &engine_callbacks, a);

@@ -237,15 +237,15 @@ typedef struct ancs_nimble {
     uint8_t rx[ANCS_NIMBLE_RX_MAX];
 } ancs_nimble;
 
-/* ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER 1 makes a NULL config the
- * microcontroller preset (ancs_consumer_config_microcontroller) instead of
- * the defaults (the ESP-IDF component's Kconfig, on by default there). */
-#ifndef ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER
-#define ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER 0
+/* ANCS_NIMBLE_NULL_CONFIG_DEFAULTS 1 makes a NULL config the defaults
+ * (ancs_consumer_config_default: tables for a host) instead of ancs.h's
+ * microcontroller preset (the ESP-IDF component's Kconfig). */
+#ifndef ANCS_NIMBLE_NULL_CONFIG_DEFAULTS
+#define ANCS_NIMBLE_NULL_CONFIG_DEFAULTS 0
 #endif
 
-/* Prepares the adapter (config as in ancs.h: NULL for the defaults, or the
- * microcontroller preset with ANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER). The
+/* Prepares the adapter (config as in ancs.h: NULL for the microcontroller
+ * preset, or the defaults with ANCS_NIMBLE_NULL_CONFIG_DEFAULTS). The
  * storage may hold anything; if it holds an adapter initialised before (and
  * not deinitialised), that one is deinitialised first, as below, and its
  * on_event hears its session end; BLE_HS_EBUSY if that is refused. */

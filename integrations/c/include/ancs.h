@@ -62,7 +62,13 @@
  * (ANCS_ERR_TIMED_OUT) request_timeout_ms after their Control Point write;
  * call ancs_consumer_tick() at ancs_consumer_next_deadline() or periodically.
  *
- * Memory. The heap holds the live notifications (at most max_notifications;
+ * Memory. A NULL or zero-initialised configuration is the microcontroller
+ * preset (ancs_consumer_config_microcontroller), whose worst case is stated
+ * below (ANCS_MICROCONTROLLER_HEAP_BOUND); ancs_consumer_config_default()
+ * is for hosts. An allocation that fails (posix_memalign returning an
+ * error) is not recovered from: Embedded Swift traps (an undefined
+ * instruction: the firmware's fault handler runs, then typically a reset),
+ * so the heap must hold the configuration's bound. The heap holds the live notifications (at most max_notifications;
  * beyond it the oldest is dropped with ANCS_EVENT_REMOVED), each with its
  * display attributes' values (each at most its max length, or
  * unlimited_value_length when asked without one); the app names (at most
@@ -162,9 +168,11 @@ typedef struct {
     uint16_t max_length; /* Title, Subtitle, Message: the most bytes wanted; ignored for the others */
 } ancs_attribute_request;
 
-/* Every numeric field left 0 takes its default: a zero-initialised
- * configuration (with display_attributes set, or lazy without) works as the
- * defaults do. The two booleans are taken as given. */
+/* Every numeric field left 0 takes the microcontroller preset's value
+ * (ancs_consumer_config_microcontroller: the same as the defaults below but
+ * for the four table bounds, 16, 8, 4 and 128): a zero-initialised
+ * configuration (with display_attributes set, or lazy without) works as that
+ * preset does, with its stated worst case. The booleans are taken as given. */
 typedef struct {
     uint32_t request_timeout_ms;   /* default 10 000 */
     uint8_t pipelining_depth;      /* commands whose response is due at once; default 1 */
@@ -345,7 +353,10 @@ typedef struct {
 /* The bytes of ancs_consumer this build uses (at most sizeof(ancs_consumer)). */
 size_t ancs_consumer_storage_size(void);
 
-/* config may be NULL (the defaults). callbacks and its three functions are
+/* config may be NULL: the microcontroller preset
+ * (ancs_consumer_config_microcontroller), whose heap has a stated worst case;
+ * ancs_consumer_config_default() for the larger tables of a host. callbacks
+ * and its three functions are
  * required; context is passed to them. The storage's previous contents are
  * ignored: deinit an instance before initializing its storage again. */
 ancs_status ancs_consumer_init(ancs_consumer *consumer, const ancs_consumer_config *config,

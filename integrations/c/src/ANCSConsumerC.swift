@@ -405,8 +405,10 @@ public func ancsConsumerInit(
           MemoryLayout<Instance>.alignment <= instanceOffset,
           Int(bitPattern: UnsafeRawPointer(storage)) % MemoryLayout<Instance>.alignment == 0
     else { return storageError }
+    // NULL is the microcontroller preset: what a firmware gets without
+    // choosing has a stated worst case (ancs.h, ANCS_MICROCONTROLLER_HEAP_BOUND).
     var settings = ancs_consumer_config()
-    if let config { settings = config.pointee } else { ancsConsumerConfigDefault(&settings) }
+    if let config { settings = config.pointee } else { ancsConsumerConfigMicrocontroller(&settings) }
     if settings.display_attribute_count > 0 && settings.display_attributes == nil { return invalidArgument }
     var display: [NotificationAttributeRequest] = []
     for index in 0..<settings.display_attribute_count {
@@ -414,11 +416,12 @@ public func ancsConsumerInit(
         guard request.id <= NotificationAttributeID.negativeActionLabel.rawValue else { return invalidArgument }
         display.append(NotificationAttributeRequest(NotificationAttributeID(rawValue: request.id), maxLength: request.max_length))
     }
-    // A numeric field left 0 takes its default (ancs.h): a zero-initialised
-    // configuration is not a 1 ms timeout, a model of one notification, or
-    // a consumer refusing every AppIdentifier and Date.
+    // A numeric field left 0 takes the microcontroller preset's value
+    // (ancs.h): a zero-initialised configuration is not a 1 ms timeout, a
+    // model of one notification, or a consumer refusing every AppIdentifier
+    // and Date, nor one whose heap is bounded only loosely.
     var defaults = ancs_consumer_config()
-    ancsConsumerConfigDefault(&defaults)
+    ancsConsumerConfigMicrocontroller(&defaults)
     func value<T: BinaryInteger>(_ setting: T, _ fallback: T) -> Int { Int(setting == 0 ? fallback : setting) }
     let configuration = ConsumerConfiguration(
         pipeliningDepth: value(settings.pipelining_depth, defaults.pipelining_depth),

@@ -465,6 +465,14 @@ static void test_zero_configuration(void) {
         seen_event *r = find_event(&H, ANCS_EVENT_READY, uid);
         CHECK(r && !strcmp(r->app_identifier, app_of(uid)), "notification %u ready with its AppIdentifier", uid);
     }
+    /* The table bounds are the microcontroller preset's: 16 notifications kept. */
+    for (uint32_t uid = 24; uid <= 40; uid++) send_notification(&H, &p, 0, 0, 4, uid);
+    CHECK(count_events(&H, ANCS_EVENT_REMOVED) == 4, "%d of 20 dropped by the model (16 kept)", count_events(&H, ANCS_EVENT_REMOVED));
+    ancs_consumer_deinit(&H.consumer);
+    /* NULL is that preset too: 16 kept, an AppIdentifier over 128 bytes refused. */
+    start(&H, &p, NULL);
+    for (uint32_t uid = 1; uid <= 20; uid++) send_notification(&H, &p, 0, 0, 4, uid);
+    CHECK(count_events(&H, ANCS_EVENT_REMOVED) == 4, "NULL: %d of 20 dropped by the model (16 kept)", count_events(&H, ANCS_EVENT_REMOVED));
     ancs_consumer_deinit(&H.consumer);
 }
 
@@ -866,7 +874,7 @@ int main(void) {
         { "hidden categories, Silent skipped, the backlog's cap", test_display_filters },
         { "hidden apps: asked for their AppIdentifier alone, and no more", test_hidden_apps },
         { "an app's name kept by the firmware", test_app_name_kept },
-        { "a zero-initialised configuration works as the defaults", test_zero_configuration },
+        { "a zero-initialised configuration, and NULL, work as the microcontroller preset", test_zero_configuration },
         { "ready to show, a response split one byte at a time", test_ready_one_byte_at_a_time },
         { "a value cut inside a UTF-8 sequence", test_cut_inside_utf8 },
         { "100 notifications at connection, MTU 23", NULL },

@@ -38,9 +38,9 @@ if nm -u "$out/no-default-queue.o" | grep -E 'printf'; then
 fi
 timeout 120 "$out/test_adapter" "$@"
 # Again for a port without ble_npl_callout_deinit: the callout kept across deinit and init.
-echo "-- the callout kept (no ble_npl_callout_deinit), a NULL configuration the microcontroller preset"
+echo "-- the callout kept (no ble_npl_callout_deinit), a NULL configuration the defaults"
 gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 -DANCS_TEST_CALLOUT_KEPT \
-  -DANCS_NIMBLE_NULL_CONFIG_MICROCONTROLLER=1 \
+  -DANCS_NIMBLE_NULL_CONFIG_DEFAULTS=1 \
   -include "$here/test_hooks.h" "${inc[@]}" -o "$out/test_adapter_kept" "$here/test_adapter.c" \
   "${ADAPTER_SOURCE:-$here/../ancs_nimble.c}" "$capi/libancs.a" $tables -lm
 timeout 120 "$out/test_adapter_kept" "$@"
