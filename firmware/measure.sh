@@ -103,7 +103,7 @@ print("Sizes as linked, in bytes (.text: code and read-only data, with .ARM.exid
 print()
 print("| image | arch | .text | .data | .bss |")
 print("|---|---|---:|---:|---:|")
-for image, what in (("entry", "consumer (scripts/embedded/consumer-entry.swift)"), ("test", "test image (both engines, vectors, workload slice)")):
+for image, what in (("entry", "consumer (firmware/entry/consumer-entry.swift)"), ("test", "test image (both engines, vectors, workload slice)")):
     for arch in ("arm", "riscv"):
         print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'flash_text')} | {g(arch, image, 'data')} | {g(arch, image, 'bss')} |")
 print()

@@ -13,7 +13,7 @@
 #          Data Source workload linked in: drives the Consumer and Provider
 #          engines, prints a line per check, exits 0 only if all pass and the
 #          consumer session's heap peak is within SESSION_HEAP_BUDGET.
-#   entry  scripts/embedded/consumer-entry.swift with the core in one module,
+#   entry  firmware/entry/consumer-entry.swift with the core in one module,
 #          as scripts/check-embedded.sh builds the consumer (the footprint an
 #          accessory links), driven from C through a whole session; its output
 #          must equal the same driver built for the host.
@@ -97,9 +97,9 @@ since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; 
 host_reference() {
   local dir=$out/host
   mkdir -p "$dir"
-  fresh "$dir/entry.o" "${consumer_core[@]}" scripts/embedded/consumer-entry.swift ||
+  fresh "$dir/entry.o" "${consumer_core[@]}" firmware/entry/consumer-entry.swift ||
   swiftc -target x86_64-unknown-linux-gnu "${embedded_flags[@]}" -module-name ANCS -c \
-    "${consumer_core[@]}" scripts/embedded/consumer-entry.swift -o "$dir/entry.o"
+    "${consumer_core[@]}" firmware/entry/consumer-entry.swift -o "$dir/entry.o"
   clang -O1 -DFW_HOST -I "$fw/rt" "$fw/entry/entry-driver.c" "$fw/entry/host.c" "$dir/entry.o" \
     "$(dirname "$(command -v swiftc)")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a" \
     -lm -o "$dir/entry"
@@ -143,10 +143,10 @@ build_arch() { # arch
     "$dir/startup-$rt.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/runtime.o" "$tables" "$libgcc"
   # The entry image: the consumer footprint build, exactly as check-embedded.sh
   # compiles it (whole program); the host reference is the module's own object.
-  fresh "$dir/entry.o" "${consumer_core[@]}" scripts/embedded/consumer-entry.swift scripts/embedded/whole-program.sh \
+  fresh "$dir/entry.o" "${consumer_core[@]}" firmware/entry/consumer-entry.swift scripts/embedded/whole-program.sh \
     scripts/embedded/nonatomic-refcounting.c ||
   scripts/embedded/whole-program.sh "${entry_target:-$target}" ancs_consumer_input "$dir/entry.o" -module-name ANCS \
-    "${consumer_core[@]}" scripts/embedded/consumer-entry.swift
+    "${consumer_core[@]}" firmware/entry/consumer-entry.swift
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/entry.map" -o "$dir/entry.elf" \
     "$dir/startup-$rt.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/runtime.o" "$tables" "$libgcc"
 }

@@ -7,7 +7,7 @@
 # Three builds per target:
 #   core      every file of Sources/ANCS, as a relocatable object (all public API)
 #   consumer  what an accessory links: the Consumer engine reached from
-#             scripts/embedded/consumer-entry.swift, dead code stripped, every
+#             firmware/entry/consumer-entry.swift, dead code stripped, every
 #             write and subscription taken as a success (the budget's figure)
 #   consumer-all  the same entry with -D ANCS_WHOLE_CONSUMER: results read
 #             from the input (the refusal paths: 0x03, 0x05, 0xFD, a refused
@@ -79,11 +79,11 @@ for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
   compile "$out/core-$target.o" "$target" "${core[@]}"
   row core "$target" "$out/core-$target.o"
   if [ -n "$lld_bin" ]; then
-    linked consumer "$target" ancs_consumer_input "${consumer_sources[@]}" scripts/embedded/consumer-entry.swift
-    linked consumer-all "$target" ancs_consumer_input -D ANCS_WHOLE_CONSUMER "${consumer_sources[@]}" scripts/embedded/consumer-entry.swift
-    linked provider "$target" ancs_provider_input "${provider_sources[@]}" scripts/embedded/provider-entry.swift
-    linked parser "$target" ancs_parser_input "${parser_sources[@]}" scripts/embedded/parser-entry.swift scripts/embedded/example-command.swift
-    linked reassembler "$target" ancs_reassembler_input "${parser_sources[@]}" scripts/embedded/reassembler-entry.swift scripts/embedded/example-command.swift
+    linked consumer "$target" ancs_consumer_input "${consumer_sources[@]}" firmware/entry/consumer-entry.swift
+    linked consumer-all "$target" ancs_consumer_input -D ANCS_WHOLE_CONSUMER "${consumer_sources[@]}" firmware/entry/consumer-entry.swift
+    linked provider "$target" ancs_provider_input "${provider_sources[@]}" firmware/entry/provider-entry.swift
+    linked parser "$target" ancs_parser_input "${parser_sources[@]}" firmware/entry/parser-entry.swift firmware/entry/example-command.swift
+    linked reassembler "$target" ancs_reassembler_input "${parser_sources[@]}" firmware/entry/reassembler-entry.swift firmware/entry/example-command.swift
   fi
 done
 if $over; then exit 1; fi

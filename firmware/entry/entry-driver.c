@@ -1,4 +1,4 @@
-// Drives the consumer footprint build (scripts/embedded/consumer-entry.swift:
+// Drives the consumer footprint build (firmware/entry/consumer-entry.swift:
 // the Consumer with eager attributes and app names, reached only through
 // ancs_consumer_input) through a whole session at MTU 23, printing the
 // running action count after each input. The same file is built for the host
