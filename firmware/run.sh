@@ -55,6 +55,7 @@ for arch in "${arches[@]}"; do
 done
 [ -f "$vectors" ] || { echo "error: no conformance vectors at $vectors" >&2; exit 1; }
 
+. scripts/embedded/targets.sh
 mkdir -p "$out"
 # Generated files are replaced only when they change, so that up-to-date
 # objects are not rebuilt (a fresh checkout builds everything).
@@ -107,24 +108,11 @@ host_reference() {
 }
 
 build_arch() { # arch
-  local arch=$1 dir=$out/$1 target ctarget libgcc rt=$1 entry_target codegen=()
+  local arch=$1 dir=$out/$1 target fw_triple ctarget libgcc rt qemu trap_text swift_target clang_target codegen xcc=()
   mkdir -p "$dir"
-  case $arch in
-    arm)
-      target=armv7em-none-none-eabi
-      ctarget=(--target=thumbv7em-none-eabi -mcpu=cortex-m4 -mfloat-abi=soft)
-      libgcc=$(arm-none-eabi-gcc -mthumb -march=armv7e-m+fp -mfloat-abi=softfp -print-libgcc-file-name) ;;
-    armv8m)
-      # The armv7em library's module, Cortex-M33 code (whole-program.sh's armv8m.main target).
-      target=armv7em-none-none-eabi entry_target=armv8m.main-none-none-eabi rt=arm
-      codegen=(-Xcc -mcpu=cortex-m33 -Xcc -mfloat-abi=soft)
-      ctarget=(--target=thumbv8m.main-none-eabi -mcpu=cortex-m33 -mfloat-abi=soft -DFW_INSTRUCTIONS_PER_TICK=50u)
-      libgcc=$(arm-none-eabi-gcc -mthumb -march=armv8-m.main -mfloat-abi=soft -print-libgcc-file-name) ;;
-    riscv)
-      target=riscv32-none-none-eabi
-      ctarget=(--target=riscv32-none-elf -march=rv32imac -mabi=ilp32)
-      libgcc=$(riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32 -print-libgcc-file-name) ;;
-  esac
+  firmware_arch "$arch"   # scripts/embedded/targets.sh
+  target=$swift_target
+  for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
   local tables
   tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$target/libswiftUnicodeDataTables.a
   for source in runtime "startup-$rt"; do
@@ -134,10 +122,10 @@ build_arch() { # arch
   clang "${ctarget[@]}" "${c_flags[@]}" -Wno-unused-parameter -c "$out/workload.c" -o "$dir/workload.o"
   # The test image: module ANCS (the core, every file), then the test module.
   fresh "$dir/ancs.o" "${core[@]}" ||
-  swiftc -target "$target" "${codegen[@]}" "${swift_flags[@]}" -module-name ANCS -emit-module \
+  swiftc -target "$target" "${xcc[@]}" "${swift_flags[@]}" -module-name ANCS -emit-module \
     -emit-module-path "$dir/modules/ANCS.swiftmodule" -c "${core[@]}" -o "$dir/ancs.o"
   fresh "$dir/test.o" "${tests[@]}" "$out/Vectors.swift" "$dir/ancs.o" ||
-  swiftc -target "$target" "${codegen[@]}" "${swift_flags[@]}" -module-name FirmwareTest -I "$dir/modules" -c \
+  swiftc -target "$target" "${xcc[@]}" "${swift_flags[@]}" -module-name FirmwareTest -I "$dir/modules" -c \
     "${tests[@]}" "$out/Vectors.swift" -o "$dir/test.o"
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/test.map" -o "$dir/test.elf" \
     "$dir/startup-$rt.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/runtime.o" "$tables" "$libgcc"
@@ -145,19 +133,15 @@ build_arch() { # arch
   # compiles it (whole program); the host reference is the module's own object.
   fresh "$dir/entry.o" "${consumer_core[@]}" firmware/entry/consumer-entry.swift scripts/embedded/whole-program.sh \
     scripts/embedded/nonatomic-refcounting.c ||
-  scripts/embedded/whole-program.sh "${entry_target:-$target}" ancs_consumer_input "$dir/entry.o" -module-name ANCS \
+  scripts/embedded/whole-program.sh "$fw_triple" ancs_consumer_input "$dir/entry.o" -module-name ANCS \
     "${consumer_core[@]}" firmware/entry/consumer-entry.swift
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/entry.map" -o "$dir/entry.elf" \
     "$dir/startup-$rt.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/runtime.o" "$tables" "$libgcc"
 }
 
 run_image() { # arch image -> 0 pass
-  local arch=$1 image=$2 dir=$out/$1 qemu status=0
-  case $arch in
-    arm) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
-    armv8m) qemu=(qemu-system-arm -M mps2-an505 -cpu cortex-m33) ;;
-    riscv) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
-  esac
+  local arch=$1 image=$2 dir=$out/$1 status=0 fw_triple ctarget libgcc rt qemu trap_text swift_target clang_target codegen
+  firmware_arch "$arch"
   # Semihosting output goes to QEMU's stderr. -icount shift=0: one instruction
   # is 1 ns of virtual time, which the images' instruction counters rely on.
   timeout "${QEMU_TIMEOUT:-60}" "${qemu[@]}" -nographic -monitor none -serial none -icount shift=0 \

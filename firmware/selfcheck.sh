@@ -13,18 +13,16 @@ out=$(pwd)/.build/firmware
 [ -d /opt/swift/usr/bin ] && export PATH=/opt/swift/usr/bin:$PATH
 arches=()
 case ${1:-all} in
-  arm|riscv) arches=("$1") ;;
+  arm|riscv|armv8m) arches=("$1") ;;
   all) arches=(arm riscv) ;;
-  *) echo "usage: firmware/selfcheck.sh [arm|riscv|all]" >&2; exit 2 ;;
+  *) echo "usage: firmware/selfcheck.sh [arm|riscv|armv8m|all]" >&2; exit 2 ;;
 esac
+. scripts/embedded/targets.sh
 
 failed=0
 expect() { # arch elf want_status want_text timeout what
-  local arch=$1 elf=$2 want=$3 text=$4 limit=$5 what=$6 status=0 qemu
-  case $arch in
-    arm) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
-    riscv) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
-  esac
+  local arch=$1 elf=$2 want=$3 text=$4 limit=$5 what=$6 status=0
+  firmware_arch "$arch"
   timeout "$limit" "${qemu[@]}" -nographic -monitor none -serial none -icount shift=0 \
     -semihosting-config enable=on,target=native -kernel "$elf" > "$elf.txt" 2>&1 || status=$?
   if [ "$status" -eq "$want" ] && grep -q -- "$text" "$elf.txt"; then
@@ -39,27 +37,19 @@ expect() { # arch elf want_status want_text timeout what
 for arch in "${arches[@]}"; do
   dir=$out/$arch
   [ -f "$dir/test.o" ] || { echo "error: run firmware/run.sh $arch first" >&2; exit 1; }
-  case $arch in
-    arm)
-      target=armv7em-none-none-eabi
-      ctarget=(--target=thumbv7em-none-eabi -mcpu=cortex-m4 -mfloat-abi=soft)
-      libgcc=$(arm-none-eabi-gcc -mthumb -march=armv7e-m+fp -mfloat-abi=softfp -print-libgcc-file-name) ;;
-    riscv)
-      target=riscv32-none-none-eabi
-      ctarget=(--target=riscv32-none-elf -march=rv32imac -mabi=ilp32)
-      libgcc=$(riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32 -print-libgcc-file-name) ;;
-  esac
+  firmware_arch "$arch"   # scripts/embedded/targets.sh
+  target=$swift_target xcc=()
+  for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
   tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$target/libswiftUnicodeDataTables.a
   c_flags=(-Os -std=c11 -ffunction-sections -fdata-sections -ffreestanding -fno-builtin -Wall -I "$fw/rt")
   mkdir -p "$dir/selfcheck"
-  swiftc -target "$target" -swift-version 6 -enable-experimental-feature Embedded -enable-experimental-feature Extern \
+  swiftc -target "$target" "${xcc[@]}" -swift-version 6 -enable-experimental-feature Embedded -enable-experimental-feature Extern \
     -wmo -parse-as-library -Onone -module-name Faults -c "$fw/selfcheck/Faults.swift" -o "$dir/selfcheck/faults.o"
   for fault in 1 2 3 4; do
     clang "${ctarget[@]}" "${c_flags[@]}" -DFW_FAULT=$fault -c "$fw/selfcheck/fault-mode.c" -o "$dir/selfcheck/mode$fault.o"
     ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -o "$dir/selfcheck/fault$fault.elf" \
-      "$dir/startup-$arch.o" "$dir/selfcheck/faults.o" "$dir/selfcheck/mode$fault.o" "$dir/runtime.o" "$tables" "$libgcc"
+      "$dir/startup-$rt.o" "$dir/selfcheck/faults.o" "$dir/selfcheck/mode$fault.o" "$dir/runtime.o" "$tables" "$libgcc"
   done
-  case $arch in arm) trap_text="HardFault\|UsageFault" ;; riscv) trap_text="mcause 0x00000002" ;; esac
   expect "$arch" "$dir/selfcheck/fault1.elf" 139 "$trap_text" 20 "a Swift trap (index out of range)"
   expect "$arch" "$dir/selfcheck/fault2.elf" 137 "out of heap" 20 "out of heap"
   expect "$arch" "$dir/selfcheck/fault3.elf" 124 "fault 3" 3 "a hang (cut by the timeout)"
@@ -68,10 +58,10 @@ for arch in "${arches[@]}"; do
   # The test image with a session heap budget of 1 KiB, below its measured peak.
   clang "${ctarget[@]}" "${c_flags[@]}" -DFW_SESSION_HEAP_BUDGET=1024 -c "$fw/rt/runtime.c" -o "$dir/selfcheck/runtime-1k.o"
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -o "$dir/selfcheck/test-1k.elf" \
-    "$dir/startup-$arch.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/selfcheck/runtime-1k.o" "$tables" "$libgcc"
+    "$dir/startup-$rt.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/selfcheck/runtime-1k.o" "$tables" "$libgcc"
   expect "$arch" "$dir/selfcheck/test-1k.elf" 1 "OVER BUDGET" 60 "the test image over a 1 KiB session heap budget"
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -o "$dir/selfcheck/entry-1k.elf" \
-    "$dir/startup-$arch.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/selfcheck/runtime-1k.o" "$tables" "$libgcc"
+    "$dir/startup-$rt.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/selfcheck/runtime-1k.o" "$tables" "$libgcc"
   expect "$arch" "$dir/selfcheck/entry-1k.elf" 1 "OVER BUDGET" 60 "the consumer image over a 1 KiB session heap budget"
 done
 [ $failed = 0 ] && echo "== firmware self-check: every fault fails the run" || echo "== firmware self-check: FAILED" >&2

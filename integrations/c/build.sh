@@ -37,24 +37,13 @@ extra=()
 cc=(cc)
 # The Swift library exists for armv7em-none-none-eabi and riscv32-none-none-eabi
 # only; the other firmware targets compile against it with the code generation
-# flags below (clang's), given to the Swift compiler (its functions carry the
-# CPU and features), to the runtime's C and to the final compilation, so the
-# object is the target's throughout (its build attributes say so, and a linker
-# refuses to mix it with objects of another float ABI).
-swift_target=$target clang_target=$target codegen=()
-case "$target" in
-  armv7em-none-none-eabihf)
-    swift_target=armv7em-none-none-eabi
-    codegen=(-mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16) ;;
-  rv32*)
-    swift_target=riscv32-none-none-eabi clang_target=riscv32-none-none-eabi
-    case "${target#rv32}" in
-      *d*|*g*) abi=ilp32d ;;
-      *f*) abi=ilp32f ;;
-      *) abi=ilp32 ;;
-    esac
-    codegen=(-march="$target" -mabi="$abi") ;;
-esac
+# flags of scripts/embedded/targets.sh (given to the Swift compiler, whose
+# functions then carry the CPU and features, to the runtime's C and to the
+# final compilation), so the object is the target's throughout (its build
+# attributes say so, and a linker refuses to mix it with objects of another
+# float ABI).
+. "$root/scripts/embedded/targets.sh"
+embedded_target "$target"
 case "$target" in
   x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu) ;;
   *-none-*|rv32*)

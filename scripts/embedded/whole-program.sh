@@ -5,11 +5,9 @@
 #   scripts/embedded/whole-program.sh TARGET KEEP OUTPUT.o [swiftc arguments and sources...]
 #
 #   TARGET   an Embedded Swift target triple (armv7em-none-none-eabi,
-#            riscv32-none-none-eabi, x86_64-unknown-linux-gnu, ...), or
-#            armv8m.main-none-none-eabi (Cortex-M33: nRF53, nRF54L; the
-#            toolchain ships no Embedded Swift library for armv8-M, so the
-#            code is compiled against armv7em's with Cortex-M33 code
-#            generation, and the object is armv8-M Mainline's throughout)
+#            riscv32-none-none-eabi, x86_64-unknown-linux-gnu, ...), or one
+#            built against those with other code generation (targets.sh:
+#            armv7em-none-none-eabihf, armv8m.main-none-none-eabi, rv32imc...)
 #   KEEP     the symbols the firmware calls, as a glob (e.g. 'ancs_*'):
 #            only these stay visible
 #
@@ -45,10 +43,8 @@ case "$target" in
   *-none-*) clang_flags=(-ffunction-sections -fdata-sections) ;;
   *) clang_flags=(-fPIC) ;;
 esac
-swift_target=$target clang_target=$target codegen=()
-if [ "$target" = armv8m.main-none-none-eabi ]; then
-  swift_target=armv7em-none-none-eabi clang_target=thumbv8m.main-none-eabi codegen=(-mcpu=cortex-m33 -mfloat-abi=soft)
-fi
+. "$(dirname "$0")/targets.sh"
+embedded_target "$target"
 xcc=(); for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
 bitcode=${output%.o}.bc
 swiftc -target "$swift_target" "${xcc[@]}" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
@@ -57,6 +53,6 @@ swiftc -target "$swift_target" "${xcc[@]}" -enable-experimental-feature Embedded
   -c "$(dirname "$0")/nonatomic-refcounting.c" -o "${output%.o}.refcounting.bc"
 "$toolchain/ld.lld" --lto-emit-llvm --lto-O2 --unresolved-symbols=ignore-all --entry=0 \
   --undefined-glob="$keep" -o "${output%.o}.whole.bc" "$bitcode" "${output%.o}.refcounting.bc"
-# (For armv8-M the bitcode's triple is armv7em's: the target given here is the object's.)
+# (Built against another target's library, the bitcode's triple is that one's: the target given here is the object's.)
 "$toolchain/clang" -target "$clang_target" "${codegen[@]}" -Oz "${clang_flags[@]}" -Wno-override-module \
   -c "${output%.o}.whole.bc" -o "$output"
