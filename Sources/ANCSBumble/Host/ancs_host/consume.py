@@ -8,7 +8,8 @@ from bumble.att import ATT_Error
 from bumble.device import Peer
 from bumble.gatt import GATT_GENERIC_ATTRIBUTE_SERVICE, GATT_SERVICE_CHANGED_CHARACTERISTIC
 
-from .common import ANCS, NAMES, NOTIFYING, LinkFailure, Session, emit, hex_or_dash, log, one_line, parse_hex, status
+from .common import ANCS, NAMES, NOTIFYING, LinkFailure, emit, hex_or_dash, log, one_line, parse_hex, status
+from .session import Session
 
 
 class Client(Session):

@@ -10,8 +10,9 @@ from bumble.gatt import (
     GATT_SERVICE_CHANGED_CHARACTERISTIC, Characteristic, CharacteristicValue, Descriptor, Service)
 
 from .common import (
-    ANCS, ATT_UNLIKELY_ERROR, INDICATION_TIMEOUT, NOTIFYING, WRITE_ANSWER_TIMEOUT, LinkFailure, Session, emit,
-    hex_or_dash, log, one_line, parse_hex, status)
+    ANCS, ATT_UNLIKELY_ERROR, INDICATION_TIMEOUT, NOTIFYING, WRITE_ANSWER_TIMEOUT, LinkFailure, emit, hex_or_dash,
+    log, one_line, parse_hex, status)
+from .session import Session
 
 
 class Server(Session):
