@@ -44,6 +44,9 @@ if $check; then
     [ -s "$out/$file" ] || fail "$file is missing"
   done
   grep -Eq '^version: "[0-9]+\.[0-9]+\.[0-9]+"$' "$out/idf_component.yml" || fail "idf_component.yml has no version"
+  # The component's version is the package's (ancs --version).
+  package=$(sed -n 's/^ *static let current = "\(.*\)"$/\1/p' "$root/Sources/ancs/CommandFailures.swift")
+  grep -qx "version: \"$package\"" "$out/idf_component.yml" || fail "idf_component.yml's version is not the package's ($package)"
   # The Kconfig symbols the CMake reads are the ones Kconfig declares.
   for symbol in $(grep -o 'CONFIG_ANCS_[A-Z_]*' "$out/CMakeLists.txt" | sort -u); do
     grep -q "^ *config ${symbol#CONFIG_}\$" "$out/Kconfig" || fail "$symbol is not in Kconfig"
