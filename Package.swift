@@ -32,8 +32,9 @@ let package = Package(
         // Links without a radio: the simulated BLE link, the loopback link,
         // the manual clock, and the contract every transport must pass.
         .target(name: "ANCSSimulation", dependencies: ["ANCS", "ANCSRuntime"]),
-        // The demo's phone, its notifications and what the accessory shows.
-        .target(name: "ANCSDemo", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation"]),
+        // The demo's phone, its notifications and what the accessory shows;
+        // the scenarios `ancs provide` plays (read from YAML or JSON).
+        .target(name: "ANCSDemo", dependencies: ["ANCS", "ANCSRuntime", "ANCSSimulation", .product(name: "Yams", package: "Yams")]),
         // What a terminal shows of a notification (`ancs demo`, `ancs listen`).
         .target(name: "ANCSTerminal", dependencies: ["ANCS", "ANCSRuntime"]),
         // Linux only: the sources below are `#if os(Linux)`, and what uses
@@ -65,7 +66,6 @@ let package = Package(
                 .target(name: "CLinux", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
             ]
         ),
         // What the tests share: the conformance vectors, the package's paths,

@@ -88,7 +88,19 @@ struct ProvideCommand: AsyncParsableCommand {
 
     func run() async throws {
         var play = ProvideScenario(demo: .standard)
-        if let scenario { play = try ProvideScenario.load(scenario) }
+        if let scenario {
+            let bytes: [UInt8]
+            do {
+                bytes = try HexArguments.readFile(scenario, limit: 64 << 20)
+            } catch {
+                throw CommandFailure("--scenario: \(error.message)")
+            }
+            do {
+                play = try ProvideScenario.parse(bytes, path: scenario)
+            } catch {
+                throw CommandFailure(error.message)
+            }
+        }
         if failActions { play.failAllActions() }
         if let shareAfter { play.shareAfter(.milliseconds(Int(shareAfter * 1000))) }
         if check {

@@ -3,10 +3,18 @@ import ANCSDemo
 import Foundation
 import Yams
 
+/// A scenario file that cannot be played: one line naming the file and the
+/// place in it (`--scenario PATH: timeline[2]: ...`).
+public struct ScenarioError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
 /// What `ancs provide` plays: apps, notifications there before the
 /// accessory connects, and a timeline started by the first session.
-struct ProvideScenario: Sendable {
-    enum Step: Sendable {
+public struct ProvideScenario: Sendable {
+    public enum Step: Sendable {
         case add(key: String, ProviderNotification)
         case modify(key: String, message: String)
         case remove(key: String)
@@ -15,7 +23,7 @@ struct ProvideScenario: Sendable {
     }
 
     /// What iPhones do in the field that stops an accessory's notifications.
-    enum Fault: Sendable, Hashable {
+    public enum Fault: Sendable, Hashable {
         /// "Share System Notifications" off or on: off, CCCD writes are
         /// taken, Control Point writes answered 0x03, no Notification Source
         /// event; on, the subscribed consumers are announced everything.
@@ -36,7 +44,7 @@ struct ProvideScenario: Sendable {
         case addANCS(serviceChanged: Bool)
 
         /// The step's name in a scenario file and in `--json`.
-        var name: String {
+        public var name: String {
             switch self {
             case .sharing: "sharing"
             case .notificationSourceQuiet: "notificationSource"
@@ -49,12 +57,12 @@ struct ProvideScenario: Sendable {
         }
     }
 
-    var apps: [(identifier: String, displayName: String)] = []
-    var preExisting: [(key: String, notification: ProviderNotification)] = []
-    var timeline: [(at: Duration, step: Step)] = []
+    public var apps: [(identifier: String, displayName: String)] = []
+    public var preExisting: [(key: String, notification: ProviderNotification)] = []
+    public var timeline: [(at: Duration, step: Step)] = []
 
     /// The demo scenario, less the accessory's own actions.
-    init(demo: DemoScenario) {
+    public init(demo: DemoScenario) {
         apps = demo.apps
         preExisting = demo.preExisting.map { ($0.key, $0.notification.providerNotification) }
         for (at, step) in demo.timeline {
@@ -67,10 +75,10 @@ struct ProvideScenario: Sendable {
         }
     }
 
-    init() {}
+    public init() {}
 
     /// One line: what the scenario holds.
-    var summary: String {
+    public var summary: String {
         var adds = 0, modifies = 0, removes = 0
         var faults: [String] = []
         for (_, step) in timeline {
@@ -91,17 +99,17 @@ struct ProvideScenario: Sendable {
 
     /// Sharing is off before the first session: a `sharing: off` step at 0
     /// s, applied when the scenario starts (`--share-after`).
-    var startsNotShared = false
+    public var startsNotShared = false
 
     /// `--share-after`: sharing off from the start, on `after` the timeline starts.
-    mutating func shareAfter(_ after: Duration) {
+    public mutating func shareAfter(_ after: Duration) {
         startsNotShared = true
         let index = timeline.firstIndex { $0.at > after } ?? timeline.count
         timeline.insert((after, .fault(.sharing(true))), at: index)
     }
 
     /// Error injection: every action answers 0xA3 Action failed.
-    mutating func failAllActions() {
+    public mutating func failAllActions() {
         func failing(_ n: ProviderNotification) -> ProviderNotification {
             var n = n
             n.positiveActionEffect = .fail
@@ -146,36 +154,33 @@ extension ProvideScenario {
     /// action is announced when its label is given), and
     /// `positiveEffect`/`negativeEffect` (automatic, keep, remove,
     /// removeAndAddMissedCall, fail: error injection, 0xA3).
-    static func load(_ path: String) throws(CommandFailure) -> ProvideScenario {
-        let bytes: [UInt8]
-        do {
-            bytes = try HexArguments.readFile(path, limit: 64 << 20)
-        } catch {
-            throw CommandFailure("--scenario: \(error.message)")
-        }
+    ///
+    /// `bytes` are the file's; `path` names it in errors and says JSON
+    /// (`.json`) or YAML (anything else).
+    public static func parse(_ bytes: [UInt8], path: String) throws(ScenarioError) -> ProvideScenario {
         let document: Any
         if path.lowercased().hasSuffix(".json") {
             do {
                 document = try ScenarioJSON.parse(bytes)
             } catch {
-                throw CommandFailure("--scenario \(path): \(error.line > 0 ? "line \(error.line), column \(error.column): " : "")not valid JSON: \(error.message)")
+                throw ScenarioError("--scenario \(path): \(error.line > 0 ? "line \(error.line), column \(error.column): " : "")not valid JSON: \(error.message)")
             }
         } else {
             guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw CommandFailure("--scenario \(path): not UTF-8 text")
+                throw ScenarioError("--scenario \(path): not UTF-8 text")
             }
             do {
                 guard let node = try Yams.compose(yaml: text) else {
-                    throw CommandFailure("--scenario \(path): empty YAML document")
+                    throw ScenarioError("--scenario \(path): empty YAML document")
                 }
                 try checkDuplicateKeys(node, path: path)
                 document = node.any
-            } catch let failure as CommandFailure {
+            } catch let failure as ScenarioError {
                 throw failure
             } catch {
                 let text = "\(error)".split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
                     .filter { !$0.isEmpty && !$0.allSatisfy { $0 == "^" } }.joined(separator: "; ")
-                throw CommandFailure("--scenario \(path): not valid YAML: \(text)")
+                throw ScenarioError("--scenario \(path): not valid YAML: \(text)")
             }
         }
         return try ScenarioReader(path: path).scenario(document)
@@ -183,7 +188,7 @@ extension ProvideScenario {
 
     /// YAML keeps the last of two equal keys in a mapping; a scenario file
     /// with one is a mistake (a step with `add` twice, say), named by line.
-    static func checkDuplicateKeys(_ node: Node, path: String) throws(CommandFailure) {
+    static func checkDuplicateKeys(_ node: Node, path: String) throws(ScenarioError) {
         switch node {
         case .mapping(let mapping):
             var seen: [String: Mark?] = [:]
@@ -192,7 +197,7 @@ extension ProvideScenario {
                     if let first = seen[name] {
                         let here = key.mark.map { "line \($0.line), column \($0.column)" } ?? "a mapping"
                         let there = first.map { " (first at line \($0.line))" } ?? ""
-                        throw CommandFailure("--scenario \(path): \(here): key `\(name)` appears twice in one mapping\(there)")
+                        throw ScenarioError("--scenario \(path): \(here): key `\(name)` appears twice in one mapping\(there)")
                     }
                     seen[name] = key.mark
                 }
@@ -210,22 +215,22 @@ extension ProvideScenario {
 struct ScenarioReader {
     var path: String
 
-    func fail(_ place: String, _ message: String) -> CommandFailure {
-        CommandFailure("--scenario \(path): \(place): \(message)")
+    func fail(_ place: String, _ message: String) -> ScenarioError {
+        ScenarioError("--scenario \(path): \(place): \(message)")
     }
 
-    func object(_ value: Any?, _ place: String) throws(CommandFailure) -> [String: Any] {
+    func object(_ value: Any?, _ place: String) throws(ScenarioError) -> [String: Any] {
         guard let object = value as? [String: Any] else { throw fail(place, "expected a mapping") }
         return object
     }
 
-    func list(_ value: Any?, _ place: String) throws(CommandFailure) -> [Any] {
+    func list(_ value: Any?, _ place: String) throws(ScenarioError) -> [Any] {
         guard let value else { return [] }
         guard let list = value as? [Any] else { throw fail(place, "expected a list") }
         return list
     }
 
-    func string(_ value: Any?, _ place: String) throws(CommandFailure) -> String? {
+    func string(_ value: Any?, _ place: String) throws(ScenarioError) -> String? {
         switch value {
         case nil: return nil
         case let text as String: return text
@@ -234,7 +239,7 @@ struct ScenarioReader {
         }
     }
 
-    func bool(_ value: Any?, _ place: String) throws(CommandFailure) -> Bool {
+    func bool(_ value: Any?, _ place: String) throws(ScenarioError) -> Bool {
         switch value {
         case nil: return false
         case let flag as Bool: return flag
@@ -242,7 +247,7 @@ struct ScenarioReader {
         }
     }
 
-    func seconds(_ value: Any?, _ place: String) throws(CommandFailure) -> Duration {
+    func seconds(_ value: Any?, _ place: String) throws(ScenarioError) -> Duration {
         let seconds: Double
         switch value {
         case let number as Double: seconds = number
@@ -261,7 +266,7 @@ struct ScenarioReader {
     /// labels): `ancs listen` rejects longer ones, and so may other accessories.
     static let unlimitedValueLength = ConsumerConfiguration().unlimitedValueLength
 
-    func checkLength(_ value: String?, _ place: String, limit: Int, what: String) throws(CommandFailure) {
+    func checkLength(_ value: String?, _ place: String, limit: Int, what: String) throws(ScenarioError) {
         guard let value, value.utf8.count > limit else { return }
         let reason = limit == Self.attributeLength
             ? "ANCS carries at most \(limit) bytes in an attribute"
@@ -282,7 +287,7 @@ struct ScenarioReader {
         "automatic": .automatic, "keep": .keep, "remove": .remove, "removeandaddmissedcall": .removeAndAddMissedCall, "fail": .fail,
     ]
 
-    func notification(_ value: Any?, _ place: String) throws(CommandFailure) -> (key: String, notification: ProviderNotification) {
+    func notification(_ value: Any?, _ place: String) throws(ScenarioError) -> (key: String, notification: ProviderNotification) {
         let fields = try object(value, place)
         let known: Set<String> = ["key", "app", "title", "subtitle", "message", "date", "category", "important", "silent",
                                   "positive", "negative", "positiveEffect", "negativeEffect"]
@@ -309,7 +314,7 @@ struct ScenarioReader {
             guard let parsed = ANCSDate(text) else { throw fail(place + ".date", "`\(text)` is not yyyyMMdd'T'HHmmSS") }
             date = parsed
         }
-        func effect(_ name: String) throws(CommandFailure) -> ProviderActionEffect {
+        func effect(_ name: String) throws(ScenarioError) -> ProviderActionEffect {
             guard let text = try string(fields[name], place + "." + name) else { return .automatic }
             guard let effect = Self.effects[text.lowercased()] else {
                 throw fail(place + "." + name, "unknown effect `\(text)` (automatic, keep, remove, removeAndAddMissedCall, fail)")
@@ -344,8 +349,8 @@ struct ScenarioReader {
     /// `notificationSource: quiet|normal`, `forgetSubscriptions: true`,
     /// `lose: notificationSource|dataSource`, `forgetBond: true`,
     /// `removeANCS`/`addANCS: true` or `{serviceChanged: bool}`.
-    func fault(_ kind: String, _ value: Any?, _ place: String) throws(CommandFailure) -> ProvideScenario.Fault {
-        func onOff(_ on: String, _ off: String) throws(CommandFailure) -> Bool {
+    func fault(_ kind: String, _ value: Any?, _ place: String) throws(ScenarioError) -> ProvideScenario.Fault {
+        func onOff(_ on: String, _ off: String) throws(ScenarioError) -> Bool {
             switch value {
             case let flag as Bool: return flag
             case let text as String where text.lowercased() == on: return true
@@ -353,10 +358,10 @@ struct ScenarioReader {
             default: throw fail(place, "expected `\(on)` or `\(off)`")
             }
         }
-        func yes() throws(CommandFailure) {
+        func yes() throws(ScenarioError) {
             guard (value as? Bool) == true else { throw fail(place, "expected `true`") }
         }
-        func serviceChanged() throws(CommandFailure) -> Bool {
+        func serviceChanged() throws(ScenarioError) -> Bool {
             if (value as? Bool) == true { return true }
             guard let fields = value as? [String: Any] else { throw fail(place, "expected `true` or `{serviceChanged: true|false}`") }
             if let unknown = fields.keys.sorted().first(where: { $0 != "serviceChanged" }) {
@@ -381,7 +386,7 @@ struct ScenarioReader {
         }
     }
 
-    func scenario(_ document: Any) throws(CommandFailure) -> ProvideScenario {
+    func scenario(_ document: Any) throws(ScenarioError) -> ProvideScenario {
         let root = try object(document, "top level")
         if let unknown = root.keys.sorted().first(where: { !["apps", "preExisting", "timeline"].contains($0) }) {
             throw fail("top level", "unknown field `\(unknown)` (known: apps, preExisting, timeline)")
@@ -437,7 +442,7 @@ struct ScenarioReader {
                 continue
             }
             /// The active notification `key` names, or an error saying why there is none.
-            func activeKey(_ key: String) throws(CommandFailure) {
+            func activeKey(_ key: String) throws(ScenarioError) {
                 guard active[key] == nil else { return }
                 if let gone = removed[key] { throw fail(place, "notification `\(key)` was removed at \(gone)") }
                 throw fail(place, "no notification has key `\(key)`")
