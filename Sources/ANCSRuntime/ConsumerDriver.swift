@@ -2,8 +2,9 @@ import ANCS
 
 /// The Notification Consumer's runtime without concurrency: a `Consumer`
 /// engine, the table of requests waiting for their end, the queue of ATT
-/// operations (one in flight, as ATT allows), the generation that makes the
-/// results of an ended session's operations stale, and the timer deadline.
+/// operations (one in flight, as ATT allows), and the generation that makes
+/// the results of an ended session's operations stale; it forwards the
+/// engine's deadline (`nextDeadline`) and keeps none of its own.
 /// `ConsumerClient` is this driver inside an actor; it is a value so tests
 /// and other hosts can drive it step by step.
 ///

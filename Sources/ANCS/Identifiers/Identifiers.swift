@@ -189,7 +189,6 @@ public struct ActionID: RawRepresentable, Hashable, Sendable, CustomStringConver
     public var description: String { name ?? "\(rawValue)" }
 }
 
-/// The ATT error codes an NP answers a Control Point write with (spec: "Errors").
 /// An ATT error code: the four ANCS defines (0xA0–0xA3, spec: "Errors") and
 /// the ATT codes a link reports (0x05 Insufficient Authentication, …). The
 /// one typed form of an error code in the project: results, errors and
