@@ -34,8 +34,8 @@ extension BlueZConsumerTransport {
         guard let device else { return }
         await removeIfStale(device, "refused \(characteristic) for its security")
         guard answered, !isPaired(device), options.linkEncrypted(adapterPath, address(of: device)) == false else { return }
-        unpairedRefusals += 1
-        guard unpairedRefusals == 2 else { return }
+        link.unpairedRefusals += 1
+        guard link.unpairedRefusals == 2 else { return }
         await disconnect(device, "refused \(characteristic) for its security again and the link could not be paired: disconnecting it so that it connects and pairs afresh")
     }
 
@@ -88,10 +88,10 @@ extension BlueZConsumerTransport {
     /// Removes the device's bond if the phone no longer has it: the device is
     /// paired and its link unencrypted. Said once per link.
     func removeIfStale(_ device: String, _ what: String) async {
-        guard !bondLostTold, isPaired(device) else { return }
+        guard !link.bondLostTold, isPaired(device) else { return }
         let address = address(of: device)
         guard options.linkEncrypted(adapterPath, address) == false else { return }
-        bondLostTold = true
+        link.bondLostTold = true
         status(BlueZStatus(kind: .bondLost, message: "\(address) \(what): it no longer has this accessory's bond (Forget This Device); removing the stale bond: pair again from the iPhone"))
         sink.yield(.bondLost)
         do {

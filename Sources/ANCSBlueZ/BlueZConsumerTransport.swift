@@ -100,34 +100,15 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     var tree = BlueZObjects()
     var device: String?
     var linkIsUp = false
-    var ancsPublished = true
-    var characteristics: [ANCSCharacteristic: String] = [:] {
-        didSet { kinds = Dictionary(characteristics.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first }) }
-    }
-    /// The ANCS characteristic at each object path of the link: computed
-    /// when objects appear or go, read for every value that arrives.
-    var kinds: [String: ANCSCharacteristic] = [:]
+    /// What goes with the link held: a link that ends is one assignment (`endLink`).
+    var link = LinkState()
     /// How many times the object tree was rescanned (`reassess`): when
     /// objects or properties change, never for a value once the link is up.
     var rescans = 0
-    var subscribed: Set<ANCSCharacteristic> = []
-    /// Notification Source values that came before the engine asked for them
-    /// in this link (a bonded reconnection: bluetoothd re-enables them itself).
-    var heldNotifications: [[UInt8]] = []
-    var notificationSourceRequested = false
-    /// The phone of this link was told to have forgotten the bond (once per link).
-    var bondLostTold = false
-    /// StartNotify calls not answered yet, and answers no subscribe has taken
-    /// yet (nil: success), per characteristic (BlueZOperations.swift).
-    var startNotifyCalls: [ANCSCharacteristic: Task<Void, Never>] = [:]
-    var startNotifyAnswers: [ANCSCharacteristic: DBusError?] = [:]
     /// Whether a bonded phone that connected encrypts its link (BlueZBond.swift).
     var encryptionCheck: Task<Void, Never>?
     /// Whether a connected phone's services are resolved in time (BlueZBond.swift).
     var resolveCheck: Task<Void, Never>?
-    /// Security refusals answered in a row on a link neither paired nor
-    /// encrypted (BlueZBond.swift, `securityRefused`).
-    var unpairedRefusals = 0
     var controlPointBusy = false
     var controlPointWaiters: [CheckedContinuation<Void, Never>] = []
     var tasks: [Task<Void, Never>] = []
@@ -272,7 +253,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         for task in tasks { task.cancel() }
         encryptionCheck?.cancel()
         resolveCheck?.cancel()
-        for call in startNotifyCalls.values { call.cancel() }
+        for call in link.startNotifyCalls.values { call.cancel() }
         _ = try? await bus.call(destination: BlueZName.service, path: adapterPath, interface: BlueZName.advertisingManager,
                                 member: "UnregisterAdvertisement", [.objectPath(BlueZName.advertisementPath)], timeout: .seconds(2))
         _ = try? await bus.call(destination: BlueZName.service, path: "/org/bluez", interface: BlueZName.agentManager,
@@ -285,5 +266,32 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         for waiter in controlPointWaiters { waiter.resume() }
         controlPointWaiters.removeAll()
     }
+}
+
+/// What the consumer transport knows of the link it holds: everything here
+/// ends with the link (`BlueZConsumerTransport.endLink` makes a new one).
+struct LinkState {
+    /// ANCS is published on the link (Service Changed withdraws it).
+    var ancsPublished = true
+    var characteristics: [ANCSCharacteristic: String] = [:] {
+        didSet { kinds = Dictionary(characteristics.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first }) }
+    }
+    /// The ANCS characteristic at each object path of the link: computed
+    /// when objects appear or go, read for every value that arrives.
+    var kinds: [String: ANCSCharacteristic] = [:]
+    var subscribed: Set<ANCSCharacteristic> = []
+    /// Notification Source values that came before the engine asked for them
+    /// in this link (a bonded reconnection: bluetoothd re-enables them itself).
+    var heldNotifications: [[UInt8]] = []
+    var notificationSourceRequested = false
+    /// The phone of this link was told to have forgotten the bond (once per link).
+    var bondLostTold = false
+    /// StartNotify calls not answered yet, and answers no subscribe has taken
+    /// yet (nil: success), per characteristic (BlueZOperations.swift).
+    var startNotifyCalls: [ANCSCharacteristic: Task<Void, Never>] = [:]
+    var startNotifyAnswers: [ANCSCharacteristic: DBusError?] = [:]
+    /// Security refusals answered in a row on a link neither paired nor
+    /// encrypted (BlueZBond.swift, `securityRefused`).
+    var unpairedRefusals = 0
 }
 #endif

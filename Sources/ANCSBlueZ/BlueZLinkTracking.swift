@@ -36,7 +36,7 @@ extension BlueZConsumerTransport {
                 return
             }
             tree.changed(signal.path, interface, changed, invalidated: invalidated)
-            if interface == BlueZName.characteristic, let mtu = changed["MTU"]?.integer, linkIsUp, characteristics.values.contains(signal.path) {
+            if interface == BlueZName.characteristic, let mtu = changed["MTU"]?.integer, linkIsUp, link.characteristics.values.contains(signal.path) {
                 sink.yield(.mtuChanged(mtu))
             }
             if interface == BlueZName.device, signal.path == device || device == nil {
@@ -107,9 +107,9 @@ extension BlueZConsumerTransport {
         if !linkIsUp {
             let resolved = tree.property(device, BlueZName.device, "ServicesResolved")?.bool == true
             guard complete, resolved || valueArrived else { return }
-            characteristics = current
+            link.characteristics = current
             linkIsUp = true
-            ancsPublished = true
+            link.ancsPublished = true
             let mtu = current.values.compactMap { tree.property($0, BlueZName.characteristic, "MTU")?.integer }.max() ?? 23
             let info = LinkInfo(mtu: mtu, peer: address(of: device),
                                 isEncrypted: isPaired(device),
@@ -117,41 +117,34 @@ extension BlueZConsumerTransport {
             sink.yield(.linkUp(info))
             return
         }
-        if ancsPublished && !complete {
-            ancsPublished = false
-            subscribed.removeAll()
-            startNotifyAnswers.removeAll()
-            notificationSourceRequested = false
-            characteristics = [:]
+        if link.ancsPublished && !complete {
+            link.ancsPublished = false
+            link.subscribed.removeAll()
+            link.startNotifyAnswers.removeAll()
+            link.notificationSourceRequested = false
+            link.characteristics = [:]
             status(BlueZStatus(kind: .serviceChanged, message: "the iPhone withdrew ANCS (Service Changed); waiting for it to come back"))
             sink.yield(.serviceChanged(published: false))
-        } else if !ancsPublished && complete {
-            ancsPublished = true
-            characteristics = current
+        } else if !link.ancsPublished && complete {
+            link.ancsPublished = true
+            link.characteristics = current
             status(BlueZStatus(kind: .serviceChanged, message: "ANCS is back (Service Changed); subscribing again"))
             sink.yield(.serviceChanged(published: true))
-        } else if ancsPublished {
-            characteristics = current
+        } else if link.ancsPublished {
+            link.characteristics = current
         }
     }
 
+    /// The link held ended: what went with it goes (its StartNotify calls cancelled).
     func endLink() {
-        characteristics = [:]
-        for call in startNotifyCalls.values { call.cancel() }
-        startNotifyCalls.removeAll()
-        startNotifyAnswers.removeAll()
-        subscribed.removeAll()
-        heldNotifications.removeAll()
-        notificationSourceRequested = false
-        bondLostTold = false
-        unpairedRefusals = 0
-        ancsPublished = true
+        for call in link.startNotifyCalls.values { call.cancel() }
+        link = LinkState()
     }
 
     func deliver(_ value: [UInt8], from path: String) {
-        guard linkIsUp, let kind = kinds[path] else { return }
-        if kind == .notificationSource && !notificationSourceRequested {
-            heldNotifications.append(value)
+        guard linkIsUp, let kind = link.kinds[path] else { return }
+        if kind == .notificationSource && !link.notificationSourceRequested {
+            link.heldNotifications.append(value)
             return
         }
         sink.yield(.notification(kind, value))

@@ -22,17 +22,17 @@ import Foundation
 // phone accepted.
 extension BlueZConsumerTransport {
     public func subscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
-        guard linkIsUp, let path = characteristics[characteristic] else { return .transportFailure }
+        guard linkIsUp, let path = link.characteristics[characteristic] else { return .transportFailure }
         if characteristic == .notificationSource {
             // The engine now listens to Notification Source: hand over what came early.
-            notificationSourceRequested = true
-            for value in heldNotifications { sink.yield(.notification(.notificationSource, value)) }
-            heldNotifications.removeAll()
+            link.notificationSourceRequested = true
+            for value in link.heldNotifications { sink.yield(.notification(.notificationSource, value)) }
+            link.heldNotifications.removeAll()
         }
         let deadline = ContinuousClock.now + options.subscribeWait
         while true {
-            if startNotifyCalls[characteristic] == nil && startNotifyAnswers[characteristic] == nil {
-                startNotifyCalls[characteristic] = Task { [weak self, bus] in
+            if link.startNotifyCalls[characteristic] == nil && link.startNotifyAnswers[characteristic] == nil {
+                link.startNotifyCalls[characteristic] = Task { [weak self, bus] in
                     var answer: DBusError?
                     do throws(DBusError) {
                         _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
@@ -43,17 +43,17 @@ extension BlueZConsumerTransport {
                     await self?.startNotifyAnswered(characteristic, path, answer)
                 }
             }
-            while startNotifyAnswers[characteristic] == nil, linkIsUp, ContinuousClock.now < deadline {
+            while link.startNotifyAnswers[characteristic] == nil, linkIsUp, ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(20))
             }
-            guard linkIsUp, characteristics[characteristic] == path else { return .transportFailure }
-            guard let answer = startNotifyAnswers.removeValue(forKey: characteristic) else {
+            guard linkIsUp, link.characteristics[characteristic] == path else { return .transportFailure }
+            guard let answer = link.startNotifyAnswers.removeValue(forKey: characteristic) else {
                 await securityRefused(characteristic)
                 return .attError(.insufficientAuthentication)
             }
             guard let error = answer else {
-                subscribed.insert(characteristic)
-                unpairedRefusals = 0
+                link.subscribed.insert(characteristic)
+                link.unpairedRefusals = 0
                 return .success
             }
             // InProgress: bluetoothd still writes the CCCD for an earlier StartNotify of this client.
@@ -71,17 +71,17 @@ extension BlueZConsumerTransport {
 
     /// A StartNotify's answer (nil: success), kept for the subscribe that waits for it, or the next.
     func startNotifyAnswered(_ characteristic: ANCSCharacteristic, _ path: String, _ answer: DBusError?) {
-        startNotifyCalls[characteristic] = nil
-        guard linkIsUp, characteristics[characteristic] == path else { return }
-        startNotifyAnswers[characteristic] = .some(answer)
+        link.startNotifyCalls[characteristic] = nil
+        guard linkIsUp, link.characteristics[characteristic] == path else { return }
+        link.startNotifyAnswers[characteristic] = .some(answer)
     }
 
     public func unsubscribe(_ characteristic: ANCSCharacteristic) async -> ATTResult {
-        guard let path = characteristics[characteristic] else { return .transportFailure }
-        subscribed.remove(characteristic)
+        guard let path = link.characteristics[characteristic] else { return .transportFailure }
+        link.subscribed.remove(characteristic)
         // A StartNotify still pending is left to end (see above); one answered since is undone.
-        guard startNotifyCalls[characteristic] == nil else { return .success }
-        startNotifyAnswers[characteristic] = nil
+        guard link.startNotifyCalls[characteristic] == nil else { return .success }
+        link.startNotifyAnswers[characteristic] = nil
         do {
             _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
                                    member: "StopNotify", timeout: .seconds(10))
@@ -103,7 +103,7 @@ extension BlueZConsumerTransport {
         }
         let deadline = ContinuousClock.now + .seconds(35)
         while true {
-            guard linkIsUp, !closing, let path = characteristics[.controlPoint] else { return .transportFailure }
+            guard linkIsUp, !closing, let path = link.characteristics[.controlPoint] else { return .transportFailure }
             do {
                 _ = try await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic, member: "WriteValue",
                                        [.bytes(value), .properties(["type": .string("request")])], timeout: .seconds(35))

@@ -12,9 +12,9 @@ extension BlueZConsumerTransport {
     /// StartNotify from a client that has one at once, writing no CCCD: the
     /// phone would never see the subscription made again.
     func watchdog() async {
-        guard linkIsUp, ancsPublished else { return }
-        for characteristic in [ANCSCharacteristic.dataSource, .notificationSource] where subscribed.contains(characteristic) {
-            guard let path = characteristics[characteristic],
+        guard linkIsUp, link.ancsPublished else { return }
+        for characteristic in [ANCSCharacteristic.dataSource, .notificationSource] where link.subscribed.contains(characteristic) {
+            guard let path = link.characteristics[characteristic],
                   tree.property(path, BlueZName.characteristic, "Notifying")?.bool == false else { continue }
             _ = try? await bus.call(destination: BlueZName.service, path: path, interface: BlueZName.characteristic,
                                     member: "StopNotify", timeout: .seconds(10))
