@@ -318,16 +318,22 @@ private func finish(_ pointer: UnsafeMutablePointer<Instance>, _ actions: inout 
     let callbacks = pointer.pointee.callbacks
     pointer.pointee.depth += 1
     var turns = pointer.pointee.sessionTurns
+    var stale = false
     for action in actions {
-        if pointer.pointee.sessionTurns != turns {
+        stale = stale || pointer.pointee.sessionTurns != turns
+        if stale {
             // A callback called back and started or ended a session: what is
             // left was computed before, for the session that was (a write,
             // an event after SESSION_ENDED). Only a request's end is still
             // told, so that each one ends exactly once.
             guard case .emit(.completed) = action else { continue }
+        } else if case .emit(.sessionStarted) = action {
+            turns &+= 1
+            pointer.pointee.sessionTurns = turns
+        } else if case .emit(.sessionEnded) = action {
+            turns &+= 1
+            pointer.pointee.sessionTurns = turns
         }
-        if case .emit(.sessionStarted) = action { turns &+= 1 } else if case .emit(.sessionEnded) = action { turns &+= 1 }
-        pointer.pointee.sessionTurns = turns
         switch action {
         case .subscribe(let characteristic): callbacks.subscribe(callbacks.context, cValue(characteristic), true)
         case .unsubscribe(let characteristic): callbacks.subscribe(callbacks.context, cValue(characteristic), false)

@@ -85,6 +85,7 @@ typedef struct {
     int deinit_in_callback;
     ancs_status deinit_result;
     int stop_on_added;       /* ancs_consumer_stop() from inside the next ADDED event */
+    int stop_on_attributes;  /* ... from inside the next ATTRIBUTES event */
     int ended;               /* SESSION_ENDED seen */
     int writes_after_end;    /* Control Point writes asked after SESSION_ENDED */
     int subscribes_after_end;
@@ -128,8 +129,8 @@ static void on_event(void *context, const ancs_event *e) {
     if (h->deinit_in_callback) h->deinit_result = ancs_consumer_deinit(&h->consumer);
     if (h->ended && e->type != ANCS_EVENT_REQUEST_DONE) h->events_after_end++;
     if (e->type == ANCS_EVENT_SESSION_ENDED) h->ended = 1;
-    if (e->type == ANCS_EVENT_ADDED && h->stop_on_added) {
-        h->stop_on_added = 0;
+    if ((e->type == ANCS_EVENT_ADDED && h->stop_on_added) || (e->type == ANCS_EVENT_ATTRIBUTES && h->stop_on_attributes)) {
+        h->stop_on_added = h->stop_on_attributes = 0;
         ancs_consumer_stop(&h->consumer, 0);
     }
     if (h->event_count >= MAX_EVENTS) return;
@@ -732,6 +733,24 @@ static void test_stop_inside_a_callback(void) {
     send_notification(&H, &p, 0, 0x04, 1, 4);
     pump(&H, &p);
     CHECK(find_event(&H, ANCS_EVENT_READY, 4), "not shown after starting again");
+    ancs_consumer_deinit(&H.consumer);
+
+    /* Stopped from inside ATTRIBUTES, in an input whose actions go on after
+     * it: the application's request that joined the display's fetch still
+     * ends (its REQUEST_DONE comes next), and what follows that (the app
+     * name's fetch) is not written. */
+    start(&H, &p, &c);
+    send_notification(&H, &p, 0, 0, 1, 5);
+    send_notification(&H, &p, 0, 0, 1, 6);
+    uint32_t joined;
+    CHECK(ancs_consumer_fetch_attributes(&H.consumer, 5, c.display_attributes, c.display_attribute_count, p.now, &joined) == ANCS_OK,
+          "the application's fetch of the notification being fetched");
+    H.stop_on_attributes = 1;
+    pump(&H, &p);
+    CHECK(H.ended, "no session ended");
+    CHECK(find_done(&H, joined) != NULL, "the joined request did not end");
+    CHECK(H.writes_after_end == 0, "%d Control Point writes after the session ended", H.writes_after_end);
+    CHECK(H.events_after_end == 0, "%d events after the session ended", H.events_after_end);
     ancs_consumer_deinit(&H.consumer);
 }
 
