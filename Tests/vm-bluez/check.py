@@ -131,7 +131,8 @@ def main():
     started = wait(lambda: find(lambda e: e['event'] == 'sessionStarted'), 40, 'sessionStarted')
     check('session started after the phone connected and paired', started,
           [e['ev'] for e in phone('events') if e['ev'] in ('paired', 'security_request', 'encryption')])
-    check('the agent was asked and accepted (--accept-pairing)', any('accepted' in l for l in status_lines),
+    check('the agent was asked and accepted (--accept-pairing)',
+          wait(lambda: any('accepted' in l for l in status_lines), 5, 'the accepted status line'),
           [l for l in status_lines if 'pair' in l])
     pre = wait(lambda: find(lambda e: e['event'] == 'added' and e['uid'] == 1), 15, 'PreExisting uid 1')
     check('PreExisting notification announced on subscription', pre and 'preExisting' in pre['flags'], pre)
@@ -365,8 +366,10 @@ def faults(phone):
     phone('post_many', 6, 1)
     off = wait(lambda: health('notShared', mark), 30, 'notShared')
     check('sharing off: listen reports "not shared"', off, off)
+    # (The status line is on stderr, the event on stdout: either may be read first.)
     check('sharing off: its status line says what to change on the iPhone',
-          any('Share System Notifications' in l for l in status_lines), [l for l in status_lines if 'shar' in l.lower()][-2:])
+          wait(lambda: any('Share System Notifications' in l for l in status_lines), 5, 'the not-shared status line'),
+          [l for l in status_lines if 'shar' in l.lower()][-2:])
     check('sharing off: one health event, not one failure per notification',
           len([e for e in events[mark:] if e['event'] == 'health' and e['state'] == 'notShared']) == 1
           and not find(lambda e: e['event'] == 'displayFailed', mark), [e for e in events[mark:] if e['event'] != 'removed'][:6])
@@ -404,7 +407,8 @@ def faults(phone):
     phone('connect')
     lost = wait(lambda: health('bondLost', mark), 40, 'bondLost')
     check('bond lost: listen reports it', lost, lost)
-    check('bond lost: its status line says the stale bond was removed', any('stale bond' in l for l in status_lines),
+    check('bond lost: its status line says the stale bond was removed',
+          wait(lambda: any('stale bond' in l for l in status_lines), 5, 'the stale-bond status line'),
           [l for l in status_lines if 'bond' in l][-3:])
     wait(lambda: not phone('status')['connected'], 15, 'the link dropped')
     phone('connect')
