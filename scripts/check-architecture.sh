@@ -17,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --self-test ]; then
+  PACKAGE_JSON=$(swift package dump-package)   # once for the four runs below
+  export PACKAGE_JSON
   "$0"
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
@@ -40,7 +42,7 @@ SWAP
   done
   exit 0
 fi
-PACKAGE_JSON=$(swift package dump-package) python3 - "${ARCHITECTURE_PAGE:-docs/ARCHITECTURE.md}" <<'PY'
+PACKAGE_JSON=${PACKAGE_JSON:-$(swift package dump-package)} python3 - "${ARCHITECTURE_PAGE:-docs/ARCHITECTURE.md}" <<'PY'
 import json, os, re, sys
 page_path = sys.argv[1]
 page = open(page_path, encoding="utf-8").read()

@@ -36,6 +36,5 @@ echo "== firmware images on QEMU: armv8-M Mainline (Cortex-M33, mps2-an505)"
 firmware/run.sh armv8m
 echo "== firmware harness self-check (a trap, out of heap, a hang, a failed check, over budget: each must fail)"
 firmware/selfcheck.sh all
-firmware/selfcheck.sh armv8m
 echo "== firmware figures"
 firmware/measure.sh --no-build
