@@ -108,11 +108,10 @@ host_reference() {
 }
 
 build_arch() { # arch
-  local arch=$1 dir=$out/$1 target fw_triple ctarget libgcc rt qemu trap_text swift_target clang_target codegen xcc=()
+  local arch=$1 dir=$out/$1 target fw_triple ctarget libgcc rt qemu trap_text swift_target clang_target codegen xcc
   mkdir -p "$dir"
   firmware_arch "$arch"   # scripts/embedded/targets.sh
   target=$swift_target
-  for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
   local tables
   tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$target/libswiftUnicodeDataTables.a
   for source in runtime "startup-$rt"; do
@@ -140,7 +139,7 @@ build_arch() { # arch
 }
 
 run_image() { # arch image -> 0 pass
-  local arch=$1 image=$2 dir=$out/$1 status=0 fw_triple ctarget libgcc rt qemu trap_text swift_target clang_target codegen
+  local arch=$1 image=$2 dir=$out/$1 status=0 fw_triple ctarget libgcc rt qemu trap_text swift_target clang_target codegen xcc
   firmware_arch "$arch"
   # Semihosting output goes to QEMU's stderr. -icount shift=0: one instruction
   # is 1 ns of virtual time, which the images' instruction counters rely on.

@@ -38,8 +38,7 @@ for arch in "${arches[@]}"; do
   dir=$out/$arch
   [ -f "$dir/test.o" ] || { echo "error: run firmware/run.sh $arch first" >&2; exit 1; }
   firmware_arch "$arch"   # scripts/embedded/targets.sh
-  target=$swift_target xcc=()
-  for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
+  target=$swift_target
   tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$target/libswiftUnicodeDataTables.a
   c_flags=(-Os -std=c11 -ffunction-sections -fdata-sections -ffreestanding -fno-builtin -Wall -I "$fw/rt")
   mkdir -p "$dir/selfcheck"

@@ -67,7 +67,6 @@ if [ ${#codegen[@]} -eq 0 ]; then
 else
   # The same steps as whole-program.sh, each with the code generation flags.
   toolchain=$(dirname "$(command -v swiftc)")
-  xcc=(); for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
   swiftc -target "$swift_target" "${xcc[@]}" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
     -Xfrontend -assume-single-threaded -lto=llvm-full "${extra[@]}" "${sources[@]}" -c -o "$out/ancs-swift.bc"
   "$toolchain/clang" -target "$clang_target" "${codegen[@]}" -Oz -flto -I "$toolchain/../lib/swift/shims" \

@@ -4,7 +4,8 @@
 #   embedded_target TRIPLE   sets swift_target (the Embedded Swift library the
 #       code is compiled against), clang_target and codegen (clang's code
 #       generation flags: given to swiftc with -Xcc, to clang for C, and to
-#       the final compilation, so the object is the target's throughout).
+#       the final compilation, so the object is the target's throughout),
+#       and xcc (codegen as swiftc takes it, each flag after -Xcc).
 #       The toolchain has libraries for armv7em-none-none-eabi and
 #       riscv32-none-none-eabi; the others are built against one of them:
 #         armv7em-none-none-eabihf    Cortex-M4F, hard-float ABI (fpv4-sp-d16)
@@ -38,6 +39,9 @@ embedded_target() {
       swift_target=riscv32-none-none-eabi clang_target=riscv32-none-none-eabi
       codegen=(-march="$1" -mabi="$abi") ;;
   esac
+  xcc=()
+  local flag
+  for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
 }
 
 firmware_arch() {

@@ -45,7 +45,6 @@ case "$target" in
 esac
 . "$(dirname "$0")/targets.sh"
 embedded_target "$target"
-xcc=(); for flag in "${codegen[@]}"; do xcc+=(-Xcc "$flag"); done
 bitcode=${output%.o}.bc
 swiftc -target "$swift_target" "${xcc[@]}" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
   -Xfrontend -assume-single-threaded -lto=llvm-full "$@" -c -o "$bitcode"

@@ -683,7 +683,7 @@ public struct Consumer: Sendable {
         }
         pump(at: now, into: &actions)
         if let due = probeTime, due <= now {
-            // Each retry doubles the next one's wait, up to the probe interval.
+            // Each step doubles the next retry's wait, four times at most (16 × the retry interval).
             if retries < 4 { retries += 1 }
             // A subscription missing (refused, or failed): subscribe again; else probe.
             if phase == .active && dataSourceAvailable { writeProbe(at: now, into: &actions) } else { restartSession(into: &actions) }
