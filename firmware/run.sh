@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the firmware images and runs them on QEMU (see README.md, "Firmware").
+# Builds the firmware images and runs them on QEMU (see docs/FIRMWARE.md, "Firmware").
 #
 #   firmware/run.sh [arm|riscv|armv8m|all]  (default: all: arm and riscv)
 #

@@ -117,7 +117,8 @@ for path in tracked:
     if path.startswith("Sources/") and path.endswith(".swift"):
         text = open(path, encoding="utf-8").read()
         declared.update(re.findall(r"\b(?:struct|enum|class|actor|protocol|typealias)\s+([A-Z][A-Za-z0-9_]*)", text))
-for token in sorted(set(re.findall(r"`([A-Z][A-Za-z0-9]*)(?:\.[A-Za-z0-9.]*)?`", page))):
+# (A file name such as `CHANGELOG.md` is a file, checked above, not a type.)
+for token in sorted(set(re.findall(r"`([A-Z][A-Za-z0-9]*)(?:\.(?!(?:swift|py|c|h|md|sh|txt)`)[A-Za-z0-9.]*)?`", page))):
     if token in actual or token in QUOTED_NAMES or token.endswith("Tests") or token == "Package":
         continue
     if token not in declared:

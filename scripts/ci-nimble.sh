@@ -21,7 +21,7 @@
 #                    waiting for permission, the engine subscribes again at its retry interval
 #        republish   Service Changed: ANCS removed and added again
 #        hundred     100 notifications waiting at connection, all shown with their app's name
-#      and the faults of real iPhones (README "When notifications stop"), each
+#      and the faults of real iPhones (docs/REAL-IPHONE.md "When notifications stop"), each
 #      played by a scenario step of integrations/nimble/test/<run>.yaml; the
 #      sample probes every 3 s (--probe-interval, --retry-interval) and must
 #      recover by itself and show the notification posted after the fault:

@@ -169,8 +169,9 @@ func runConsumer(_ input: FuzzInput) {
         default: .transportFailure
         }
     }
-    func submit(_ command: ControlPointCommand, _ call: (inout Consumer) -> (ConsumerRequestID, [ConsumerAction])) {
-        let (id, actions) = call(&consumer)
+    func submit(_ command: ControlPointCommand, _ call: (inout Consumer) -> ConsumerRequest) {
+        let request = call(&consumer)
+        let id = request.id, actions = request.actions
         check(submitted[id] == nil, "request ID \(id) reused")
         submitted[id] = (command, inSession ? epoch : -1)
         absorb(actions)
@@ -239,7 +240,7 @@ func runConsumer(_ input: FuzzInput) {
             if !ids.isEmpty { absorb(consumer.cancel(ids[choice % ids.count], at: now)) }
         case 10:
             now = now + .milliseconds(Int64(input.byte()) * 20)
-            absorb(consumer.tick(now))
+            absorb(consumer.tick(at: now))
         case 11:
             accepted.removeAll()
             inFlight = nil

@@ -39,7 +39,7 @@ func runDataSourceParser(_ input: FuzzInput) {
     var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: 0xFFFF))
     reassembler.expect(request, id: 1)
     var expected: Result<DataSourceResponse, DecodingError>?
-    let record: (ReassemblyEvent) -> Void = { event in
+    let record: (DataSourceReassembler.Event) -> Void = { event in
         switch event {
         case .response(_, let response): expected = .success(response)
         case .failed(_, let error): expected = .failure(error)

@@ -52,7 +52,7 @@ func runDataSource(_ input: FuzzInput) {
     var fed: [UInt8] = []
     var tracking = true
 
-    func record(_ event: ReassemblyEvent) {
+    func record(_ event: DataSourceReassembler.Event) {
         if tracking, requests.count > 0, states[0] == .live {
             switch event {
             case .response(0, let response):

@@ -4,10 +4,10 @@
 //   byte 0   maximumResponseLength: 0 → the default, else byte × 4
 //   byte 1   bit 0: NotificationUIDs start near UInt32.max (exhaustion)
 //   then, repeated: an op byte, a connection byte (0…2), operands
-//   op % 10: 0 connect(mtu 23 + 2b)   1 updateMTU(2b)   2 subscribe(b: bit 0 DS/NS, bit 1 off)
+//   op % 10: 0 linkUp(mtu 23 + 2b)    1 mtuChanged(2b)   2 subscribe(b: bit 0 DS/NS, bit 1 off)
 //            3, 4 Control Point write of a length byte then that many bytes
 //            5 well-formed Get Notification Attributes for a live UID
-//            6 add   7 remove   8 modify   9 disconnect
+//            6 add   7 remove   8 modify   9 linkDown
 //
 // Invariants: no trap; every write is answered exactly once, first, to the
 // writer; a failed write produces nothing more; Data Source fragments go to
@@ -125,10 +125,10 @@ func runProvider(_ input: FuzzInput) {
         let connection = ConnectionID(UInt32(input.byte() % 3))
         switch op % 10 {
         case 0:
-            checkNotifications(provider.connect(connection, mtu: Int(input.byte()) * 2 + 23))
+            checkNotifications(provider.linkUp(connection, mtu: Int(input.byte()) * 2 + 23))
             check(!provider.isSubscribed(connection, to: .notificationSource), "connect starts unsubscribed")
         case 1:
-            provider.updateMTU(connection, Int(input.byte()) * 2)
+            provider.mtuChanged(connection, Int(input.byte()) * 2)
         case 2:
             let choice = input.byte()
             let characteristic: ANCSCharacteristic = choice & 1 == 0 ? .dataSource : .notificationSource
@@ -168,7 +168,8 @@ func runProvider(_ input: FuzzInput) {
                 positiveActionEffect: [.automatic, .keep, .remove, .removeAndAddMissedCall, .fail][Int(choice >> 4) % 5],
                 negativeActionEffect: [.automatic, .keep, .remove, .removeAndAddMissedCall, .fail][Int(choice >> 5) % 5])
             let inSession = sessions()
-            if let (uid, actions) = try? provider.add(notification) {
+            if let added = try? provider.add(notification) {
+                let uid = added.uid, actions = added.actions
                 checkAnnounced(actions, .added, uid, to: inSession)
             }
         case 7:
@@ -188,7 +189,7 @@ func runProvider(_ input: FuzzInput) {
                 if let actions = try? provider.modify(uid, to: notification) { checkAnnounced(actions, .modified, uid, to: inSession) }
             }
         default:
-            checkNotifications(provider.disconnect(connection))
+            checkNotifications(provider.linkDown(connection))
             check(provider.mtu(of: connection) == nil, "disconnected \(connection) still known")
         }
     }

@@ -91,7 +91,7 @@ struct BlueZAdvertisement: Sendable {
     var properties: [String: DBusValue] {
         [
             "Type": .string("peripheral"),
-            "SolicitUUIDs": .strings([ANCSUUID.service.lowercased()]),
+            "SolicitUUIDs": .strings([ANCSUUID.service.description.lowercased()]),
             "LocalName": .string(name),
             "Discoverable": .boolean(true),
         ]

@@ -58,7 +58,7 @@ struct BlueZObjects {
     func ancsCharacteristics(of device: String) -> [ANCSCharacteristicPath] {
         var services: Set<String> = []
         for (path, interfaces) in objects where path.hasPrefix(device + "/") {
-            if let uuid = interfaces[BlueZName.gattService]?["UUID"]?.string, uuid.uppercased() == ANCSUUID.service {
+            if let uuid = interfaces[BlueZName.gattService]?["UUID"]?.string, BluetoothUUID(uuid) == ANCSUUID.service {
                 services.insert(path)
             }
         }
@@ -67,7 +67,7 @@ struct BlueZObjects {
             guard let characteristic = interfaces[BlueZName.characteristic],
                   let service = characteristic["Service"]?.string, services.contains(service),
                   let uuid = characteristic["UUID"]?.string else { continue }
-            if let kind = ANCSCharacteristic(uuid: uuid) { result.append(ANCSCharacteristicPath(kind: kind, path: path)) }
+            if let uuid = BluetoothUUID(uuid), let kind = ANCSCharacteristic(uuid: uuid) { result.append(ANCSCharacteristicPath(kind: kind, path: path)) }
         }
         return result.sorted { $0.path < $1.path }
     }

@@ -72,7 +72,7 @@ public struct BumbleHostOptions: Sendable {
     func arguments(role: String) -> [String] {
         // The UUIDs come from the core (ANCSUUID), not from a copy in the script.
         var arguments = ["--transport", transport, "--ancs-uuids",
-                         ([ANCSUUID.service] + ANCSCharacteristic.allCases.map(\.uuid)).joined(separator: ",")]
+                         ([ANCSUUID.service] + ANCSCharacteristic.allCases.map(\.uuid)).map(\.description).joined(separator: ",")]
         if let address { arguments += ["--address", address] }
         if let name { arguments += ["--name", name] }
         if let keys { arguments += ["--keys", keys] }

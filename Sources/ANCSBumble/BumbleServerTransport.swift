@@ -63,8 +63,8 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
                                notifications: PendingTable<String>, serviceChanges: PendingTable<String>, host: HostProcess) {
         guard let parsed = BumbleHostLine(fields, line: line) else { return malformed(line) }
         switch parsed {
-        case .connected(let connection, let link): sink.yield(.connected(connection, link))
-        case .disconnected(let connection): sink.yield(.disconnected(connection))
+        case .connected(let connection, let link): sink.yield(.linkUp(connection, link))
+        case .disconnected(let connection): sink.yield(.linkDown(connection))
         case .connectionMTU(let connection, let mtu): sink.yield(.mtuChanged(connection, mtu))
         case .subscription(let connection, let characteristic, let enabled):
             sink.yield(.subscriptionChanged(connection, characteristic, enabled: enabled))

@@ -280,7 +280,7 @@ public struct TranscriptBuilder: Sendable {
             guard var link = links[connection] else { return }
             link.dataSourceBytes += value.count
             link.dataSourceFragments += 1
-            var events: [ReassemblyEvent] = []
+            var events: [DataSourceReassembler.Event] = []
             link.reassembler.feed(value) { events.append($0) }
             let fragments = link.dataSourceFragments, bytes = link.dataSourceBytes
             if !events.isEmpty { link.dataSourceFragments = 0; link.dataSourceBytes = 0 }
@@ -324,10 +324,7 @@ public struct TranscriptBuilder: Sendable {
     static let ancsCharacteristics: [([UInt8], ANCSCharacteristic)] = ANCSCharacteristic.allCases.map { (uuidBytes($0.uuid), $0) }
 
     /// A 128-bit UUID as ATT carries it (little-endian).
-    static func uuidBytes(_ text: String) -> [UInt8] {
-        // The UUIDs are the project's own constants: well-formed hex.
-        ((try? Hex.bytes(text.filter { $0 != "-" })) ?? []).reversed()
-    }
+    static func uuidBytes(_ uuid: BluetoothUUID) -> [UInt8] { uuid.bytes.reversed() }
 
     private mutating func readByGroupType(_ pdu: [UInt8]) {
         guard pdu.count >= 2 else { return }

@@ -165,9 +165,9 @@ public final class DemoRun: @unchecked Sendable {
         // on a slow link): allow a hundred connection events.
         var consumerConfiguration = consumerConfiguration ?? ConsumerConfiguration()
         consumerConfiguration.requestTimeout = max(consumerConfiguration.requestTimeout, configuration.connectionInterval * 100)
+        consumerConfiguration.display = policy == .eager ? DisplayPolicy(attributes: DisplayPolicy.standardAttributes) : nil
         consumer = ConsumerClient(
             transport: link.client, configuration: consumerConfiguration,
-            display: policy == .eager ? DisplayPolicy(attributes: DisplayPolicy.standardAttributes) : nil,
             clock: simulation.clock, executor: simulation.executor)
         summary.policy = policy
         summary.depth = consumerConfiguration.pipeliningDepth
@@ -353,7 +353,25 @@ public final class DemoRun: @unchecked Sendable {
 
     func accessory(_ event: ConsumerClientEvent) async {
         switch event {
-        case .consumer(let event):
+        case .ready(let shown):
+            models[shown.uid] = shown.notification
+            if let title = shown.title { titles[shown.uid] = title }
+            summary.shown += 1
+            removedUnshown.removeValue(forKey: shown.uid)
+            record(shown)
+            emit(.ready(shown))
+            markSeen(shown.uid)
+        case .updated(let shown):
+            models[shown.uid] = shown.notification
+            if let title = shown.title { titles[shown.uid] = title }
+            emit(.updated(shown))
+        case .displayFailed(let uid, let error):
+            markSeen(uid, false)
+            waiting.removeValue(forKey: uid)
+            summary.failedRequests += 1
+            emit(.failed(uid, error))
+        default:
+            let event = event.consumerEvent
             switch event {
             case .added(let notification):
                 models[notification.uid] = notification
@@ -398,23 +416,6 @@ public final class DemoRun: @unchecked Sendable {
                 break
             }
             emit(.consumer(event))
-        case .ready(let shown):
-            models[shown.uid] = shown.notification
-            if let title = shown.title { titles[shown.uid] = title }
-            summary.shown += 1
-            removedUnshown.removeValue(forKey: shown.uid)
-            record(shown)
-            emit(.ready(shown))
-            markSeen(shown.uid)
-        case .updated(let shown):
-            models[shown.uid] = shown.notification
-            if let title = shown.title { titles[shown.uid] = title }
-            emit(.updated(shown))
-        case .displayFailed(let uid, let error):
-            markSeen(uid, false)
-            waiting.removeValue(forKey: uid)
-            summary.failedRequests += 1
-            emit(.failed(uid, error))
         }
     }
 

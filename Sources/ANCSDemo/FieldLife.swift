@@ -154,7 +154,7 @@ public final class FieldLife: @unchecked Sendable {
         let server = SimulatedServer()
         let link = SimulatedLink(in: simulation, to: server, configuration: .init(mtu: 185, connectionInterval: .milliseconds(30)))
         let provider = ProviderServer(transport: server)
-        let consumer = ConsumerClient(transport: link.client, configuration: .default, display: .standard,
+        let consumer = ConsumerClient(transport: link.client, configuration: .displaying(.standard),
                                       clock: simulation.clock, executor: simulation.executor)
         let record = Record()
         simulation.spawn { try await provider.run() }
@@ -164,7 +164,7 @@ public final class FieldLife: @unchecked Sendable {
                 switch event {
                 case .ready(let shown):
                     if record.ready[shown.uid] == nil { record.ready[shown.uid] = simulation.now }
-                case .consumer(.health(let state)):
+                case .health(let state):
                     record.healthEvents += 1
                     record.healthy.append((simulation.now, state == .healthy))
                     if case .resubscribing = state { record.resubscriptions += 1 }
@@ -355,7 +355,8 @@ public final class FieldLife: @unchecked Sendable {
                 configuration.probeInterval = .zero
                 configuration.silenceLimit = .zero
             }
-            let consumer = ConsumerClient(transport: link.client, configuration: configuration, display: .standard,
+            configuration.display = .standard
+            let consumer = ConsumerClient(transport: link.client, configuration: configuration,
                                           clock: simulation.clock, executor: simulation.executor)
             simulation.spawn { try await provider.run() }
             simulation.spawn { try await consumer.run() }

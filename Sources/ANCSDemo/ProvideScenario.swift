@@ -18,7 +18,7 @@ public struct ProvideScenario: Sendable {
         case add(key: String, ProviderNotification)
         case modify(key: String, message: String)
         case remove(key: String)
-        /// A fault of real iPhones (README: "Act as an iPhone", faults).
+        /// A fault of real iPhones (docs/PROVIDE.md: "Act as an iPhone", faults).
         case fault(Fault)
     }
 

@@ -51,15 +51,7 @@ extension ANCSJSON {
             }
             return .object(members)
         case .sessionEnded(let reason):
-            let text: String
-            switch reason {
-            case .linkDown: text = "linkDown"
-            case .unsubscribed: text = "unsubscribed"
-            case .serviceUnpublished: text = "serviceUnpublished"
-            case .subscriptionFailed: text = "subscriptionFailed"
-            case .resubscribing: text = "resubscribing"
-            }
-            return .object([("event", .string("sessionEnded")), ("reason", .string(text))])
+            return .object([("event", .string("sessionEnded")), ("reason", .string(reason.identifier))])
         case .protocolError(let error):
             return .object([("event", .string("protocolError")), ("error", .string(error.description))])
         case .dataSourceUnavailable:

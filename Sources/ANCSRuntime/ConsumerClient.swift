@@ -5,7 +5,7 @@ import Synchronization
 /// engine and its runtime bookkeeping) over a `GATTClientTransport` and a clock.
 ///
 /// ```swift
-/// try await ConsumerClient.withRunning(transport: transport, display: .standard) { client in
+/// try await ConsumerClient.withRunning(transport: transport, configuration: .displaying(.standard)) { client in
 ///     for await event in client.events {
 ///         if case .ready(let shown) = event { print(shown.appLabel, shown.title ?? "") }
 ///     }
@@ -62,14 +62,15 @@ public actor ConsumerClient {
     private enum RunPhase { case notStarted, running, stopping, finished }
 
     /// - Parameters:
-    ///   - display: fetch what each notification needs to be shown and tell
-    ///     `.ready`; nil leaves fetching to the application (lazy).
+    ///   - configuration: the engine's; its `display` policy fetches what
+    ///     each notification needs to be shown and tells `.ready`
+    ///     (`.displaying(.standard)`); without one, fetching is left to the
+    ///     application (lazy).
     ///   - clock: the source of time for request timeouts; tests pass a `ManualClock`.
     ///   - executor: the executor the client's own tasks prefer (nil: the default).
     public init<C: Clock<Duration>>(
         transport: any GATTClientTransport,
         configuration: ConsumerConfiguration = .default,
-        display: DisplayPolicy? = nil,
         clock: C = ContinuousClock(),
         executor: (any TaskExecutor)? = nil,
         eventBufferLimit: Int = ConsumerClient.defaultEventBufferLimit
@@ -78,7 +79,7 @@ public actor ConsumerClient {
         self.eventBufferLimit = max(1, eventBufferLimit)
         self.time = TimeSource(clock)
         self.executor = executor
-        self.driver = ConsumerDriver(configuration: configuration, display: display)
+        self.driver = ConsumerDriver(configuration: configuration)
         (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(max(1, eventBufferLimit)))
         (operations, operationSink) = AsyncStream.makeStream()
     }
@@ -90,12 +91,11 @@ public actor ConsumerClient {
     public static func withRunning<C: Clock<Duration>, R: Sendable>(
         transport: any GATTClientTransport,
         configuration: ConsumerConfiguration = .default,
-        display: DisplayPolicy? = nil,
         clock: C = ContinuousClock(),
         executor: (any TaskExecutor)? = nil,
         _ body: @escaping @Sendable (ConsumerClient) async throws -> R
     ) async throws -> R {
-        let client = ConsumerClient(transport: transport, configuration: configuration, display: display, clock: clock, executor: executor)
+        let client = ConsumerClient(transport: transport, configuration: configuration, clock: clock, executor: executor)
         return try await withThrowingTaskGroup(of: RunningPart<R>.self) { group in
             group.addTask {
                 try await client.run()
@@ -126,7 +126,7 @@ public actor ConsumerClient {
     /// App attributes fetched in this session, by AppIdentifier.
     public var appAttributes: [String: AppAttributesResponse] { driver.engine.appAttributes }
     public var isInSession: Bool { driver.engine.isInSession }
-    /// Whether notifications reach the accessory (told as `.consumer(.health(_))` on each change).
+    /// Whether notifications reach the accessory (told as `.health(_)` on each change).
     public var health: ConsumerHealth { driver.engine.health }
     /// Requests not yet ended.
     public var pendingRequestCount: Int { driver.engine.pendingRequestCount }
@@ -218,18 +218,19 @@ public actor ConsumerClient {
         let state = Mutex(State())
     }
 
-    private func request(_ submit: @escaping (inout Consumer, Timestamp) -> (ConsumerRequestID, [ConsumerAction])) async throws(ConsumerError) -> ConsumerResponse {
+    private func request(_ submit: @escaping (inout Consumer, Timestamp) -> ConsumerRequest) async throws(ConsumerError) -> ConsumerResponse {
         if Task.isCancelled { throw .cancelled }
         let cancellation = Cancellation()
         let executor = self.executor
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<ConsumerResult, Never>) in
-                let (id, outputs) = driver.submit(continuation, at: time.now(), submit)
+                let submission = driver.submit(continuation, at: time.now(), submit)
+                let id = submission.id
                 let cancelledEarly = cancellation.state.withLock { state in
                     state.id = id
                     return state.cancelled
                 }
-                perform(outputs)
+                perform(submission.outputs)
                 if cancelledEarly, let id { perform(driver.cancel(id, at: time.now())) }
             }
         } onCancel: {
@@ -277,12 +278,9 @@ public actor ConsumerClient {
     private func perform(_ outputs: [ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Output]) {
         for output in outputs {
             switch output {
-            case .event(let event): tell(.consumer(event))
+            case .event(let event): tell(event)
             case .startOperation(let operation): operationSink.yield(operation)
             case .resume(let continuation, let result): continuation.resume(returning: result)
-            case .ready(let item): tell(.ready(item))
-            case .updated(let item): tell(.updated(item))
-            case .displayFailed(let uid, let error): tell(.displayFailed(uid, error))
             }
         }
         rearmTimer()

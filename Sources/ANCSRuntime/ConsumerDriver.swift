@@ -42,23 +42,17 @@ public struct ConsumerDriver<Waiter> {
 
     public enum Output {
         /// Tell the application (never a request's completion: those resume waiters).
-        case event(ConsumerEvent)
+        case event(ConsumerClientEvent)
         /// Hand this operation to the transport; report its result with `operationEnded`.
         case startOperation(Operation)
         /// A request ended: resume its waiter with the result.
         case resume(Waiter, ConsumerResult)
-        /// With a display policy: a notification is ready to show.
-        case ready(DisplayedNotification)
-        /// With a display policy: a notification already shown changed.
-        case updated(DisplayedNotification)
-        /// With a display policy: its attributes could not be fetched.
-        case displayFailed(NotificationUID, ConsumerError)
     }
 
     public private(set) var engine: Consumer
-    /// Fetch what each notification needs to be shown, and tell `.ready`:
-    /// the engine does it (its eager attributes), this names the policy.
-    public let display: DisplayPolicy?
+    /// What each notification is fetched for before `.ready`: the
+    /// configuration's (`ConsumerConfiguration.display`).
+    public var display: DisplayPolicy? { engine.configuration.display }
     var generation: UInt64 = 0
     var serial: UInt64 = 0
     var queue: [Operation] = []
@@ -66,15 +60,8 @@ public struct ConsumerDriver<Waiter> {
     var waiters: [ConsumerRequestID: Waiter] = [:]
     var finished = false
 
-    public init(configuration: ConsumerConfiguration = .default, display: DisplayPolicy? = nil) {
-        var configuration = configuration
-        if let display {
-            configuration.eagerAttributes = display.attributes
-            configuration.eagerAppNames = display.appNames
-            configuration.refreshOnModified = display.refreshOnModified
-        }
+    public init(configuration: ConsumerConfiguration = .default) {
         engine = Consumer(configuration: configuration)
-        self.display = display
     }
 
     /// The engine's next deadline (a request's, a retry's, the probe's): call `tick` then.
@@ -142,12 +129,19 @@ public struct ConsumerDriver<Waiter> {
     /// the request for `cancel`; nil once the driver has finished.
     public mutating func submit(
         _ waiter: Waiter, at now: Timestamp,
-        _ request: (inout Consumer, Timestamp) -> (ConsumerRequestID, [ConsumerAction])
-    ) -> (ConsumerRequestID?, [Output]) {
-        guard !finished else { return (nil, [.resume(waiter, .failure(.notConnected))]) }
-        let (id, actions) = request(&engine, now)
-        waiters[id] = waiter
-        return (id, perform(actions, at: now))
+        _ request: (inout Consumer, Timestamp) -> ConsumerRequest
+    ) -> Submission {
+        guard !finished else { return Submission(id: nil, outputs: [.resume(waiter, .failure(.notConnected))]) }
+        let request = request(&engine, now)
+        waiters[request.id] = waiter
+        return Submission(id: request.id, outputs: perform(request.actions, at: now))
+    }
+
+    /// A request as the driver took it: its id (nil once the driver has
+    /// finished) and the outputs to perform now.
+    public struct Submission {
+        public var id: ConsumerRequestID?
+        public var outputs: [Output]
     }
 
     /// The waiter of `id` gave up: the request ends with `.cancelled`.
@@ -165,7 +159,7 @@ public struct ConsumerDriver<Waiter> {
 
     public mutating func tick(at now: Timestamp) -> [Output] {
         guard !finished else { return [] }
-        return perform(engine.tick(now), at: now)
+        return perform(engine.tick(at: now), at: now)
     }
 
     /// The host stops listening to the transport: the session ends as a link
@@ -207,14 +201,8 @@ public struct ConsumerDriver<Waiter> {
                 enqueue(.writeControlPoint(bytes), token: token)
             case .emit(.completed(let id, let result)):
                 if let waiter = waiters.removeValue(forKey: id) { outputs.append(.resume(waiter, result)) }
-            case .emit(.ready(let notification, let appName)):
-                outputs.append(.ready(DisplayedNotification(notification, appName: appName)))
-            case .emit(.updated(let notification, let appName)):
-                outputs.append(.updated(DisplayedNotification(notification, appName: appName)))
-            case .emit(.displayFailed(let uid, let error)):
-                outputs.append(.displayFailed(uid, error))
             case .emit(let event):
-                outputs.append(.event(event))
+                if let event = ConsumerClientEvent(event) { outputs.append(.event(event)) }
             }
         }
         if shouldStart { startNext(into: &outputs) }

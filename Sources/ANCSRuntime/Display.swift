@@ -37,6 +37,34 @@ public struct DisplayPolicy: Hashable, Sendable {
     public static let standard = DisplayPolicy()
 }
 
+extension ConsumerConfiguration {
+    /// The display policy this configuration carries: its eager attributes,
+    /// `eagerAppNames` and `refreshOnModified` read as one (nil when no
+    /// attribute is fetched eagerly), and written as one. The configuration
+    /// is the one place the policy is kept.
+    public var display: DisplayPolicy? {
+        get {
+            eagerAttributes.isEmpty ? nil
+                : DisplayPolicy(attributes: eagerAttributes, appNames: eagerAppNames, refreshOnModified: refreshOnModified)
+        }
+        set {
+            eagerAttributes = newValue?.attributes ?? []
+            if let newValue {
+                eagerAppNames = newValue.appNames
+                refreshOnModified = newValue.refreshOnModified
+            }
+        }
+    }
+
+    /// The default configuration with a display policy:
+    /// `ConsumerClient(transport: phone, configuration: .displaying(.standard))`.
+    public static func displaying(_ policy: DisplayPolicy) -> ConsumerConfiguration {
+        var configuration = ConsumerConfiguration.default
+        configuration.display = policy
+        return configuration
+    }
+}
+
 /// A notification with what a person sees: its attributes, decoded, and its
 /// app's display name.
 public struct DisplayedNotification: Hashable, Sendable {
@@ -84,12 +112,31 @@ extension String {
     var nonEmpty: String? { isEmpty ? nil : self }
 }
 
-/// What a `ConsumerClient` tells the application, in order.
+/// What a `ConsumerClient` tells the application, in order: one case per
+/// event, each of which is sent. The engine's events (`ConsumerEvent`) as
+/// an application meets them: a notification to show comes as a
+/// `DisplayedNotification`, and a request's completion never comes here
+/// (each request returns its own result).
 public enum ConsumerClientEvent: Hashable, Sendable {
-    /// An event of the engine (session, Added/Modified/Removed, attributes
-    /// arriving, protocol errors). Never a request's completion: requests
-    /// return their own results.
-    case consumer(ConsumerEvent)
+    /// Notification Source is being subscribed: a new session starts empty.
+    case sessionStarted
+    /// An iOS notification was added (PreExisting ones at the session's start included).
+    case added(ConsumerNotification)
+    case modified(ConsumerNotification)
+    /// Removed (also when the model, full, drops its oldest notification).
+    case removed(ConsumerNotification)
+    /// An event with a reserved EventID, passed through unchanged.
+    case unknownEvent(NotificationSourceEvent)
+    /// Attributes arrived for a notification of the model.
+    case attributes(NotificationAttributesResponse)
+    /// App attributes arrived; cached for the rest of the session.
+    case appAttributes(AppAttributesResponse)
+    /// The session ended; every identifier and fetched value is gone.
+    case sessionEnded(SessionEndReason)
+    /// Bytes from the NP that were dropped (a malformed event, an unsolicited response).
+    case protocolError(DecodingError)
+    /// Subscribing to Data Source failed: fetches are unavailable in this session.
+    case dataSourceUnavailable(ATTResult)
     /// With a display policy: the notification can be shown.
     case ready(DisplayedNotification)
     /// With a display policy: a notification already shown changed.
@@ -97,6 +144,56 @@ public enum ConsumerClientEvent: Hashable, Sendable {
     /// With a display policy: its attributes could not be fetched (it is
     /// not shown; the session goes on).
     case displayFailed(NotificationUID, ConsumerError)
+    /// With a display policy: the notification is not fetched (its
+    /// category, its app or Silent ones are hidden, or it is past
+    /// `maximumPreExisting`), so never told `.ready`.
+    case hidden(NotificationUID)
+    /// Whether notifications reach the accessory changed.
+    case health(ConsumerHealth)
+
+    /// The engine's event as the application meets it; nil for a request's
+    /// completion (`ConsumerEvent.completed`), which resumes its request.
+    public init?(_ event: ConsumerEvent) {
+        switch event {
+        case .sessionStarted: self = .sessionStarted
+        case .added(let notification): self = .added(notification)
+        case .modified(let notification): self = .modified(notification)
+        case .removed(let notification): self = .removed(notification)
+        case .unknownEvent(let event): self = .unknownEvent(event)
+        case .attributes(let response): self = .attributes(response)
+        case .appAttributes(let response): self = .appAttributes(response)
+        case .completed: return nil
+        case .sessionEnded(let reason): self = .sessionEnded(reason)
+        case .protocolError(let error): self = .protocolError(error)
+        case .dataSourceUnavailable(let result): self = .dataSourceUnavailable(result)
+        case .ready(let notification, let appName): self = .ready(DisplayedNotification(notification, appName: appName))
+        case .updated(let notification, let appName): self = .updated(DisplayedNotification(notification, appName: appName))
+        case .displayFailed(let uid, let error): self = .displayFailed(uid, error)
+        case .hidden(let uid): self = .hidden(uid)
+        case .health(let health): self = .health(health)
+        }
+    }
+
+    /// The event as the engine told it (JSON and logs share the engine's form).
+    public var consumerEvent: ConsumerEvent {
+        switch self {
+        case .sessionStarted: .sessionStarted
+        case .added(let notification): .added(notification)
+        case .modified(let notification): .modified(notification)
+        case .removed(let notification): .removed(notification)
+        case .unknownEvent(let event): .unknownEvent(event)
+        case .attributes(let response): .attributes(response)
+        case .appAttributes(let response): .appAttributes(response)
+        case .sessionEnded(let reason): .sessionEnded(reason)
+        case .protocolError(let error): .protocolError(error)
+        case .dataSourceUnavailable(let result): .dataSourceUnavailable(result)
+        case .ready(let shown): .ready(shown.notification, appName: shown.appName.map { AttributeValue($0) })
+        case .updated(let shown): .updated(shown.notification, appName: shown.appName.map { AttributeValue($0) })
+        case .displayFailed(let uid, let error): .displayFailed(uid, error)
+        case .hidden(let uid): .hidden(uid)
+        case .health(let health): .health(health)
+        }
+    }
 }
 
 /// Tells which notifications a new session only announces again: after a

@@ -144,9 +144,9 @@ public protocol GATTClientTransport: Sendable {
 /// What a GATT server transport reports, in the order it happened.
 public enum GATTServerEvent: Sendable {
     /// A consumer connected (and the link is encrypted).
-    case connected(ConnectionID, LinkInfo)
+    case linkUp(ConnectionID, LinkInfo)
     /// Its link is gone; replies to its pending writes go nowhere.
-    case disconnected(ConnectionID)
+    case linkDown(ConnectionID)
     case mtuChanged(ConnectionID, Int)
     /// The consumer wrote a CCCD of an ANCS characteristic; the stack has
     /// already answered that write.

@@ -22,12 +22,12 @@ public struct ProviderDriver: Sendable {
 
     public mutating func handle(_ event: GATTServerEvent) -> [Output] {
         switch event {
-        case .connected(let connection, let link):
-            return outputs(engine.connect(connection, mtu: link.mtu), replyingWith: nil)
-        case .disconnected(let connection):
-            return outputs(engine.disconnect(connection), replyingWith: nil)
+        case .linkUp(let connection, let link):
+            return outputs(engine.linkUp(connection, mtu: link.mtu), replyingWith: nil)
+        case .linkDown(let connection):
+            return outputs(engine.linkDown(connection), replyingWith: nil)
         case .mtuChanged(let connection, let mtu):
-            engine.updateMTU(connection, mtu)
+            engine.mtuChanged(connection, mtu)
             return []
         case .subscriptionChanged(let connection, let characteristic, let enabled):
             return outputs(engine.setSubscription(connection, characteristic, enabled: enabled), replyingWith: nil)
@@ -47,9 +47,15 @@ public struct ProviderDriver: Sendable {
         engine.registerApp(identifier: identifier, displayName: displayName)
     }
 
-    public mutating func add(_ notification: ProviderNotification) throws(ProviderError) -> (NotificationUID, [Output]) {
-        let (uid, actions) = try engine.add(notification)
-        return (uid, outputs(actions, replyingWith: nil))
+    public mutating func add(_ notification: ProviderNotification) throws(ProviderError) -> Added {
+        let added = try engine.add(notification)
+        return Added(uid: added.uid, outputs: outputs(added.actions, replyingWith: nil))
+    }
+
+    /// A notification added: its new UID and the outputs that announce it.
+    public struct Added: Sendable {
+        public var uid: NotificationUID
+        public var outputs: [Output]
     }
 
     public mutating func modify(_ uid: NotificationUID, to notification: ProviderNotification) throws(ProviderError) -> [Output] {

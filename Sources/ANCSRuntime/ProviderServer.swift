@@ -122,9 +122,9 @@ public actor ProviderServer {
     /// Adds an iOS notification and announces it to every consumer in a session.
     @discardableResult
     public func add(_ notification: ProviderNotification) throws(ProviderError) -> NotificationUID {
-        let (uid, outputs) = try driver.add(notification)
-        perform(outputs)
-        return uid
+        let added = try driver.add(notification)
+        perform(added.outputs)
+        return added.uid
     }
 
     /// Replaces a notification's content and announces it (Modified).
@@ -172,7 +172,7 @@ public actor ProviderServer {
 
     private func handle(_ event: GATTServerEvent) {
         switch event {
-        case .connected(let connection, _), .disconnected(let connection):
+        case .linkUp(let connection, _), .linkDown(let connection):
             nextEpoch &+= 1
             epochs[connection] = nextEpoch
         default:

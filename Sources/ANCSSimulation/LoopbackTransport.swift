@@ -215,7 +215,7 @@ public final class LoopbackLink: Sendable {
                 let connection = ConnectionID(state.connections)
                 state.connection = connection
                 let info = LinkInfo(mtu: mtu, peer: "loopback", isEncrypted: true, isBonded: true)
-                serverSink.yield(.connected(connection, info))
+                serverSink.yield(.linkUp(connection, info))
                 clientSink.yield(.linkUp(info))
             }
         }
@@ -228,7 +228,7 @@ public final class LoopbackLink: Sendable {
                 let stranded = Array(state.pending.values)
                 state.pending.removeAll()
                 clientSink.yield(.linkDown)
-                serverSink.yield(.disconnected(connection))
+                serverSink.yield(.linkDown(connection))
                 return stranded
             }
             for continuation in stranded { continuation.resume(returning: .transportFailure) }

@@ -170,7 +170,7 @@ public final class SimulatedLink: @unchecked Sendable {
         lastEventTime = nil
         connectedAt = nextEventTime(atOrAfter: now)
         let info = LinkInfo(mtu: configuration.mtu, peer: "simulated \(connection)", isEncrypted: true, isBonded: true)
-        server.sink.yield(.connected(connection, info))
+        server.sink.yield(.linkUp(connection, info))
         // Discovery found no ANCS: said before the link is up, as a host does.
         if !isPublished { clientSink.yield(.serviceChanged(published: false)) }
         clientSink.yield(.linkUp(info))
@@ -189,7 +189,7 @@ public final class SimulatedLink: @unchecked Sendable {
         outstanding = nil
         outstandingSince = nil
         waiting.removeAll()
-        server.sink.yield(.disconnected(connection))
+        server.sink.yield(.linkDown(connection))
         clientSink.yield(.linkDown)
         for request in stranded { request.continuation?.resume(returning: .transportFailure) }
     }

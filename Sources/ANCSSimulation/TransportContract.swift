@@ -182,7 +182,7 @@ public enum TransportContract {
         func checks() async {
             // 1. Connecting.
             guard await within("connect", pair.connect) != nil else { return }
-            guard case .connected(let connection, let serverLink)? = await nextServerEvent("server: connected") else {
+            guard case .linkUp(let connection, let serverLink)? = await nextServerEvent("server: connected") else {
                 return fail("server: the first event is not `connected`")
             }
             guard case .linkUp(let clientLink)? = await nextClientEvent("client: linkUp") else {
@@ -259,7 +259,7 @@ public enum TransportContract {
             }
             var sawDisconnected = false
             while !sawDisconnected, let event = await nextServerEvent("server: disconnected") {
-                if case .disconnected(connection) = event { sawDisconnected = true }
+                if case .linkDown(connection) = event { sawDisconnected = true }
             }
             let gone = await within("notify a gone connection") { () async -> Bool in
                 do {

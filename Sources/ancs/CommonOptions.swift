@@ -120,7 +120,10 @@ struct LoggingOptions: ParsableArguments {
 extension ANCSTrafficLog {
     /// Logs what the client says of the session; `.ready` and the rest are the view's.
     func log(_ event: ConsumerClientEvent) {
-        if case .consumer(let event) = event { log(event) }
+        switch event {
+        case .ready, .updated, .displayFailed: break
+        default: log(event.consumerEvent)
+        }
     }
 }
 

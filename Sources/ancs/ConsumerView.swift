@@ -36,24 +36,21 @@ final class ConsumerView: @unchecked Sendable {
     func show(_ event: ConsumerClientEvent) {
         lock.lock()
         defer { lock.unlock() }
+        if json { printJSON(ANCSJSON.consumerEvent(event.consumerEvent)) }
         switch event {
-        case .consumer(let event):
-            if json { printJSON(ANCSJSON.consumerEvent(event)) }
-            consumer(event)
         case .ready(let shown):
-            if json { printJSON(ANCSJSON.consumerEvent(.ready(shown.notification, appName: shown.appName.map { AttributeValue($0) as AttributeValue }))) }
             if let title = shown.title { titles[shown.uid] = title }
             // A reconnection announces everything again as PreExisting: show each once.
             if replays.isReplay(shown) { return }
             line(TerminalLine.notification(shown) + " · uid \(shown.uid.rawValue)")
             onShow?(shown)
         case .updated(let shown):
-            if json { printJSON(ANCSJSON.consumerEvent(.updated(shown.notification, appName: shown.appName.map { AttributeValue($0) as AttributeValue }))) }
             if let title = shown.title { titles[shown.uid] = title }
             line(TerminalLine.updated(shown) + " · uid \(shown.uid.rawValue)")
         case .displayFailed(let uid, let error):
-            if json { printJSON(ANCSJSON.consumerEvent(.displayFailed(uid, error))) }
             line("  notification \(uid) could not be fetched: \(error)")
+        default:
+            consumer(event.consumerEvent)
         }
     }
 

@@ -81,9 +81,9 @@ struct ListenCommand: AsyncParsableCommand {
         configuration.requestTimeout = .milliseconds(Int(requestTimeout * 1000))
         configuration.probeInterval = .milliseconds(Int(probeInterval * 1000))
         configuration.retryInterval = .milliseconds(Int(retryInterval * 1000))
+        configuration.display = .standard
         filters.apply(to: &configuration)
-        let client = ConsumerClient(transport: link.transport, configuration: configuration,
-                                    display: .standard)
+        let client = ConsumerClient(transport: link.transport, configuration: configuration)
         var desktop: DesktopNotifications?
         if notify {
             do {

@@ -32,7 +32,7 @@ struct ProvideCommand: AsyncParsableCommand {
         Changed (0x2A05) with its handle range to the consumers subscribed to it, and adds it back AFTER seconds later, \
         indicating the new range; the notifications stay and are announced PreExisting to the consumer that subscribes \
         again. Each session ended by it counts for --sessions. \
-        Faults of real iPhones (README: "Act as an iPhone", faults) are scenario steps: sharing on/off, \
+        Faults of real iPhones (docs/PROVIDE.md: "Act as an iPhone", faults) are scenario steps: sharing on/off, \
         Notification Source quiet, subscriptions forgotten in silence, the bond forgotten, ANCS removed and added \
         back with or without Service Changed; --share-after S starts with sharing off (CCCD writes taken, Control Point \
         writes answered 0x03, no Notification Source event) and turns it on S seconds after the timeline starts. \

@@ -269,7 +269,7 @@ struct BlueZTransportTests {
         #expect(try await events.next() == .bondLost)
         #expect(log.kinds.contains(.bondLost))
         // A service authorization is no pairing.
-        try await bluez.callAgent("AuthorizeService", device: FakeBlueZ.device, [.string(ANCSUUID.service)])
+        try await bluez.callAgent("AuthorizeService", device: FakeBlueZ.device, [.string(ANCSUUID.service.description)])
         #expect(log.lines.withLock { $0.filter { $0.kind == .bondLost }.count } == 1)
         await transport.close()
         bluez.connection.close()

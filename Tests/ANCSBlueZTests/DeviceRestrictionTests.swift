@@ -49,14 +49,14 @@ struct DeviceRestrictionTests {
 
         #expect(await agentAnswer(bluez, "RequestConfirmation", stranger, [.uint32(123456)]) == "org.bluez.Error.Rejected")
         #expect(await agentAnswer(bluez, "RequestAuthorization", stranger) == "org.bluez.Error.Rejected")
-        #expect(await agentAnswer(bluez, "AuthorizeService", stranger, [.string(ANCSUUID.service.lowercased())]) == "org.bluez.Error.Rejected")
+        #expect(await agentAnswer(bluez, "AuthorizeService", stranger, [.string(ANCSUUID.service.description.lowercased())]) == "org.bluez.Error.Rejected")
         // The person was never asked about the stranger, and was told why it was refused.
         #expect(prompts.asked.withLock { $0 }.isEmpty)
         #expect(prompts.statuses.withLock { $0 }.contains { $0.contains(Self.stranger) && $0.contains("refused") })
 
         #expect(await agentAnswer(bluez, "RequestConfirmation", FakeBlueZ.device, [.uint32(123456)]) == nil)
         #expect(await agentAnswer(bluez, "RequestAuthorization", FakeBlueZ.device) == nil)
-        #expect(await agentAnswer(bluez, "AuthorizeService", FakeBlueZ.device, [.string(ANCSUUID.service.lowercased())]) == nil)
+        #expect(await agentAnswer(bluez, "AuthorizeService", FakeBlueZ.device, [.string(ANCSUUID.service.description.lowercased())]) == nil)
         #expect(prompts.asked.withLock { $0 } == [Self.named, Self.named])
 
         await transport.close()
@@ -72,7 +72,7 @@ struct DeviceRestrictionTests {
         let stranger = FakeBlueZ.devicePath(Self.stranger)
         bluez.addDevice(address: Self.stranger, connected: true)
         #expect(await agentAnswer(bluez, "RequestConfirmation", stranger, [.uint32(1)]) == nil)
-        #expect(await agentAnswer(bluez, "AuthorizeService", stranger, [.string(ANCSUUID.service.lowercased())]) == nil)
+        #expect(await agentAnswer(bluez, "AuthorizeService", stranger, [.string(ANCSUUID.service.description.lowercased())]) == nil)
         #expect(prompts.asked.withLock { $0 } == [Self.stranger])
         try await Task.sleep(for: .milliseconds(200))
         #expect(!bluez.state.withLock { $0.deviceCalls }.contains { $0.member == "Disconnect" })

@@ -165,9 +165,9 @@ final class FakeBlueZ: Sendable {
         }
     }
 
-    static func characteristic(_ uuid: String, _ flags: [String]) -> DBusValue {
+    static func characteristic(_ uuid: BluetoothUUID, _ flags: [String]) -> DBusValue {
         .dictionary(key: "s", value: "a{sv}", [DBusDictEntry(.string("org.bluez.GattCharacteristic1"), .properties([
-            "UUID": .string(uuid.lowercased()), "Service": .objectPath(service), "Flags": .strings(flags),
+            "UUID": .string(uuid.description.lowercased()), "Service": .objectPath(service), "Flags": .strings(flags),
             "Notifying": .boolean(false), "MTU": .uint16(185),
         ]))])
     }
@@ -175,7 +175,7 @@ final class FakeBlueZ: Sendable {
     static var ancsObjects: [DBusDictEntry] {
         [
             DBusDictEntry(.objectPath(service), .dictionary(key: "s", value: "a{sv}", [DBusDictEntry(.string("org.bluez.GattService1"), .properties([
-                "UUID": .string(ANCSUUID.service.lowercased()), "Device": .objectPath(device), "Primary": .boolean(true),
+                "UUID": .string(ANCSUUID.service.description.lowercased()), "Device": .objectPath(device), "Primary": .boolean(true),
             ]))])),
             DBusDictEntry(.objectPath(ns), characteristic(ANCSUUID.notificationSource, ["notify"])),
             DBusDictEntry(.objectPath(ds), characteristic(ANCSUUID.dataSource, ["notify"])),

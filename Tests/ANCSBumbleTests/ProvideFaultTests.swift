@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// `ancs provide` reproduces what iPhones do in the field that stops an
-/// accessory's notifications (README: "Act as an iPhone", faults), seen from
+/// accessory's notifications (docs/PROVIDE.md: "Act as an iPhone", faults), seen from
 /// the project's consumer over a virtual link: what the phone sends and
 /// answers under each fault.
 @Suite("ancs provide: faults of real iPhones",
@@ -43,15 +43,15 @@ struct ProvideFaultTests {
     /// sharing is on, the phone announces what it holds and answers.
     @Test func sharingOffThenOn() async throws {
         let pair = try await Pair(provideArguments: ["--share-after", "5", "--sessions", "1", "--duration", "60"])
-        _ = try await pair.log.wait(timeout: .seconds(30), "a session") { $0.contains(.consumer(.sessionStarted)) ? true : nil }
+        _ = try await pair.log.wait(timeout: .seconds(30), "a session") { $0.contains(.sessionStarted) ? true : nil }
         // Not shared: a fetch is refused with Write Not Permitted, whatever it names.
         let refused = await Self.error { () async throws(ConsumerError) in try await pair.consumer.fetchAppAttributes("com.apple.MobileSMS") }
         #expect(refused == .att(.writeNotPermitted), "\(pair.diagnostics)")
-        #expect(!pair.log.all.contains { if case .consumer(.added) = $0 { true } else { false } }, "nothing announced while not shared")
+        #expect(!pair.log.all.contains { if case .added = $0 { true } else { false } }, "nothing announced while not shared")
         let shown = try await pair.log.wait(timeout: .seconds(30), "notifications shown once shared") { events in
             Set(events.compactMap(Self.title)).isSuperset(of: ["Team stand-up", "Pick up bike"]) ? events : nil
         }
-        #expect(shown.filter { $0 == .consumer(.sessionStarted) }.count == 1, "shown in the session subscribed while not shared")
+        #expect(shown.filter { $0 == .sessionStarted }.count == 1, "shown in the session subscribed while not shared")
         let status = try await pair.finish()
         #expect(status == 0, "\(pair.diagnostics)")
         let faults = pair.provided("fault").filter { $0["fault"] as? String == "sharing" }
@@ -93,7 +93,7 @@ struct ProvideFaultTests {
         // Told nothing by the phone, the consumer learns it from the 0xFD, subscribes
         // again by itself, and the phone announces what it holds: Lost is shown.
         _ = try await pair.log.wait(timeout: .seconds(20), "subscribing again after 0xFD, then Lost shown") { events in
-            events.contains(.consumer(.health(.resubscribing(.subscriptionLost)))) && events.contains { Self.title($0) == "Lost" } ? true : nil
+            events.contains(.health(.resubscribing(.subscriptionLost))) && events.contains { Self.title($0) == "Lost" } ? true : nil
         }
         _ = try await pair.finish()
         let faults = pair.provided("fault").compactMap { $0["fault"] as? String }
@@ -127,13 +127,13 @@ struct ProvideFaultTests {
         #expect(refused == .att(.cccdImproperlyConfigured), "\(pair.diagnostics)")
         // Told nothing by the phone, the consumer learns it from the 0xFD and subscribes again.
         _ = try await pair.log.wait(timeout: .seconds(20), "subscribing again after 0xFD") { events in
-            events.contains(.consumer(.health(.resubscribing(.subscriptionLost)))) ? true : nil
+            events.contains(.health(.resubscribing(.subscriptionLost))) ? true : nil
         }
         // The bond forgotten: the link drops, the phone pairs again, a new session shows both.
         let events: [ConsumerClientEvent]
         do {
             events = try await pair.log.wait(timeout: .seconds(40), "a new session after the bond was forgotten") { events -> [ConsumerClientEvent]? in
-                guard let down = events.firstIndex(of: .consumer(.sessionEnded(.linkDown))) else { return nil }
+                guard let down = events.firstIndex(of: .sessionEnded(.linkDown)) else { return nil }
                 return Set(events[down...].compactMap(Self.title)).isSuperset(of: ["First", "After"]) ? events : nil
             }
         } catch {
@@ -141,7 +141,7 @@ struct ProvideFaultTests {
             _ = try? await pair.finish()
             return
         }
-        #expect(events.contains(.consumer(.sessionEnded(.linkDown))))
+        #expect(events.contains(.sessionEnded(.linkDown)))
         _ = try await pair.finish()
         let removed = try #require(pair.provided("unpublished").first, "\(pair.diagnostics)")
         #expect(removed["serviceChanged"] as? Bool == false)

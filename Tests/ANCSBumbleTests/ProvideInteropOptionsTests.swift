@@ -38,7 +38,7 @@ struct ProvideInteropOptionsTests {
             var options = BumbleHostOptions(transport: link.transports.1, mtu: 185, peripheral: true)
             options.reconnect = reconnect
             transport = try await BumbleClientTransport.start(options, environment: environment)
-            consumer = ConsumerClient(transport: transport, display: .standard)
+            consumer = ConsumerClient(transport: transport, configuration: .displaying(.standard))
             let consumer = consumer
             run = Task { try await consumer.run() }
             let log = EventLog<ConsumerClientEvent>()
@@ -86,22 +86,22 @@ struct ProvideInteropOptionsTests {
             let titles = Set(events.compactMap(Self.title))
             return titles.isSuperset(of: ["Team stand-up", "Pick up bike"]) ? events : nil
         }
-        let refused = ConsumerClientEvent.consumer(.sessionEnded(.subscriptionFailed(.attError(.insufficientAuthorization))))
+        let refused = ConsumerClientEvent.sessionEnded(.subscriptionFailed(.attError(.insufficientAuthorization)))
         let firstRefusal = try #require(shown.firstIndex(of: refused), "no subscription refused with 0x08: \(shown)")
         let firstShown = try #require(shown.firstIndex { Self.title($0) != nil })
         #expect(firstRefusal < firstShown)
-        #expect(shown.contains(.consumer(.dataSourceUnavailable(.attError(.insufficientAuthorization)))),
+        #expect(shown.contains(.dataSourceUnavailable(.attError(.insufficientAuthorization))),
                 "the Data Source subscription is refused too")
-        #expect(shown.contains(.consumer(.health(.waitingForPermission(.dataSource, .insufficientAuthorization)))),
+        #expect(shown.contains(.health(.waitingForPermission(.dataSource, .insufficientAuthorization))),
                 "the refusal is told as a health state, with its ATT code")
-        #expect(shown.contains(.consumer(.health(.healthy))), "and the recovery")
+        #expect(shown.contains(.health(.healthy)), "and the recovery")
         // Shown in the session that started once notifications were allowed.
-        let lastStart = try #require(shown.lastIndex(of: .consumer(.sessionStarted)))
+        let lastStart = try #require(shown.lastIndex(of: .sessionStarted))
         #expect(lastStart < firstShown)
         #expect(!shown[lastStart...].contains(refused))
         // Each notification announced once, however many subscriptions were tried on the link.
         let added = shown[lastStart...].compactMap { event -> NotificationUID? in
-            if case .consumer(.added(let notification)) = event { notification.uid } else { nil }
+            if case .added(let notification) = event { notification.uid } else { nil }
         }
         #expect(added.count == Set(added).count, "\(added)")
 
@@ -127,21 +127,21 @@ struct ProvideInteropOptionsTests {
     @Test func serviceChangedEndsTheSessionAndANewOneShowsTheNotificationsAgain() async throws {
         let pair = try await Pair(provideArguments: ["--republish", "3,2", "--sessions", "2", "--duration", "90"])
         let events = try await pair.log.wait(timeout: .seconds(60), "a session after ANCS came back, showing notifications") { (events: [ConsumerClientEvent]) -> [ConsumerClientEvent]? in
-            guard let end = events.firstIndex(of: .consumer(.sessionEnded(.serviceUnpublished))),
-                  let start = events[end...].firstIndex(of: .consumer(.sessionStarted)) else { return nil }
+            guard let end = events.firstIndex(of: .sessionEnded(.serviceUnpublished)),
+                  let start = events[end...].firstIndex(of: .sessionStarted) else { return nil }
             let titles = Set(events[start...].compactMap(Self.title))
             return titles.isSuperset(of: ["Team stand-up", "Pick up bike", "Alice"]) ? events : nil
         }
-        let end = try #require(events.firstIndex(of: .consumer(.sessionEnded(.serviceUnpublished))))
+        let end = try #require(events.firstIndex(of: .sessionEnded(.serviceUnpublished)))
         #expect(events[..<end].contains { Self.title($0) == "Team stand-up" }, "shown in the first session")
-        let second = try #require(events[end...].firstIndex(of: .consumer(.sessionStarted)))
+        let second = try #require(events[end...].firstIndex(of: .sessionStarted))
         // The new session announces what the phone still has as PreExisting.
         let announced = events[second...].compactMap { event -> ConsumerNotification? in
-            if case .consumer(.added(let notification)) = event { notification } else { nil }
+            if case .added(let notification) = event { notification } else { nil }
         }
         #expect(announced.count >= 3)
         #expect(announced.prefix(3).allSatisfy { $0.isPreExisting })
-        #expect(!events.contains { if case .consumer(.sessionEnded(.linkDown)) = $0 { true } else { false } },
+        #expect(!events.contains { if case .sessionEnded(.linkDown) = $0 { true } else { false } },
                 "the link stayed up")
 
         let status = try await pair.finish()

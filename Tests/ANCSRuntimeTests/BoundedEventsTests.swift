@@ -13,7 +13,7 @@ struct BoundedEventsTests {
         let server = SimulatedServer()
         let link = SimulatedLink(in: simulation, to: server, configuration: .init(mtu: 185, connectionInterval: .milliseconds(30)))
         let provider = ProviderServer(transport: server, eventBufferLimit: 4)
-        let client = ConsumerClient(transport: link.client, display: .standard, clock: simulation.clock,
+        let client = ConsumerClient(transport: link.client, configuration: .displaying(.standard), clock: simulation.clock,
                                     executor: simulation.executor, eventBufferLimit: 8)
         simulation.spawn { try await provider.run() }
         simulation.spawn { try await client.run() }
@@ -44,7 +44,7 @@ struct BoundedEventsTests {
         let dropped = await client.droppedEventCount
         #expect(dropped >= counts.dropped && dropped > 0)
         // The newest are kept: the last thing the client told is the session's end.
-        if case .consumer(.sessionEnded) = events.last {} else { Issue.record("the newest event is kept: \(String(describing: events.last))") }
+        if case .sessionEnded = events.last {} else { Issue.record("the newest event is kept: \(String(describing: events.last))") }
         // 30 Added, 30 attributes, 30 ready, an app name, the session start and end: all counted.
         #expect(events.count + dropped >= 93)
     }

@@ -168,7 +168,8 @@ import ANCSDemo
             _ = absorb(consumer.subscriptionCompleted(.dataSource, .success, at: .zero))
             _ = absorb(consumer.subscriptionCompleted(.notificationSource, .success, at: .zero))
             _ = absorb(consumer.received(notificationSource: NotificationSourceEvent(eventID: .added, eventFlags: [], categoryID: .social, categoryCount: 1, notificationUID: NotificationUID(7)).encode(), at: .zero))
-            let (id, actions) = consumer.fetchAttributes(command.attributes, for: NotificationUID(7), at: .zero)
+            var actions: [ConsumerAction] = []
+            let id = consumer.fetchAttributes(command.attributes, for: NotificationUID(7), at: .zero, into: &actions)
             let token = try #require(absorb(actions))
             _ = absorb(consumer.writeCompleted(token, .success, at: .zero))
             for byte in response[0..<cut] { _ = absorb(consumer.received(dataSource: [byte], at: .zero)) }

@@ -4,7 +4,7 @@ import ANCSRuntime
 import ANCSSimulation
 import Testing
 
-/// The faults of real iPhones (README, "When notifications stop") against a
+/// The faults of real iPhones (docs/REAL-IPHONE.md, "When notifications stop") against a
 /// `ConsumerClient` with its liveness checks on (the defaults: a probe every
 /// 5 minutes, a silence limit of 6 hours, a retry every 15 seconds), on the
 /// simulated phone and link, fast and slow (1 s connection interval). After

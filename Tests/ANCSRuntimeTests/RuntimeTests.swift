@@ -70,7 +70,7 @@ extension AsyncStream where Element == ConsumerClientEvent {
     var consumerEvents: AsyncStream<ConsumerEvent> {
         let (stream, sink) = AsyncStream<ConsumerEvent>.makeStream()
         Task {
-            for await event in self { if case .consumer(let consumerEvent) = event { sink.yield(consumerEvent) } }
+            for await event in self where event.isEngineEvent { sink.yield(event.consumerEvent) }
             sink.finish()
         }
         return stream
@@ -467,7 +467,7 @@ struct ProviderServerTests {
         let uid = try await provider.add(mail)
         let consumer = ConnectionID(7)
 
-        transport.input.yield(.connected(consumer, LinkInfo(mtu: 23)))
+        transport.input.yield(.linkUp(consumer, LinkInfo(mtu: 23)))
         transport.input.yield(.subscriptionChanged(consumer, .dataSource, enabled: true))
         transport.input.yield(.subscriptionChanged(consumer, .notificationSource, enabled: true))
         guard case .notify(consumer, .notificationSource, let preExisting)? = await output.next(where: { _ in true }) else {

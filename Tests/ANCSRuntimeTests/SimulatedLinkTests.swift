@@ -348,7 +348,7 @@ import Testing
         link.connect()
         let shown = Box<String>()
         simulation.spawn {
-            shown.value = try await ConsumerClient.withRunning(transport: link.client, display: .standard,
+            shown.value = try await ConsumerClient.withRunning(transport: link.client, configuration: .displaying(.standard),
                                                                clock: simulation.clock, executor: simulation.executor) { client in
                 for await event in client.events {
                     if case .ready(let notification) = event { return "\(notification.appLabel): \(notification.title ?? "")" }

@@ -27,13 +27,14 @@ final class SimulationRig: @unchecked Sendable {
     init(mtu: Int = 185, interval: Duration = .milliseconds(30), configuration: ConsumerConfiguration = .default, liveness: Bool = false,
          display: DisplayPolicy? = nil, apps: [(String, String)] = [("com.apple.MobileSMS", "Messages")]) {
         var configuration = configuration
+        if let display { configuration.display = display }
         if !liveness {
             configuration.probeInterval = .zero
             configuration.silenceLimit = .zero
         }
         link = SimulatedLink(in: simulation, to: server, configuration: .init(mtu: mtu, connectionInterval: interval))
         provider = ProviderServer(transport: server)
-        consumer = ConsumerClient(transport: link.client, configuration: configuration, display: display,
+        consumer = ConsumerClient(transport: link.client, configuration: configuration,
                                   clock: simulation.clock, executor: simulation.executor)
         let provider = self.provider, consumer = self.consumer
         simulation.spawn { [self] in
@@ -54,7 +55,7 @@ final class SimulationRig: @unchecked Sendable {
 
     /// The engine's events among the client's.
     var consumerEvents: [ConsumerEvent] {
-        events.compactMap { if case .consumer(let event) = $0 { event } else { nil } }
+        events.filter(\.isEngineEvent).map(\.consumerEvent)
     }
 
     func connect() {
@@ -130,4 +131,15 @@ struct SimulationRigError: Error, CustomStringConvertible {
 
 extension ConsumerEvent {
     var isProtocolError: Bool { if case .protocolError = self { true } else { false } }
+}
+
+extension ConsumerClientEvent {
+    /// An event the engine tells as it is (not the display's `.ready`,
+    /// `.updated`, `.displayFailed`): what these tests log as `ConsumerEvent`s.
+    var isEngineEvent: Bool {
+        switch self {
+        case .ready, .updated, .displayFailed: false
+        default: true
+        }
+    }
 }

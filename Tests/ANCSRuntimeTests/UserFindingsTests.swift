@@ -184,7 +184,7 @@ struct ProviderSessionTests {
         let connection = ConnectionID(7)
         _ = try await provider.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: String(repeating: "long title ", count: 20)))
         func start() {
-            server.sink.yield(.connected(connection, LinkInfo(mtu: 23)))
+            server.sink.yield(.linkUp(connection, LinkInfo(mtu: 23)))
             server.sink.yield(.subscriptionChanged(connection, .dataSource, enabled: true))
             server.sink.yield(.subscriptionChanged(connection, .notificationSource, enabled: true))
         }
@@ -196,7 +196,7 @@ struct ProviderSessionTests {
         server.sink.yield(.controlPointWrite(connection, command, reply: ATTResponder { result in answered.withLock { $0 = result } }))
         try await waitUntil { server.blocked == 1 }
         // The link drops while the response waits, and the same ID connects again.
-        server.sink.yield(.disconnected(connection))
+        server.sink.yield(.linkDown(connection))
         start()
         try await waitUntil { await provider.isSubscribed(connection, to: .notificationSource) }
         try await Task.sleep(for: .milliseconds(50))
@@ -228,7 +228,7 @@ struct SubscriptionRetryTests {
 
     @Test("after both subscriptions fail on a link that stays up, the engine subscribes again after the retry interval (15 s), then twice as long (30 s); once the phone answers, the session runs, with only the new session's liveness probe scheduled")
     func retriesUntilThePhoneAnswers() throws {
-        var driver = Driver(display: .standard)
+        var driver = Driver(configuration: .displaying(.standard))
         var now = Timestamp.zero
         var pending = Self.operations(driver.handle(.linkUp(LinkInfo(mtu: 185)), at: now))
         var delays: [Duration] = []

@@ -29,10 +29,10 @@ func encodingError<T>(_ body: () throws(EncodingError) -> T) -> EncodingError? {
 /// running a response through the reassembler.
 func reassemble(_ request: DataSourceRequest, _ fragments: [[UInt8]], id: DataSourceReassembler.RequestID = 1,
                 unlimitedValueLength: Int = DataSourceReassembler.Configuration.default.unlimitedValueLength,
-                finishing: Bool = true) -> [ReassemblyEvent] {
+                finishing: Bool = true) -> [DataSourceReassembler.Event] {
     var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: unlimitedValueLength))
     reassembler.expect(request, id: id)
-    var events: [ReassemblyEvent] = []
+    var events: [DataSourceReassembler.Event] = []
     for fragment in fragments { reassembler.feed(fragment) { events.append($0) } }
     if finishing { reassembler.finish { events.append($0) } }
     return events

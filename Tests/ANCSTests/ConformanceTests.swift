@@ -67,7 +67,7 @@ struct ConformanceTests {
 
         var reassembler = DataSourceReassembler()
         reassembler.expect(request, id: 7)
-        var events: [ReassemblyEvent] = []
+        var events: [DataSourceReassembler.Event] = []
         for fragment in vector.fragments {
             reassembler.feed(try hexBytes(fragment)) { events.append($0) }
         }

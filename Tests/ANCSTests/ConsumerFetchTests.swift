@@ -24,7 +24,8 @@ extension ConsumerTests {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2, eagerAttributes: standardAttributes, eagerAppNames: false))
         let first = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
         // The application asks for notification 2 what the display asks: queued behind the write.
-        let (asked, queued) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        var queued: [ConsumerAction] = []
+        let asked = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero, into: &queued)
         #expect(try writes(queued).isEmpty)
         #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 2), at: .zero)).isEmpty)
         #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 3), at: .zero)).isEmpty)
@@ -45,7 +46,8 @@ extension ConsumerTests {
     @Test("App attributes are kept per session per AppIdentifier: never ask the NP twice for the same app's name")
     func appAttributesCache() throws {
         var consumer = sessionConsumer()
-        let (first, firstActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAppAttributes(mailApp, at: .zero, into: &firstActions)
         let write = try onlyWrite(firstActions)
         #expect(write.bytes == [0x01] + Array(mailApp.utf8) + [0x00, 0x00])
         _ = consumer.writeCompleted(write.token, .success, at: .zero)
@@ -58,23 +60,25 @@ extension ConsumerTests {
         #expect(consumer.displayName(of: mailApp) == "Mail")
 
         // Answered from the cache: no write at all.
-        let (cached, cachedActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        var cachedActions: [ConsumerAction] = []
+        let cached = consumer.fetchAppAttributes(mailApp, at: .zero, into: &cachedActions)
         #expect(cachedActions == [.emit(.completed(cached, value))])
         #expect(consumer.pendingRequestCount == 0)
 
         // Another app is asked.
-        let other = try onlyWrite(consumer.fetchAppAttributes(phoneApp, at: .zero).1)
+        let other = try onlyWrite(consumer.fetchAppAttributes(phoneApp, at: .zero).actions)
         #expect(other.command == displayNameCommand(phoneApp))
     }
 
     @Test("The cache answers only what was asked: a request for other attributes of a cached app goes to the phone, and its answer is exactly the attributes asked")
     func appAttributesCacheAnswersExactly() throws {
         var consumer = sessionConsumer()
-        let name = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1)
+        let name = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).actions)
         _ = consumer.writeCompleted(name.token, .success, at: .zero)
         _ = deliver(displayNameResponse(mailApp, "Mail"), to: &consumer)
         let wider: [AppAttributeID] = [.displayName, AppAttributeID(rawValue: 1)]
-        let (id, actions) = consumer.fetchAppAttributes(mailApp, wider, at: .zero)
+        var actions: [ConsumerAction] = []
+        let id = consumer.fetchAppAttributes(mailApp, wider, at: .zero, into: &actions)
         let write = try onlyWrite(actions)
         #expect(write.command == .getAppAttributes(GetAppAttributes(appIdentifier: mailApp, attributes: wider)))
         _ = consumer.writeCompleted(write.token, .success, at: .zero)
@@ -83,7 +87,8 @@ extension ConsumerTests {
         ])
         #expect(results(deliver(both, to: &consumer), for: id) == [.success(.appAttributes(both))])
         // The cache now holds both: the name alone is asked of the phone again (not answered with both).
-        let (again, againActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        var againActions: [ConsumerAction] = []
+        let again = consumer.fetchAppAttributes(mailApp, at: .zero, into: &againActions)
         #expect(try onlyWrite(againActions).command == displayNameCommand(mailApp))
         #expect(results(againActions, for: again).isEmpty)
     }
@@ -167,7 +172,8 @@ extension ConsumerTests {
             #expect(consumer.displayName(ofAppBytes: app.bytes) == app.name)
         }
         // An application request by bytes is answered from the cache, per app.
-        let (request, actions) = consumer.fetchAppAttributes(appIdentifierBytes: apps[1].bytes, at: .zero)
+        var actions: [ConsumerAction] = []
+        let request = consumer.fetchAppAttributes(appIdentifierBytes: apps[1].bytes, at: .zero, into: &actions)
         #expect(results(actions, for: request) == [.success(.appAttributes(AppAttributesResponse(appIdentifierBytes: apps[1].bytes, attributes: [AppAttribute(.displayName, "Beta")])))])
     }
 
@@ -197,9 +203,12 @@ extension ConsumerTests {
         let write1 = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
         // Notification 2's eager fetch waits behind the first; the application joins it and asks more.
         #expect(try writes(consumer.received(notificationSource: sourceEvent(.added, 2, flags: [.negativeAction]), at: .zero)).isEmpty)
-        let (joined, joinedActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
-        let (other, otherActions) = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 32)], for: uid(2), at: .zero)
-        let (action, actionActions) = consumer.performAction(.negative, on: uid(2), at: .zero)
+        var joinedActions: [ConsumerAction] = []
+        let joined = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero, into: &joinedActions)
+        var otherActions: [ConsumerAction] = []
+        let other = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 32)], for: uid(2), at: .zero, into: &otherActions)
+        var actionActions: [ConsumerAction] = []
+        let action = consumer.performAction(.negative, on: uid(2), at: .zero, into: &actionActions)
         #expect(joinedActions.isEmpty && otherActions.isEmpty && actionActions.isEmpty)
         #expect(consumer.session.entries.count == 4)
 
@@ -251,7 +260,7 @@ extension ConsumerTests {
         #expect(appFetches == 1)
         #expect(consumer.session.entries.isEmpty)
         // The application may still ask; a new session asks again.
-        let asked = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1)
+        let asked = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).actions)
         #expect(asked.command == displayNameCommand(mailApp))
         _ = consumer.writeCompleted(asked.token, .attError(.invalidParameter), at: .zero)
         _ = consumer.serviceChanged(published: false, at: .zero)
@@ -304,7 +313,8 @@ extension ConsumerTests {
           ])
     func actionNotAvailable(_ unavailable: UnavailableAction) {
         var consumer = sessionConsumer(with: [(1, unavailable.flags)])
-        let (id, actions) = consumer.performAction(unavailable.action, on: uid(1), at: .zero)
+        var actions: [ConsumerAction] = []
+        let id = consumer.performAction(unavailable.action, on: uid(1), at: .zero, into: &actions)
         #expect(actions == [.emit(.completed(id, .failure(.actionNotAvailable)))])
         #expect(consumer.pendingRequestCount == 0)
     }
@@ -313,9 +323,11 @@ extension ConsumerTests {
     func actionOnUnknownNotification() {
         var consumer = sessionConsumer(with: [(1, [.positiveAction])])
         _ = consumer.received(notificationSource: sourceEvent(.removed, 1, flags: [.positiveAction]), at: .zero)
-        let (removed, removedActions) = consumer.performAction(.positive, on: uid(1), at: .zero)
+        var removedActions: [ConsumerAction] = []
+        let removed = consumer.performAction(.positive, on: uid(1), at: .zero, into: &removedActions)
         #expect(removedActions == [.emit(.completed(removed, .failure(.unknownNotification)))])
-        let (unknown, unknownActions) = consumer.performAction(.positive, on: uid(77), at: .zero)
+        var unknownActions: [ConsumerAction] = []
+        let unknown = consumer.performAction(.positive, on: uid(77), at: .zero, into: &unknownActions)
         #expect(unknownActions == [.emit(.completed(unknown, .failure(.unknownNotification)))])
         #expect(ConsumerError.unknownNotification.description == "no notification with this UID in this session")
     }
@@ -324,14 +336,16 @@ extension ConsumerTests {
           arguments: [ActionID.positive, .negative])
     func performAction(_ action: ActionID) throws {
         var consumer = sessionConsumer(with: [(0x0102_0343, [.positiveAction, .negativeAction]), (2, [])])
-        let (id, actions) = consumer.performAction(action, on: uid(0x0102_0343), at: .zero)
+        var actions: [ConsumerAction] = []
+        let id = consumer.performAction(action, on: uid(0x0102_0343), at: .zero, into: &actions)
         let write = try onlyWrite(actions)
         #expect(write.bytes == [0x02, 0x43, 0x03, 0x02, 0x01, action.rawValue])
         #expect(consumer.writeCompleted(write.token, .success, at: .zero) == [.emit(.completed(id, .success(.actionPerformed)))])
         #expect(consumer.pendingRequestCount == 0)
 
         // Nothing is awaited on Data Source for it: the next response belongs to the next request.
-        let (fetch, fetchActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        var fetchActions: [ConsumerAction] = []
+        let fetch = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero, into: &fetchActions)
         _ = consumer.writeCompleted(try onlyWrite(fetchActions).token, .success, at: .zero)
         #expect(results(deliver(standardResponse(2), to: &consumer), for: fetch) == [.success(.notificationAttributes(standardResponse(2)))])
     }
@@ -339,7 +353,8 @@ extension ConsumerTests {
     @Test("Action failed (0xA3): the NP did not perform the action")
     func actionFailed() throws {
         var consumer = sessionConsumer(with: [(1, [.positiveAction])])
-        let (id, actions) = consumer.performAction(.positive, on: uid(1), at: .zero)
+        var actions: [ConsumerAction] = []
+        let id = consumer.performAction(.positive, on: uid(1), at: .zero, into: &actions)
         let write = try onlyWrite(actions)
         #expect(consumer.writeCompleted(write.token, .attError(.actionFailed), at: .zero) == [.emit(.completed(id, .failure(.actionFailed)))])
     }

@@ -30,7 +30,7 @@ struct ConsumerFieldTests {
             _ = consumer.writeCompleted(fetch.token, .success, at: at(milliseconds: 1))
             _ = deliver(.notificationAttributes(standardResponse(raw)), mtu: 185, to: &consumer, at: at(milliseconds: 1))
         }
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: 15_001)))
+        let probe = try onlyWrite(consumer.tick(at: at(milliseconds: 15_001)))
         #expect(ConsumerLivenessTests.isProbe(probe, after: held.max()))
         _ = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: 15_001))
         #expect(consumer.nextDeadline == at(milliseconds: 15_001 + Self.probe))
@@ -52,7 +52,7 @@ struct ConsumerFieldTests {
         var consumer = try showingConsumer(held: [1, 2])
         // Notification Source is lost at 1 min: UIDs 3 (cleared at 2 min) and 4 (kept) are never announced.
         let due = 15_001 + Self.probe
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: due)))
+        let probe = try onlyWrite(consumer.tick(at: at(milliseconds: due)))
         #expect(ConsumerLivenessTests.isProbe(probe, after: 2))
         // UID 3 is gone: 0xA2, as a working phone answers.
         let refresh = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: due))
@@ -88,7 +88,7 @@ struct ConsumerFieldTests {
         var probes = 0, cccdWrites = 0, told = 0, fetched = 0
         var now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
         while now <= 15_001 + 60 * Self.minute {
-            var pending = consumer.tick(at(milliseconds: now))
+            var pending = consumer.tick(at: at(milliseconds: now))
             while !pending.isEmpty {
                 let action = pending.removeFirst()
                 switch action {
@@ -122,12 +122,12 @@ struct ConsumerFieldTests {
         _ = consumer.linkUp(mtu: 23, at: .zero)
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
-        let first = try onlyWrite(consumer.tick(at(milliseconds: 15_000)))
+        let first = try onlyWrite(consumer.tick(at: at(milliseconds: 15_000)))
         #expect(consumer.writeCompleted(first.token, .attError(.invalidParameter), at: at(milliseconds: 15_000)).isEmpty)
-        let second = try onlyWrite(consumer.tick(at(milliseconds: 15_000 + Self.probe)))
+        let second = try onlyWrite(consumer.tick(at: at(milliseconds: 15_000 + Self.probe)))
         // Refused once with 0x03: asked again at the retry interval, no refresh.
         #expect(consumer.writeCompleted(second.token, .attError(.writeNotPermitted), at: at(milliseconds: 15_000 + Self.probe)).isEmpty)
-        let retry = try onlyWrite(consumer.tick(at(milliseconds: 30_000 + Self.probe)))
+        let retry = try onlyWrite(consumer.tick(at: at(milliseconds: 30_000 + Self.probe)))
         #expect(consumer.writeCompleted(retry.token, .attError(.invalidParameter), at: at(milliseconds: 30_000 + Self.probe)) == [.unsubscribe(.notificationSource), .subscribe(.notificationSource)])
     }
 
@@ -135,7 +135,7 @@ struct ConsumerFieldTests {
     func probeCrossesAnnouncement() throws {
         var consumer = try showingConsumer(held: [1])
         let due = 15_001 + Self.probe
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: due)))
+        let probe = try onlyWrite(consumer.tick(at: at(milliseconds: due)))
         #expect(ConsumerLivenessTests.isProbe(probe, after: 1))
         _ = consumer.writeCompleted(probe.token, .success, at: at(milliseconds: due))
         // UID 2 is posted and announced while the probe is out: the probe's
@@ -157,7 +157,7 @@ struct ConsumerFieldTests {
     func timedOutFetch(_ consumer: inout Consumer) throws -> (fetch: Write, timedOut: [ConsumerAction]) {
         let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 60_000)))
         _ = consumer.writeCompleted(fetch.token, .success, at: at(milliseconds: 60_000))
-        return (fetch, consumer.tick(at(milliseconds: 70_000)))
+        return (fetch, consumer.tick(at: at(milliseconds: 70_000)))
     }
 
     /// The same fetch written again at the timeout, and that write taken.
@@ -203,7 +203,7 @@ struct ConsumerFieldTests {
         var consumer = try showingConsumer()
         _ = try fetchAskedAgain(&consumer)
         #expect(consumer.nextDeadline == at(milliseconds: 80_000))
-        let actions = consumer.tick(at(milliseconds: 80_000))
+        let actions = consumer.tick(at: at(milliseconds: 80_000))
         #expect(ConsumerLivenessTests.healthEvents(actions) == [.resubscribing(.probeUnanswered)])
         #expect(ConsumerLivenessTests.resubscribed(actions))
         // The new session hears it again and shows it.
@@ -222,7 +222,7 @@ struct ConsumerFieldTests {
         let name = try onlyWrite(deliver(.notificationAttributes(standardResponse(7)), mtu: 185, to: &consumer, at: at(milliseconds: 60_100)))
         #expect(name.command == displayNameCommand(mailApp))
         _ = consumer.writeCompleted(name.token, .success, at: at(milliseconds: 60_100))
-        let again = try onlyWrite(consumer.tick(at(milliseconds: 70_100)))
+        let again = try onlyWrite(consumer.tick(at: at(milliseconds: 70_100)))
         #expect(again.bytes == name.bytes)
         _ = consumer.writeCompleted(again.token, .success, at: at(milliseconds: 70_100))
         let shown = deliver(.appAttributes(displayNameResponse(mailApp, "Mail")), mtu: 185, to: &consumer, at: at(milliseconds: 71_000))
@@ -234,10 +234,11 @@ struct ConsumerFieldTests {
         var consumer = try showingConsumer()
         let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 60_000)))
         // The application asks exactly what the display asked: it joins the fetch.
-        let (id, joined) = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 60_000))
+        var joined: [ConsumerAction] = []
+        let id = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 60_000), into: &joined)
         #expect(try writes(joined).isEmpty)
         _ = consumer.writeCompleted(fetch.token, .success, at: at(milliseconds: 60_000))
-        let timedOut = consumer.tick(at(milliseconds: 70_000))
+        let timedOut = consumer.tick(at: at(milliseconds: 70_000))
         #expect(results(timedOut, for: id).isEmpty)
         let again = try onlyWrite(timedOut)
         #expect(again.bytes == fetch.bytes)
@@ -254,10 +255,11 @@ struct ConsumerFieldTests {
         let shown = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 60_000)))
         _ = consumer.writeCompleted(shown.token, .success, at: at(milliseconds: 60_000))
         _ = deliver(.notificationAttributes(standardResponse(7)), mtu: 185, to: &consumer, at: at(milliseconds: 60_100))
-        let (id, asked) = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 100)], for: uid(7), at: at(milliseconds: 61_000))
+        var asked: [ConsumerAction] = []
+        let id = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 100)], for: uid(7), at: at(milliseconds: 61_000), into: &asked)
         let write = try onlyWrite(asked)
         _ = consumer.writeCompleted(write.token, .success, at: at(milliseconds: 61_000))
-        let timedOut = consumer.tick(at(milliseconds: 71_000))
+        let timedOut = consumer.tick(at: at(milliseconds: 71_000))
         #expect(results(timedOut, for: id) == [.failure(.timedOut)])
         #expect(try writes(timedOut).isEmpty)
         #expect(consumer.pendingRequestCount == 0)
@@ -293,7 +295,7 @@ struct ConsumerFieldTests {
             try play(consumer.received(notificationSource: sourceEvent(.added, next), at: at(milliseconds: now)))
             next += 1
             now += 2_000
-            try play(consumer.tick(at(milliseconds: now)))
+            try play(consumer.tick(at: at(milliseconds: now)))
         }
         #expect(health == [.notShared])
         #expect(resubscriptions == 0)
@@ -304,7 +306,7 @@ struct ConsumerFieldTests {
         #expect(writesMade.count <= 2 + 120 / 15 + 1, "\(writesMade)")
         // Sharing turned on: the next probe is answered, and a new session hears what the phone holds.
         now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
-        try play(consumer.tick(at(milliseconds: now)), refuse: false)
+        try play(consumer.tick(at: at(milliseconds: now)), refuse: false)
         #expect(health == [.notShared, .resubscribing(.sharingRestored)])
         #expect(resubscriptions == 1)
     }

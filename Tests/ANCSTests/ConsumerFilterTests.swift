@@ -243,7 +243,8 @@ struct ConsumerFilterTests {
             #expect(appFetches == (kept ? 0 : 1))
             #expect(ready == AttributeValue(kept ? "Mail" : "Mail (asked)"))
             // An application's request for exactly the name is answered from the cache too.
-            let (_, actions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+            var actions: [ConsumerAction] = []
+            _ = consumer.fetchAppAttributes(mailApp, at: .zero, into: &actions)
             #expect(try writes(actions).isEmpty)
         }
     }

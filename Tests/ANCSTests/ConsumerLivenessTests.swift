@@ -1,5 +1,5 @@
 // Liveness and health on the engine's virtual clock: what iPhones do in the
-// field (README, "When notifications stop"), each case to its recovery.
+// field (docs/REAL-IPHONE.md, "When notifications stop"), each case to its recovery.
 
 import Testing
 @testable import ANCS
@@ -21,7 +21,7 @@ struct ConsumerLivenessTests {
         // The new session's probe is due a retry interval after the phone was
         // last heard (after its PreExisting announcements), written by `tick`.
         #expect(consumer.nextDeadline == now)
-        let probe = try onlyWrite(consumer.tick(now))
+        let probe = try onlyWrite(consumer.tick(at: now))
         #expect(Self.isProbe(probe))
         #expect(consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: now).isEmpty)
         return consumer
@@ -47,8 +47,8 @@ struct ConsumerLivenessTests {
     func probeAnswered() throws {
         var consumer = try livelyConsumer()
         #expect(consumer.nextDeadline == at(milliseconds: Self.probe))
-        #expect(consumer.tick(at(milliseconds: Self.probe - 1)).isEmpty)
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: Self.probe)))
+        #expect(consumer.tick(at: at(milliseconds: Self.probe - 1)).isEmpty)
+        let probe = try onlyWrite(consumer.tick(at: at(milliseconds: Self.probe)))
         #expect(Self.isProbe(probe))
         #expect(consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: Self.probe)) == [.unsubscribe(.notificationSource), .subscribe(.notificationSource)])
         #expect(consumer.isInSession)
@@ -61,9 +61,10 @@ struct ConsumerLivenessTests {
     func probeDoesNotDelay() throws {
         var consumer = try livelyConsumer()
         _ = consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 1))
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: 16 * Self.minute)))
+        let probe = try onlyWrite(consumer.tick(at: at(milliseconds: 16 * Self.minute)))
         #expect(Self.isProbe(probe, after: 7))
-        let (_, queued) = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 16 * Self.minute))
+        var queued: [ConsumerAction] = []
+        _ = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 16 * Self.minute), into: &queued)
         #expect(try writes(queued).isEmpty)  // one write at a time (ATT)
         let fetch = try onlyWrite(consumer.writeCompleted(probe.token, .success, at: at(milliseconds: 16 * Self.minute)))
         #expect(fetch.command == standardCommand(7))
@@ -73,15 +74,15 @@ struct ConsumerLivenessTests {
     func probeUnanswered() throws {
         var consumer = try livelyConsumer()
         let start = Self.probe
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: start)))
+        let probe = try onlyWrite(consumer.tick(at: at(milliseconds: start)))
         _ = consumer.writeCompleted(probe.token, .success, at: at(milliseconds: start))  // written; no response follows
-        let actions = consumer.tick(at(milliseconds: start + 10_000))
+        let actions = consumer.tick(at: at(milliseconds: start + 10_000))
         #expect(Self.healthEvents(actions) == [.resubscribing(.probeUnanswered)])
         #expect(Self.resubscribed(actions))
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: start + 10_100))
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: start + 10_100))
-        #expect(consumer.tick(at(milliseconds: start + 10_200)).isEmpty, "not at once: after the PreExisting announcements")
-        let again = try onlyWrite(consumer.tick(at(milliseconds: start + 25_100)))
+        #expect(consumer.tick(at: at(milliseconds: start + 10_200)).isEmpty, "not at once: after the PreExisting announcements")
+        let again = try onlyWrite(consumer.tick(at: at(milliseconds: start + 25_100)))
         #expect(Self.isProbe(again))
         #expect(Self.healthEvents(consumer.writeCompleted(again.token, .attError(.invalidParameter), at: at(milliseconds: start + 25_200))) == [.healthy])
     }
@@ -92,7 +93,7 @@ struct ConsumerLivenessTests {
         var now = Self.probe
         var resubscriptions: [Int64] = []
         while now < 2 * 60 * Self.minute {
-            let actions = consumer.tick(at(milliseconds: now))
+            let actions = consumer.tick(at: at(milliseconds: now))
             if Self.resubscribed(actions) {
                 resubscriptions.append(now)
                 _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: now))
@@ -123,7 +124,7 @@ struct ConsumerLivenessTests {
         var now: Int64 = 0
         while true {
             now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
-            let actions = consumer.tick(at(milliseconds: now))
+            let actions = consumer.tick(at: at(milliseconds: now))
             if Self.resubscribed(actions) {
                 #expect(Self.healthEvents(actions) == [.resubscribing(.notificationSourceSilent)])
                 break
@@ -141,21 +142,21 @@ struct ConsumerLivenessTests {
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         #expect(consumer.nextDeadline == at(milliseconds: 15_000))
-        let first = try onlyWrite(consumer.tick(at(milliseconds: 15_000)))
+        let first = try onlyWrite(consumer.tick(at: at(milliseconds: 15_000)))
         #expect(Self.isProbe(first))
         #expect(Self.healthEvents(consumer.writeCompleted(first.token, .attError(.writeNotPermitted), at: at(milliseconds: 15_000))).isEmpty)
         #expect(consumer.nextDeadline == at(milliseconds: 30_000))
-        let second = try onlyWrite(consumer.tick(at(milliseconds: 30_000)))
+        let second = try onlyWrite(consumer.tick(at: at(milliseconds: 30_000)))
         #expect(Self.isProbe(second))
         #expect(Self.healthEvents(consumer.writeCompleted(second.token, .attError(.writeNotPermitted), at: at(milliseconds: 30_000))) == [.notShared])
         // Still refused: the same state, not told again; the next probe waits twice as long.
         #expect(consumer.nextDeadline == at(milliseconds: 45_000))
-        let third = try onlyWrite(consumer.tick(at(milliseconds: 45_000)))
+        let third = try onlyWrite(consumer.tick(at: at(milliseconds: 45_000)))
         #expect(Self.healthEvents(consumer.writeCompleted(third.token, .attError(.writeNotPermitted), at: at(milliseconds: 45_000))).isEmpty)
         #expect(consumer.health == .notShared)
         #expect(consumer.nextDeadline == at(milliseconds: 75_000))
         // Sharing turned on: the next probe is answered.
-        let fourth = try onlyWrite(consumer.tick(at(milliseconds: 75_000)))
+        let fourth = try onlyWrite(consumer.tick(at: at(milliseconds: 75_000)))
         let restored = consumer.writeCompleted(fourth.token, .attError(.invalidParameter), at: at(milliseconds: 75_000))
         #expect(Self.healthEvents(restored) == [.resubscribing(.sharingRestored)])
         #expect(Self.resubscribed(restored))
@@ -175,12 +176,12 @@ struct ConsumerLivenessTests {
         #expect(Self.healthEvents(refused) == [.waitingForPermission(.dataSource, .insufficientAuthentication)])
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         #expect(consumer.nextDeadline == at(milliseconds: 15_000))
-        let retry = consumer.tick(at(milliseconds: 15_000))
+        let retry = consumer.tick(at: at(milliseconds: 15_000))
         #expect(retry.contains(.subscribe(.dataSource)) && retry.contains(.unsubscribe(.notificationSource)))
         #expect(Self.healthEvents(consumer.subscriptionCompleted(.dataSource, insufficientAuthentication, at: at(milliseconds: 15_100))).isEmpty)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: at(milliseconds: 15_100))
         #expect(consumer.nextDeadline == at(milliseconds: 45_100))
-        let allowed = consumer.tick(at(milliseconds: 45_100))
+        let allowed = consumer.tick(at: at(milliseconds: 45_100))
         #expect(allowed.contains(.subscribe(.dataSource)))
         #expect(Self.healthEvents(consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 45_200))) == [.healthy])
     }
@@ -200,7 +201,7 @@ struct ConsumerLivenessTests {
                 _ = consumer.subscriptionCompleted(.notificationSource, .attError(.insufficientAuthorization), at: at(milliseconds: now))
             }
             now = try #require(consumer.nextDeadline).nanoseconds / 1_000_000
-            actions = consumer.tick(at(milliseconds: now))
+            actions = consumer.tick(at: at(milliseconds: now))
         }
         let waits = zip(subscribes.dropFirst(), subscribes).prefix(6).map { ($0 - $1) / 1000 }
         #expect(waits == [15, 30, 60, 120, 240, 240])
@@ -222,19 +223,20 @@ struct ConsumerLivenessTests {
         let refused = consumer.subscriptionCompleted(.notificationSource, .attError(.insufficientAuthorization), at: .zero)
         #expect(Self.healthEvents(refused) == [.waitingForPermission(.notificationSource, .insufficientAuthorization)])
         #expect(!consumer.isInSession)
-        #expect(consumer.tick(at(milliseconds: 15_000)) == [.subscribe(.dataSource)])
+        #expect(consumer.tick(at: at(milliseconds: 15_000)) == [.subscribe(.dataSource)])
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: at(milliseconds: 15_000))
         _ = consumer.subscriptionCompleted(.notificationSource, .attError(.insufficientAuthorization), at: at(milliseconds: 15_000))
         _ = consumer.stop(at: at(milliseconds: 16_000))
         #expect(consumer.nextDeadline == nil)
-        #expect(consumer.tick(at(milliseconds: 60_000)).isEmpty)
+        #expect(consumer.tick(at: at(milliseconds: 60_000)).isEmpty)
     }
 
     @Test("A write answered 0xFD (CCCD improperly configured): the phone holds no subscription; subscribe again")
     func cccdImproperlyConfigured() throws {
         var consumer = try livelyConsumer()
         _ = consumer.received(notificationSource: sourceEvent(.added, 7), at: at(milliseconds: 1))
-        let (id, fetch) = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 2))
+        var fetch: [ConsumerAction] = []
+        let id = consumer.fetchAttributes(standardAttributes, for: uid(7), at: at(milliseconds: 2), into: &fetch)
         let write = try onlyWrite(fetch)
         let actions = consumer.writeCompleted(write.token, .attError(ATTErrorCode(rawValue: 0xFD)), at: at(milliseconds: 3))
         #expect(Self.healthEvents(actions) == [.resubscribing(.subscriptionLost)])
@@ -270,7 +272,7 @@ struct ConsumerLivenessTests {
         _ = consumer.received(notificationSource: sourceEvent(.added, 4), at: at(milliseconds: 1))
         _ = consumer.received(notificationSource: sourceEvent(.removed, 2), at: at(milliseconds: 2))
         let start = Self.probe + 2
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: start)))
+        let probe = try onlyWrite(consumer.tick(at: at(milliseconds: start)))
         #expect(Self.isProbe(probe, after: 4), "a Removed event for an older UID does not lower it")
         _ = consumer.writeCompleted(probe.token, .success, at: at(milliseconds: start))
         // The phone holds UID 5, never announced: it answers with its AppIdentifier.
@@ -292,9 +294,10 @@ struct ConsumerLivenessTests {
     @Test("An application request identical to the probe joins it and ends with it (found by the fuzz target: it was never ended)")
     func requestJoinsProbe() throws {
         var consumer = try livelyConsumer()
-        let probe = try onlyWrite(consumer.tick(at(milliseconds: Self.probe)))
+        let probe = try onlyWrite(consumer.tick(at: at(milliseconds: Self.probe)))
         #expect(Self.isProbe(probe))
-        let (id, joined) = consumer.fetchAttributes([NotificationAttributeRequest(.appIdentifier)], for: uid(0), at: at(milliseconds: Self.probe))
+        var joined: [ConsumerAction] = []
+        let id = consumer.fetchAttributes([NotificationAttributeRequest(.appIdentifier)], for: uid(0), at: at(milliseconds: Self.probe), into: &joined)
         #expect(try writes(joined).isEmpty)
         #expect(consumer.pendingRequestCount == 1)
         let answered = consumer.writeCompleted(probe.token, .attError(.invalidParameter), at: at(milliseconds: Self.probe))

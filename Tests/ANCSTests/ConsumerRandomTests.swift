@@ -208,21 +208,24 @@ private struct RandomRun {
     mutating func submitFetch() {
         let attributes = random.pick(RandomRun.attributeSets)
         let target = uid(UInt32(random.int(1...8)))
-        let (id, actions) = consumer.fetchAttributes(attributes, for: target, at: now)
+        var actions: [ConsumerAction] = []
+        let id = consumer.fetchAttributes(attributes, for: target, at: now, into: &actions)
         track(id, actions)
     }
 
     mutating func submitAppFetch() {
         let app = random.pick(RandomRun.apps)
         let attributes: [AppAttributeID] = random.percent(80) ? [.displayName] : [.displayName, AppAttributeID(rawValue: 7)]
-        let (id, actions) = consumer.fetchAppAttributes(app, attributes, at: now)
+        var actions: [ConsumerAction] = []
+        let id = consumer.fetchAppAttributes(app, attributes, at: now, into: &actions)
         track(id, actions)
     }
 
     mutating func submitAction() {
         let action = ActionID(rawValue: random.pick([0, 0, 1, 1, 2]))
         let target = uid(UInt32(random.int(1...8)))
-        let (id, actions) = consumer.performAction(action, on: target, at: now)
+        var actions: [ConsumerAction] = []
+        let id = consumer.performAction(action, on: target, at: now, into: &actions)
         track(id, actions)
     }
 
@@ -245,7 +248,7 @@ private struct RandomRun {
         } else {
             now = now + .milliseconds(random.int(0...1_500))
         }
-        perform(consumer.tick(now))
+        perform(consumer.tick(at: now))
     }
 
     mutating func answerSubscription() {

@@ -86,7 +86,8 @@ struct ConsumerReadyTests {
             pending += consumer.received(notificationSource: sourceEvent(.added, raw, flags: [.preExisting, .negativeAction]), at: .zero)
         }
         let fetch1 = try onlyWrite(pending)
-        let (action, actionActions) = consumer.performAction(.negative, on: uid(20), at: .zero)
+        var actionActions: [ConsumerAction] = []
+        let action = consumer.performAction(.negative, on: uid(20), at: .zero, into: &actionActions)
         #expect(try writes(actionActions).isEmpty, "the first fetch's write is in flight")
         // An action needs no response: it goes out as soon as the write is done, before 19 more fetches.
         let actionWrite = try onlyWrite(consumer.writeCompleted(fetch1.token, .success, at: .zero))
@@ -160,8 +161,9 @@ struct ConsumerReadyTests {
             // Bytes no request explains: the reassembler resynchronizes.
             #expect(events(consumer.received(dataSource: [0x07, 0x01, 0x02], at: .zero)).count == 1)
         }
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
         let write1 = try onlyWrite(firstActions)
         _ = consumer.writeCompleted(write1.token, .success, at: .zero)
         let wrong = NotificationAttributesResponse(notificationUID: uid(77), attributes: standardResponse(1).attributes)

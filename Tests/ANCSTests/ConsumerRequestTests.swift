@@ -10,7 +10,8 @@ extension ConsumerTests {
     @Test("Get Notification Attributes: the request ends with the value and the model holds it")
     func getNotificationAttributes() throws {
         var consumer = sessionConsumer(with: [(0x43, [])])
-        let (id, actions) = consumer.fetchAttributes(standardAttributes, for: uid(0x43), at: .zero)
+        var actions: [ConsumerAction] = []
+        let id = consumer.fetchAttributes(standardAttributes, for: uid(0x43), at: .zero, into: &actions)
         let write = try onlyWrite(actions)
         // Spec example shape: 00 · UID · AppIdentifier · Title + max length · Date.
         #expect(write.bytes == [0x00, 0x43, 0x00, 0x00, 0x00, 0x00, 0x01, 0x40, 0x00, 0x05])
@@ -29,7 +30,8 @@ extension ConsumerTests {
     @Test("Responses may be split anywhere across Data Source notifications", arguments: [23, 24, 30, 185])
     func fragmentedResponse(_ mtu: Int) throws {
         var consumer = sessionConsumer(with: [(1, [])])
-        let (id, actions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var actions: [ConsumerAction] = []
+        let id = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &actions)
         _ = consumer.writeCompleted(try onlyWrite(actions).token, .success, at: .zero)
         let response = standardResponse(1, title: String(repeating: "long title ", count: 5))
         let answered = deliver(.notificationAttributes(response), mtu: mtu, to: &consumer)
@@ -39,9 +41,9 @@ extension ConsumerTests {
     @Test("At most one Control Point write is in flight, whatever the pipelining depth")
     func oneWriteInFlight() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 4), with: [(1, []), (2, []), (3, [])])
-        let first = try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).1)
-        #expect(try writes(consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).1).isEmpty)
-        #expect(try writes(consumer.fetchAttributes(standardAttributes, for: uid(3), at: .zero).1).isEmpty)
+        let first = try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).actions)
+        #expect(try writes(consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).actions).isEmpty)
+        #expect(try writes(consumer.fetchAttributes(standardAttributes, for: uid(3), at: .zero).actions).isEmpty)
         let second = try onlyWrite(consumer.writeCompleted(first.token, .success, at: .zero))
         #expect(second.command == standardCommand(2))
         let third = try onlyWrite(consumer.writeCompleted(second.token, .success, at: .zero))
@@ -52,9 +54,11 @@ extension ConsumerTests {
     @Test("Pipelining depth 1: the next write waits until the previous response has fully arrived")
     func pipeliningDepthOne() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero, into: &secondActions)
         #expect(secondActions.isEmpty)
         #expect(consumer.writeCompleted(write1.token, .success, at: .zero) == [])
 
@@ -77,10 +81,11 @@ extension ConsumerTests {
     @Test("Pipelining depth 2: the next write goes out while the previous response is streaming")
     func pipeliningDepthTwo() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2), with: [(1, []), (2, []), (3, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
-        let (third, _) = consumer.fetchAttributes(standardAttributes, for: uid(3), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
+        let third = consumer.fetchAttributes(standardAttributes, for: uid(3), at: .zero).id
 
         let write2 = try onlyWrite(consumer.writeCompleted(write1.token, .success, at: .zero))
         #expect(write2.command == standardCommand(2))
@@ -107,9 +112,10 @@ extension ConsumerTests {
     @Test("A response for the wrong NotificationUID fails that request with invalidResponse; the next response is still parsed", arguments: [1, 2])
     func wrongNotificationUID(_ depth: Int) throws {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: depth), with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
         var actions = consumer.writeCompleted(write1.token, .success, at: .zero)
 
         actions += deliver(standardResponse(9), to: &consumer)
@@ -129,9 +135,10 @@ extension ConsumerTests {
     @Test("A response for the wrong AppIdentifier fails that request with invalidResponse; the next response is still parsed")
     func wrongAppIdentifier() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2))
-        let (mail, mailActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        var mailActions: [ConsumerAction] = []
+        let mail = consumer.fetchAppAttributes(mailApp, at: .zero, into: &mailActions)
         let write1 = try onlyWrite(mailActions)
-        let (phone, _) = consumer.fetchAppAttributes(phoneApp, at: .zero)
+        let phone = consumer.fetchAppAttributes(phoneApp, at: .zero).id
         let write2 = try onlyWrite(consumer.writeCompleted(write1.token, .success, at: .zero))
         _ = consumer.writeCompleted(write2.token, .success, at: .zero)
 
@@ -148,9 +155,10 @@ extension ConsumerTests {
     @Test("Tuples come in the order the attributes were requested: another attribute fails the request; the next response is still parsed")
     func unexpectedAttribute() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2), with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
         let write2 = try onlyWrite(consumer.writeCompleted(write1.token, .success, at: .zero))
         _ = consumer.writeCompleted(write2.token, .success, at: .zero)
 
@@ -170,9 +178,10 @@ extension ConsumerTests {
     @Test("A value never exceeds the MaxLen asked: a longer one fails the request; the next response is still parsed")
     func valueLongerThanMaxLength() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(pipeliningDepth: 2), with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
         let write2 = try onlyWrite(consumer.writeCompleted(write1.token, .success, at: .zero))
         _ = consumer.writeCompleted(write2.token, .success, at: .zero)
 
@@ -188,8 +197,9 @@ extension ConsumerTests {
           arguments: [23, 185])
     func unframeableResponseSparesTheNextRequest(_ mtu: Int) throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
         let write1 = try onlyWrite(firstActions)
         _ = consumer.writeCompleted(write1.token, .success, at: .zero)
         // The NP answers with an unknown CommandID and bytes no framing explains, in three notifications.
@@ -212,9 +222,10 @@ extension ConsumerTests {
     @Test("Data Source arriving before the write response still completes the request, once")
     func dataSourceBeforeWriteResponse() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
 
         let early = deliver(standardResponse(1), to: &consumer)
         #expect(results(early, for: first) == [.success(.notificationAttributes(standardResponse(1)))])
@@ -266,9 +277,10 @@ extension ConsumerTests {
           arguments: ConsumerTests.ancsErrors + ConsumerTests.otherErrors)
     func writeFailure(_ failure: WriteError) throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
 
         let failed = consumer.writeCompleted(write1.token, failure.result, at: .zero)
         #expect(results(failed, for: first) == [.failure(failure.error)])
@@ -286,19 +298,21 @@ extension ConsumerTests {
     func defaultTimeout() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
         #expect(consumer.nextDeadline == nil)
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: at(milliseconds: 1_000))
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: at(milliseconds: 1_000), into: &firstActions)
         let write1 = try onlyWrite(firstActions)
         #expect(consumer.nextDeadline == at(milliseconds: 11_000))
         _ = consumer.writeCompleted(write1.token, .success, at: at(milliseconds: 1_010))
-        #expect(consumer.tick(at(milliseconds: 10_999)) == [])
-        let expired = consumer.tick(at(milliseconds: 11_000))
+        #expect(consumer.tick(at: at(milliseconds: 10_999)) == [])
+        let expired = consumer.tick(at: at(milliseconds: 11_000))
         #expect(expired == [.emit(.completed(first, .failure(.timedOut)))])
         #expect(consumer.nextDeadline == nil)
         #expect(consumer.pendingRequestCount == 0)
-        #expect(consumer.tick(at(milliseconds: 60_000)) == [])
+        #expect(consumer.tick(at: at(milliseconds: 60_000)) == [])
 
         // The late response is consumed without disturbing the next one.
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 12_000))
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 12_000), into: &secondActions)
         let write2 = try onlyWrite(secondActions)
         _ = consumer.writeCompleted(write2.token, .success, at: at(milliseconds: 12_000))
         let late = deliver(standardResponse(1), to: &consumer, at: at(milliseconds: 12_100))
@@ -313,18 +327,19 @@ extension ConsumerTests {
     @Test("The request timeout is configurable and counts from the request's write: a request queued behind another is not charged for the wait")
     func configuredTimeout() throws {
         var consumer = sessionConsumer(ConsumerConfiguration(requestTimeout: .seconds(3)), with: [(1, []), (2, [])])
-        let (first, _) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: at(milliseconds: 0))
-        let (second, queued) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 500))
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: at(milliseconds: 0)).id
+        var queued: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 500), into: &queued)
         #expect(try writes(queued).isEmpty)
         #expect(consumer.nextDeadline == at(milliseconds: 3_000))
-        let firstExpired = consumer.tick(at(milliseconds: 3_000))
+        let firstExpired = consumer.tick(at: at(milliseconds: 3_000))
         #expect(results(firstExpired, for: first) == [.failure(.timedOut)])
         #expect(results(firstExpired, for: second).isEmpty)
         // The first write's result never came: the link is free at its deadline, and the second goes out now.
         #expect(try onlyWrite(firstExpired).command == standardCommand(2))
         #expect(consumer.nextDeadline == at(milliseconds: 6_000))
-        #expect(results(consumer.tick(at(milliseconds: 3_500)), for: second).isEmpty, "3 s after its submission, but only 0.5 s after its write")
-        let secondExpired = consumer.tick(at(milliseconds: 6_000))
+        #expect(results(consumer.tick(at: at(milliseconds: 3_500)), for: second).isEmpty, "3 s after its submission, but only 0.5 s after its write")
+        let secondExpired = consumer.tick(at: at(milliseconds: 6_000))
         #expect(results(secondExpired, for: second) == [.failure(.timedOut)])
         #expect(consumer.pendingRequestCount == 0)
     }
@@ -332,12 +347,14 @@ extension ConsumerTests {
     @Test("A write that never completes times out, and later requests still proceed")
     func writeNeverCompletes() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 1_000))
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 1_000), into: &secondActions)
         #expect(secondActions.isEmpty)
 
-        let expired = consumer.tick(at(milliseconds: 10_000))
+        let expired = consumer.tick(at: at(milliseconds: 10_000))
         #expect(results(expired, for: first) == [.failure(.timedOut)])
         let write2 = try onlyWrite(expired)
         #expect(write2.command == standardCommand(2))
@@ -351,10 +368,12 @@ extension ConsumerTests {
     @Test("Cancellation ends a request with cancelled; the response that still arrives is consumed without disturbing the next one")
     func cancelAwaitingResponse() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
         _ = consumer.writeCompleted(write1.token, .success, at: .zero)
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero, into: &secondActions)
         #expect(secondActions.isEmpty)
 
         let cancelled = consumer.cancel(first, at: .zero)
@@ -376,9 +395,10 @@ extension ConsumerTests {
     @Test("A cancelled request that was never written is never written")
     func cancelQueued() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
         #expect(consumer.cancel(second, at: .zero) == [.emit(.completed(second, .failure(.cancelled)))])
         var actions = consumer.writeCompleted(write1.token, .success, at: .zero)
         actions += deliver(standardResponse(1), to: &consumer)
@@ -390,10 +410,12 @@ extension ConsumerTests {
     @Test("Cancelling a request whose write is in flight: the next write still waits for that write's result")
     func cancelWhileWriting() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
         #expect(consumer.cancel(first, at: .zero) == [.emit(.completed(first, .failure(.cancelled)))])
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero, into: &secondActions)
         #expect(try writes(secondActions).isEmpty, "ATT allows one write at a time")
 
         let write2 = try onlyWrite(consumer.writeCompleted(write1.token, .success, at: .zero))
@@ -407,12 +429,14 @@ extension ConsumerTests {
     @Test("Cancelling a request whose write is in flight: if the write then fails, no response is awaited for it")
     func cancelWhileWritingThenWriteFails() throws {
         var consumer = sessionConsumer(with: [(1, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
         _ = consumer.cancel(first, at: .zero)
         // The same notification asked again, for other attributes: its response starts with the same header.
         let titleOnly = [NotificationAttributeRequest(.title, maxLength: 32)]
-        let (second, secondActions) = consumer.fetchAttributes(titleOnly, for: uid(1), at: .zero)
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(titleOnly, for: uid(1), at: .zero, into: &secondActions)
         var actions = secondActions
         actions += consumer.writeCompleted(write1.token, .attError(.invalidParameter), at: .zero)
         #expect(completionCount(actions) == 0)
@@ -427,15 +451,17 @@ extension ConsumerTests {
     @Test("A cancelled request's write that never completes stops holding the link a request timeout after it was issued")
     func abandonedWriteNeverCompletes() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         _ = try onlyWrite(firstActions)
         _ = consumer.cancel(first, at: at(milliseconds: 1_000))
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 2_000))
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 2_000), into: &secondActions)
         #expect(secondActions.isEmpty)
         // The abandoned write's deadline comes before the second request's.
         #expect(consumer.nextDeadline == at(milliseconds: 10_000))
-        #expect(consumer.tick(at(milliseconds: 9_999)) == [])
-        let released = consumer.tick(at(milliseconds: 10_000))
+        #expect(consumer.tick(at: at(milliseconds: 9_999)) == [])
+        let released = consumer.tick(at: at(milliseconds: 10_000))
         #expect(results(released, for: second).isEmpty)
         let write2 = try onlyWrite(released)
         #expect(write2.command == standardCommand(2))
@@ -447,7 +473,8 @@ extension ConsumerTests {
           arguments: SessionEnd.allCases)
     func writeInFlightAcrossSessions(_ end: SessionEnd) throws {
         var consumer = sessionConsumer(with: [(1, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
         #expect(results(end.end(&consumer, at: .zero), for: first) == [.failure(.sessionEnded)])
         switch end {
@@ -463,7 +490,8 @@ extension ConsumerTests {
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         _ = consumer.received(notificationSource: sourceEvent(.added, 2), at: .zero)
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 1))
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: at(milliseconds: 1), into: &secondActions)
         let write2: Write
         if end == .linkDown {
             write2 = try onlyWrite(secondActions)
@@ -485,14 +513,14 @@ extension ConsumerTests {
     @Test("After the link drops, a new link has no write in flight")
     func newLinkHasNoWriteInFlight() throws {
         var consumer = sessionConsumer(with: [(1, [])])
-        _ = try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).1)
+        _ = try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).actions)
         _ = consumer.linkDown(at: .zero)
         #expect(consumer.nextDeadline == nil)
         _ = consumer.linkUp(mtu: 23, at: .zero)
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
         _ = consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero)
-        #expect(try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).1).command == standardCommand(1))
+        #expect(try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).actions).command == standardCommand(1))
     }
 
     @Test("The into: forms append exactly the actions the array-returning forms return, to a buffer the caller reuses")
@@ -518,14 +546,17 @@ extension ConsumerTests {
                 fragment.withUnsafeBytes { consumer.received(dataSource: $0, at: .zero, into: &actions) }
             }
         }
-        let (fetch, fetchActions) = byArray.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 8)], for: uid(1), at: .zero)
+        var fetchActions: [ConsumerAction] = []
+        let fetch = byArray.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 8)], for: uid(1), at: .zero, into: &fetchActions)
         same(fetchActions) { #expect($0.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 8)], for: uid(1), at: .zero, into: &$1) == fetch) }
-        let (app, appActions) = byArray.fetchAppAttributes(appIdentifierBytes: Array(phoneApp.utf8), at: .zero)
+        var appActions: [ConsumerAction] = []
+        let app = byArray.fetchAppAttributes(appIdentifierBytes: Array(phoneApp.utf8), at: .zero, into: &appActions)
         same(appActions) { #expect($0.fetchAppAttributes(appIdentifierBytes: Array(phoneApp.utf8), at: .zero, into: &$1) == app) }
-        let (action, actionActions) = byArray.performAction(.negative, on: uid(1), at: .zero)
+        var actionActions: [ConsumerAction] = []
+        let action = byArray.performAction(.negative, on: uid(1), at: .zero, into: &actionActions)
         same(actionActions) { #expect($0.performAction(.negative, on: uid(1), at: .zero, into: &$1) == action) }
         same(byArray.cancel(fetch, at: .zero)) { $0.cancel(fetch, at: .zero, into: &$1) }
-        same(byArray.tick(at(milliseconds: 20_000))) { $0.tick(at(milliseconds: 20_000), into: &$1) }
+        same(byArray.tick(at: at(milliseconds: 20_000))) { $0.tick(at: at(milliseconds: 20_000), into: &$1) }
         same(byArray.serviceChanged(published: false, at: .zero)) { $0.serviceChanged(published: false, at: .zero, into: &$1) }
         same(byArray.stop(at: .zero)) { $0.stop(at: .zero, into: &$1) }
         same(byArray.linkDown(at: .zero)) { $0.linkDown(at: .zero, into: &$1) }
@@ -535,9 +566,11 @@ extension ConsumerTests {
     @Test("An application request identical to one of its requests in flight is its own entry, written after it and ended by its own answer; one identical to the display's fetch joins that fetch (one write)")
     func identicalRequests() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, secondActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var secondActions: [ConsumerAction] = []
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &secondActions)
         #expect(try writes(secondActions).isEmpty, "one write at a time")
         #expect(first != second)
         #expect(consumer.pendingRequestCount == 2)
@@ -555,7 +588,8 @@ extension ConsumerTests {
         // The display's fetch of 3, joined by the application's identical request: one write, both served.
         var display = sessionConsumer(ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false))
         let fetch = try onlyWrite(display.received(notificationSource: sourceEvent(.added, 3), at: .zero))
-        let (joined, joinedActions) = display.fetchAttributes(standardAttributes, for: uid(3), at: .zero)
+        var joinedActions: [ConsumerAction] = []
+        let joined = display.fetchAttributes(standardAttributes, for: uid(3), at: .zero, into: &joinedActions)
         #expect(try writes(joinedActions).isEmpty)
         _ = display.writeCompleted(fetch.token, .success, at: .zero)
         let served = deliver(standardResponse(3), to: &display)
@@ -567,10 +601,11 @@ extension ConsumerTests {
     @Test("Three identical requests, the middle one cancelled while queued: it is never written, and the other two complete, in the order asked")
     func identicalRequestsKeepTheirOrder() throws {
         var consumer = sessionConsumer(with: [(1, [])])
-        let (first, actions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var actions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &actions)
         let write = try onlyWrite(actions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
-        let (third, _) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).id
+        let third = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).id
         #expect(consumer.pendingRequestCount == 3)
         #expect(consumer.cancel(second, at: .zero) == [.emit(.completed(second, .failure(.cancelled)))])
         #expect(consumer.cancel(second, at: .zero).isEmpty, "a request ends once")
@@ -596,7 +631,8 @@ extension ConsumerTests {
         var consumer = sessionConsumer(ConsumerConfiguration(maximumRequests: 2), with: [(1, []), (2, []), (3, [])])
         _ = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
         _ = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
-        let (third, actions) = consumer.fetchAttributes(standardAttributes, for: uid(3), at: .zero)
+        var actions: [ConsumerAction] = []
+        let third = consumer.fetchAttributes(standardAttributes, for: uid(3), at: .zero, into: &actions)
         #expect(actions == [.emit(.completed(third, .failure(.tooManyRequests)))])
         #expect(consumer.pendingRequestCount == 2)
     }
@@ -604,7 +640,8 @@ extension ConsumerTests {
     @Test("An AppIdentifier is NUL-terminated on the wire: one containing NUL cannot be encoded")
     func appIdentifierWithNUL() {
         var consumer = sessionConsumer()
-        let (id, actions) = consumer.fetchAppAttributes("com.example\u{0}evil", at: .zero)
+        var actions: [ConsumerAction] = []
+        let id = consumer.fetchAppAttributes("com.example\u{0}evil", at: .zero, into: &actions)
         #expect(actions == [.emit(.completed(id, .failure(.encoding(EncodingError(.appIdentifierContainsNUL)))))])
         #expect(consumer.pendingRequestCount == 0)
     }
@@ -612,9 +649,10 @@ extension ConsumerTests {
     @Test("A write result with a stale token is ignored")
     func staleWriteToken() throws {
         var consumer = sessionConsumer(with: [(1, []), (2, []), (3, [])])
-        let (first, firstActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var firstActions: [ConsumerAction] = []
+        let first = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &firstActions)
         let write1 = try onlyWrite(firstActions)
-        let (second, _) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        let second = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).id
         let never = WriteToken(rawValue: write1.token.rawValue &+ 1_000)
         #expect(consumer.writeCompleted(never, .attError(.invalidParameter), at: .zero) == [])
         #expect(consumer.writeCompleted(never, .success, at: .zero) == [])
@@ -625,7 +663,8 @@ extension ConsumerTests {
         actions += deliver(standardResponse(1), to: &consumer)
         #expect(results(actions, for: first) == [.success(.notificationAttributes(standardResponse(1)))])
         let write2 = try onlyWrite(actions)
-        let (_, thirdActions) = consumer.fetchAttributes(standardAttributes, for: uid(3), at: .zero)
+        var thirdActions: [ConsumerAction] = []
+        _ = consumer.fetchAttributes(standardAttributes, for: uid(3), at: .zero, into: &thirdActions)
         #expect(thirdActions.isEmpty)
         #expect(consumer.writeCompleted(write1.token, .transportFailure, at: .zero) == [])
         #expect(consumer.pendingRequestCount == 2)

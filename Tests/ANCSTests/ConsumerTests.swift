@@ -37,7 +37,8 @@ struct ConsumerTests {
         let added = consumer.received(notificationSource: sourceEvent(.added, 7, flags: [.preExisting]), at: .zero)
         #expect(added == [.emit(.added(ConsumerNotification(uid: uid(7), eventFlags: [.preExisting], categoryID: .email, categoryCount: 1, isPreExisting: true)))])
         // A request made now is written once Notification Source is subscribed.
-        let (id, fetch) = consumer.fetchAttributes(standardAttributes, for: uid(7), at: .zero)
+        var fetch: [ConsumerAction] = []
+        let id = consumer.fetchAttributes(standardAttributes, for: uid(7), at: .zero, into: &fetch)
         #expect(fetch.isEmpty)
         let write = try onlyWrite(consumer.subscriptionCompleted(.notificationSource, .success, at: .zero))
         #expect(write.command == standardCommand(7))
@@ -59,13 +60,16 @@ struct ConsumerTests {
 
         _ = consumer.received(notificationSource: sourceEvent(.added, 1, flags: [.negativeAction]), at: .zero)
         #expect(consumer.notifications[uid(1)] != nil)
-        let (fetch, fetchActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var fetchActions: [ConsumerAction] = []
+        let fetch = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &fetchActions)
         #expect(fetchActions == [.emit(.completed(fetch, .failure(.dataSourceUnavailable)))])
-        let (app, appActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        var appActions: [ConsumerAction] = []
+        let app = consumer.fetchAppAttributes(mailApp, at: .zero, into: &appActions)
         #expect(appActions == [.emit(.completed(app, .failure(.dataSourceUnavailable)))])
 
         // Perform Notification Action has no Data Source response: it still works.
-        let (action, actionActions) = consumer.performAction(.negative, on: uid(1), at: .zero)
+        var actionActions: [ConsumerAction] = []
+        let action = consumer.performAction(.negative, on: uid(1), at: .zero, into: &actionActions)
         let write = try onlyWrite(actionActions)
         #expect(write.bytes == [0x02, 0x01, 0x00, 0x00, 0x00, 0x01])
         #expect(consumer.writeCompleted(write.token, .success, at: .zero) == [.emit(.completed(action, .success(.actionPerformed)))])
@@ -80,7 +84,7 @@ struct ConsumerTests {
         _ = consumer.linkUp(mtu: 23, at: .zero)
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero)
-        let (queued, _) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        let queued = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).id
 
         let ended = consumer.subscriptionCompleted(.notificationSource, insufficientAuthentication, at: .zero)
         #expect(ended == [
@@ -91,18 +95,22 @@ struct ConsumerTests {
         ])
         #expect(!consumer.isInSession)
         #expect(consumer.notifications.isEmpty)
-        let (late, lateActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var lateActions: [ConsumerAction] = []
+        let late = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &lateActions)
         #expect(lateActions == [.emit(.completed(late, .failure(.notConnected)))])
     }
 
     @Test("Outside a session every request fails with notConnected and nothing is written")
     func requestsOutsideASession() {
         var consumer = Consumer()
-        let (fetch, fetchActions) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        var fetchActions: [ConsumerAction] = []
+        let fetch = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &fetchActions)
         #expect(fetchActions == [.emit(.completed(fetch, .failure(.notConnected)))])
-        let (app, appActions) = consumer.fetchAppAttributes(mailApp, at: .zero)
+        var appActions: [ConsumerAction] = []
+        let app = consumer.fetchAppAttributes(mailApp, at: .zero, into: &appActions)
         #expect(appActions == [.emit(.completed(app, .failure(.notConnected)))])
-        let (action, actionActions) = consumer.performAction(.positive, on: uid(1), at: .zero)
+        var actionActions: [ConsumerAction] = []
+        let action = consumer.performAction(.positive, on: uid(1), at: .zero, into: &actionActions)
         #expect(actionActions == [.emit(.completed(action, .failure(.notConnected)))])
         #expect(Set([fetch, app, action]).count == 3)
         // Notification Source and Data Source bytes outside a session are not processed.
@@ -240,20 +248,21 @@ struct ConsumerTests {
     func nothingSurvivesASession(_ end: SessionEnd) throws {
         var consumer = sessionConsumer(with: [(1, []), (2, [.positiveAction])])
         // A fetched value in the model and an app in the cache.
-        let first = try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).1)
+        let first = try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).actions)
         _ = consumer.writeCompleted(first.token, .success, at: .zero)
         _ = deliver(standardResponse(1), to: &consumer)
-        let app = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1)
+        let app = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).actions)
         _ = consumer.writeCompleted(app.token, .success, at: .zero)
         _ = deliver(displayNameResponse(mailApp, "Mail"), to: &consumer)
         #expect(consumer.notifications[uid(1)]?.appIdentifier == mailApp)
         #expect(consumer.displayName(of: mailApp) == "Mail")
 
         // Pending: one written, one queued, one action queued.
-        let (written, writtenActions) = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero)
+        var writtenActions: [ConsumerAction] = []
+        let written = consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero, into: &writtenActions)
         let inFlight = try onlyWrite(writtenActions)
-        let (queued, _) = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 100)], for: uid(1), at: .zero)
-        let (action, _) = consumer.performAction(.positive, on: uid(2), at: .zero)
+        let queued = consumer.fetchAttributes([NotificationAttributeRequest(.message, maxLength: 100)], for: uid(1), at: .zero).id
+        let action = consumer.performAction(.positive, on: uid(2), at: .zero).id
         #expect(consumer.pendingRequestCount == 3)
 
         let ended = end.end(&consumer, at: .zero)
@@ -284,7 +293,7 @@ struct ConsumerTests {
     @Test("A new session starts empty, and app attributes are fetched again", arguments: SessionEnd.allCases)
     func newSessionStartsEmpty(_ end: SessionEnd) throws {
         var consumer = sessionConsumer(with: [(1, [])])
-        let app = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).1)
+        let app = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).actions)
         _ = consumer.writeCompleted(app.token, .success, at: .zero)
         _ = deliver(displayNameResponse(mailApp, "Mail"), to: &consumer)
         _ = end.end(&consumer, at: at(milliseconds: 100))
@@ -298,7 +307,8 @@ struct ConsumerTests {
         #expect(consumer.displayName(of: mailApp) == nil)
 
         // Not answered from the previous session's cache: asked again.
-        let (again, actions) = consumer.fetchAppAttributes(mailApp, at: at(milliseconds: 300))
+        var actions: [ConsumerAction] = []
+        let again = consumer.fetchAppAttributes(mailApp, at: at(milliseconds: 300), into: &actions)
         let write = try onlyWrite(actions)
         #expect(write.command == displayNameCommand(mailApp))
         #expect(results(actions, for: again).isEmpty)
@@ -310,7 +320,7 @@ struct ConsumerTests {
     @Test("The link dropping during the session emits exactly one sessionEnded; linkUp while linked starts over")
     func linkUpWhileLinked() {
         var consumer = sessionConsumer(with: [(1, [])])
-        let (pending, _) = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero)
+        let pending = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero).id
         let actions = consumer.linkUp(mtu: 247, at: .zero)
         #expect(actions == [
             .emit(.completed(pending, .failure(.sessionEnded))),

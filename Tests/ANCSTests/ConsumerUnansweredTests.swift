@@ -37,12 +37,13 @@ struct ConsumerUnansweredTests {
                     play(consumer.received(notificationSource: sourceEvent(.added, nextUID), at: now))
                     nextUID += 1
                 }
-                let (_, actions) = consumer.fetchAttributes([NotificationAttributeRequest(.title, maxLength: 32)], for: uid(1), at: now)
+                var actions: [ConsumerAction] = []
+                _ = consumer.fetchAttributes([NotificationAttributeRequest(.title, maxLength: 32)], for: uid(1), at: now, into: &actions)
                 asked += 1
                 play(actions)
             }
             now = now + .milliseconds(1_100)
-            play(consumer.tick(now))
+            play(consumer.tick(at: now))
             largest = max(largest, consumer.reassembler.outstandingCount)
         }
         play(consumer.linkDown(at: now))

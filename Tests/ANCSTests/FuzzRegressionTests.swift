@@ -12,13 +12,13 @@ import Testing
 
 @Suite("Fuzz regressions")
 struct FuzzRegressionTests {
-    private func feed(_ reassembler: inout DataSourceReassembler, _ fragment: [UInt8]) -> [ReassemblyEvent] {
-        var events: [ReassemblyEvent] = []
+    private func feed(_ reassembler: inout DataSourceReassembler, _ fragment: [UInt8]) -> [DataSourceReassembler.Event] {
+        var events: [DataSourceReassembler.Event] = []
         reassembler.feed(fragment) { events.append($0) }
         return events
     }
 
-    private let unsolicited = ReassemblyEvent.unsolicited(DecodingError(.unsolicitedResponse, at: 0))
+    private let unsolicited = DataSourceReassembler.Event.unsolicited(DecodingError(.unsolicitedResponse, at: 0))
 
     /// data-source input `00 00 00` (unlimitedValueLength 1024; one 1-byte
     /// notification, 0x00; finish): a Data Source byte with no request
@@ -29,7 +29,7 @@ struct FuzzRegressionTests {
         var reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: 1024))
         #expect(feed(&reassembler, [first]) == [unsolicited])
         #expect(feed(&reassembler, [first, 0x02, 0, 0, 0, 0x01, 0x00, 0x00]) == [unsolicited])
-        var events: [ReassemblyEvent] = []
+        var events: [DataSourceReassembler.Event] = []
         reassembler.finish { events.append($0) }
         #expect(events.isEmpty)
         #expect(reassembler.outstandingCount == 0)

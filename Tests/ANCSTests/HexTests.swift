@@ -41,8 +41,28 @@ struct CharacteristicNamesTests {
         #expect(ANCSCharacteristic.allCases.map(\.uuid) == [ANCSUUID.notificationSource, ANCSUUID.controlPoint, ANCSUUID.dataSource])
         for characteristic in ANCSCharacteristic.allCases {
             #expect(ANCSCharacteristic(shortName: characteristic.shortName) == characteristic)
-            #expect(ANCSCharacteristic(uuid: characteristic.uuid.lowercased()) == characteristic)
+            #expect(ANCSCharacteristic(uuid: characteristic.uuid) == characteristic)
+            #expect(BluetoothUUID(characteristic.uuid.description.lowercased()) == characteristic.uuid)
         }
         #expect(ANCSCharacteristic(shortName: "xx") == nil)
+    }
+}
+
+@Suite("BluetoothUUID: one type for UUIDs")
+struct BluetoothUUIDTests {
+    @Test("reads either case and the 16-bit form; prints upper case; compares bits")
+    func forms() {
+        let service = ANCSUUID.service
+        #expect(service.description == "7905F431-B5CE-4E99-A40F-4B1E122D00D0")
+        #expect(BluetoothUUID("7905f431-b5ce-4e99-a40f-4b1e122d00d0") == service)
+        #expect(service.bytes.first == 0x79 && service.bytes.last == 0xD0 && service.bytes.count == 16)
+        #expect(service.uuid16 == nil)
+        #expect(ANCSUUID.serviceChanged.uuid16 == 0x2A05)
+        #expect(BluetoothUUID("2a05") == ANCSUUID.serviceChanged)
+        #expect(ANCSUUID.serviceChanged.description == "00002A05-0000-1000-8000-00805F9B34FB")
+        #expect(BluetoothUUID("00002a05-0000-1000-8000-00805f9b34fb") == ANCSUUID.serviceChanged)
+        for bad in ["", "7905F431B5CE4E99A40F4B1E122D00D0", "7905F431-B5CE-4E99-A40F-4B1E122D00D", "7905F431-B5CE-4E99-A40F-4B1E122D00DG", "2a0", "2a05-"] {
+            #expect(BluetoothUUID(bad) == nil, "\(bad)")
+        }
     }
 }

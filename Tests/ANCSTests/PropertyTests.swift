@@ -255,15 +255,15 @@ struct PropertyTests {
             // All responses back to back, re-split across their boundaries.
             let wire = exchanges.flatMap { $0.1.encode() }
             let fragments = generator.split(wire)
-            var events: [ReassemblyEvent] = []
+            var events: [DataSourceReassembler.Event] = []
             for fragment in fragments {
                 reassembler.feed(fragment) { events.append($0) }
             }
-            let expected = exchanges.enumerated().map { ReassemblyEvent.response(UInt32($0.offset) &+ 100, $0.element.1) }
+            let expected = exchanges.enumerated().map { DataSourceReassembler.Event.response(UInt32($0.offset) &+ 100, $0.element.1) }
             #expect(events == expected, "\(context): \(fragments.count) fragments of \(wire.count) bytes")
             #expect(reassembler.outstandingCount == 0, "\(context)")
             #expect(!reassembler.isInsideResponse, "\(context)")
-            var late: [ReassemblyEvent] = []
+            var late: [DataSourceReassembler.Event] = []
             reassembler.finish { late.append($0) }
             #expect(late.isEmpty, "\(context): \(late)")
         }
@@ -280,7 +280,7 @@ struct PropertyTests {
             #expect(fragments.flatMap { $0 } == response.encode(), "\(context)")
             var reassembler = DataSourceReassembler()
             reassembler.expect(request, id: 1)
-            var events: [ReassemblyEvent] = []
+            var events: [DataSourceReassembler.Event] = []
             for fragment in fragments { reassembler.feed(fragment) { events.append($0) } }
             #expect(events == [.response(1, response)], "\(context): MTU \(mtu)")
         }
@@ -311,7 +311,7 @@ struct PropertyTests {
             var ended: [UInt32: Int] = [:]
             var cancelled: Set<UInt32> = []
             var endedAfterCancel: [UInt32] = []
-            let record: (ReassemblyEvent) -> Void = { event in
+            let record: (DataSourceReassembler.Event) -> Void = { event in
                 switch event {
                 case .response(let id, _), .failed(let id, _):
                     ended[id, default: 0] += 1

@@ -117,13 +117,13 @@ extension ProviderTests {
             let uid = try add(long, to: &provider)
             let command = ControlPointCommand.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: [.init(.message)]))
             #expect(dataSourceFragments(try write(command, from: phone, to: &provider), to: phone).first?.count == 20)
-            provider.updateMTU(phone, 247)
+            provider.mtuChanged(phone, 247)
             #expect(provider.mtu(of: phone) == 247)
             #expect(dataSourceFragments(try write(command, from: phone, to: &provider), to: phone).first?.count == 244)
             // Out-of-range MTUs are clamped to what BLE allows.
-            provider.updateMTU(phone, 5000)
+            provider.mtuChanged(phone, 5000)
             #expect(provider.mtu(of: phone) == 517)
-            provider.updateMTU(phone, 0)
+            provider.mtuChanged(phone, 0)
             #expect(provider.mtu(of: phone) == 23)
         }
 
@@ -160,7 +160,7 @@ extension ProviderTests {
                 reassembler.expect(DataSourceRequest(command)!, id: UInt32(index))
                 stream += dataSourceFragments(try write(command, from: phone, to: &provider), to: phone)
             }
-            var answered: [ReassemblyEvent] = []
+            var answered: [DataSourceReassembler.Event] = []
             for fragment in stream { reassembler.feed(fragment) { answered.append($0) } }
             #expect(answered == [
                 .response(0, .notificationAttributes(NotificationAttributesResponse(notificationUID: second, attributes: [NotificationAttribute(.title, "Bob"), NotificationAttribute(.positiveActionLabel, "Answer")]))),

@@ -2,7 +2,7 @@ import Testing
 @testable import ANCS
 
 // The faults of real iPhones the Provider engine reproduces, for testing
-// accessories (README: "Act as an iPhone", faults): sharing off, Notification
+// accessories (docs/PROVIDE.md: "Act as an iPhone", faults): sharing off, Notification
 // Source quiet, subscriptions forgotten in silence.
 
 private let message = ProviderNotification(appIdentifier: "com.apple.MobileSMS", title: "Alice", message: "On my way")
@@ -11,7 +11,7 @@ private let message = ProviderNotification(appIdentifier: "com.apple.MobileSMS",
 private func subscribed(_ connections: [ConnectionID] = [phone]) -> Provider {
     var provider = Provider()
     for connection in connections {
-        _ = provider.connect(connection, mtu: 185)
+        _ = provider.linkUp(connection, mtu: 185)
         _ = provider.setSubscription(connection, .dataSource, enabled: true)
         _ = provider.setSubscription(connection, .notificationSource, enabled: true)
     }

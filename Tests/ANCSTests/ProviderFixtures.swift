@@ -37,7 +37,7 @@ func makeProvider(
 ) -> Provider {
     var provider = Provider(configuration: configuration)
     for consumer in consumers {
-        _ = provider.connect(consumer.0, mtu: consumer.mtu)
+        _ = provider.linkUp(consumer.0, mtu: consumer.mtu)
         _ = provider.setSubscription(consumer.0, .dataSource, enabled: consumer.dataSource)
         _ = provider.setSubscription(consumer.0, .notificationSource, enabled: consumer.notificationSource)
     }
@@ -89,7 +89,7 @@ func write(_ command: ControlPointCommand, from connection: ConnectionID, to pro
 }
 
 /// Feeds a consumer's Data Source fragments to a reassembler expecting the command's response.
-func reassemble(_ fragments: [[UInt8]], answering command: ControlPointCommand) -> [ReassemblyEvent] {
+func reassemble(_ fragments: [[UInt8]], answering command: ControlPointCommand) -> [DataSourceReassembler.Event] {
     reassemble(DataSourceRequest(command)!, fragments, id: 7, unlimitedValueLength: 0xFFFF, finishing: false)
 }
 

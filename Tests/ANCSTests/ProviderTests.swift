@@ -21,7 +21,7 @@ extension ProviderTests {
             let first = try add(mail, to: &provider)
             let second = try add(mail, to: &provider)
             let third = try add(call, to: &provider)
-            _ = provider.connect(phone, mtu: 185)
+            _ = provider.linkUp(phone, mtu: 185)
 
             let actions = provider.setSubscription(phone, .notificationSource, enabled: true)
             let announced = try sourceEvents(actions, to: phone)
@@ -43,7 +43,8 @@ extension ProviderTests {
             // A PreExisting flag given by the application is the provider's to set, not the app's.
             var flagged = mail
             flagged.flags.insert(.preExisting)
-            let (uid, actions) = try provider.add(flagged)
+            let added = try provider.add(flagged)
+            let uid = added.uid, actions = added.actions
             let events = try sourceEvents(actions, to: phone)
             #expect(events == [NotificationSourceEvent(eventID: .added, eventFlags: [.negativeAction], categoryID: .email, categoryCount: 1, notificationUID: uid)])
         }
@@ -68,7 +69,7 @@ extension ProviderTests {
         @Test("An empty Notification Center starts a session with no announcements")
         func emptyCenterSession() {
             var provider = makeProvider([])
-            _ = provider.connect(phone, mtu: 23)
+            _ = provider.linkUp(phone, mtu: 23)
             let actions = provider.setSubscription(phone, .notificationSource, enabled: true)
             #expect(actions == [.emit(.sessionStarted(phone, preExisting: 0))])
         }
@@ -119,7 +120,7 @@ extension ProviderTests {
         func categoryCountSaturates() throws {
             var provider = makeProvider([])
             for _ in 0..<300 { _ = try provider.add(mail) }
-            _ = provider.connect(phone, mtu: 23)
+            _ = provider.linkUp(phone, mtu: 23)
             let events = try sourceEvents(provider.setSubscription(phone, .notificationSource, enabled: true), to: phone)
             #expect(events.count == 300)
             #expect(events.allSatisfy { $0.categoryCount == 255 })
@@ -130,7 +131,8 @@ extension ProviderTests {
         func reservedValuesPassThrough() throws {
             var provider = makeProvider()
             let odd = ProviderNotification(appIdentifier: "com.example.future", categoryID: CategoryID(rawValue: 200), flags: EventFlags(rawValue: 0xE1))
-            let (uid, actions) = try provider.add(odd)
+            let added = try provider.add(odd)
+            let uid = added.uid, actions = added.actions
             #expect(try sourceEvents(actions, to: phone) == [NotificationSourceEvent(eventID: .added, eventFlags: EventFlags(rawValue: 0xE1), categoryID: CategoryID(rawValue: 200), categoryCount: 1, notificationUID: uid)])
         }
 
@@ -173,17 +175,17 @@ extension ProviderTests {
         @Test("Disconnecting ends the session; a new connection starts with nothing subscribed")
         func disconnectEndsSession() throws {
             var provider = makeProvider()
-            #expect(emitted(provider.disconnect(phone)) == [.sessionEnded(phone)])
+            #expect(emitted(provider.linkDown(phone)) == [.sessionEnded(phone)])
             #expect(provider.connections.isEmpty)
-            #expect(provider.disconnect(phone).isEmpty)
+            #expect(provider.linkDown(phone).isEmpty)
             #expect(try provider.add(mail).actions.isEmpty)
 
-            _ = provider.connect(phone, mtu: 50)
+            _ = provider.linkUp(phone, mtu: 50)
             #expect(!provider.isSubscribed(phone, to: .notificationSource))
             #expect(!provider.isSubscribed(phone, to: .dataSource))
             // Connecting again on a live connection ends its session too.
             _ = provider.setSubscription(phone, .notificationSource, enabled: true)
-            #expect(emitted(provider.connect(phone, mtu: 23)) == [.sessionEnded(phone)])
+            #expect(emitted(provider.linkUp(phone, mtu: 23)) == [.sessionEnded(phone)])
             #expect(provider.connections == [phone])
         }
     }
@@ -200,7 +202,8 @@ extension ProviderTests {
             var provider = makeProvider([(phone, 23, true, true), (watch, 185, true, false), (car, 517, false, true)])
             var long = mail
             long.message = String(repeating: "abcdefgh", count: 100)
-            let (uid, added) = try provider.add(long)
+            let announced = try provider.add(long)
+            let uid = announced.uid, added = announced.actions
 
             // Notification Source events go only to consumers in a session, in connection order.
             #expect(added.map { action -> ConnectionID? in if case .notify(let id, .notificationSource, _) = action { id } else { nil } } == [phone, watch])
@@ -241,7 +244,7 @@ extension ProviderTests {
             var provider = makeProvider([(phone, 185, true, true)])
             _ = try add(mail, to: &provider)
             _ = try add(call, to: &provider)
-            _ = provider.connect(watch, mtu: 23)
+            _ = provider.linkUp(watch, mtu: 23)
             let actions = provider.setSubscription(watch, .notificationSource, enabled: true)
             #expect(try sourceEvents(actions, to: phone).isEmpty)
             let announced = try sourceEvents(actions, to: watch)

@@ -18,19 +18,19 @@ struct Harness {
         reassembler.expect(request, id: id)
     }
 
-    mutating func feed(_ fragment: [UInt8]) -> [ReassemblyEvent] {
-        var events: [ReassemblyEvent] = []
+    mutating func feed(_ fragment: [UInt8]) -> [DataSourceReassembler.Event] {
+        var events: [DataSourceReassembler.Event] = []
         reassembler.feed(fragment) { events.append($0) }
         return events
     }
 
     /// Feeds each fragment in turn; all the events, in order.
-    mutating func feed(_ fragments: [[UInt8]]) -> [ReassemblyEvent] {
+    mutating func feed(_ fragments: [[UInt8]]) -> [DataSourceReassembler.Event] {
         fragments.flatMap { feed($0) }
     }
 
-    mutating func finish() -> [ReassemblyEvent] {
-        var events: [ReassemblyEvent] = []
+    mutating func finish() -> [DataSourceReassembler.Event] {
+        var events: [DataSourceReassembler.Event] = []
         reassembler.finish { events.append($0) }
         return events
     }
@@ -221,7 +221,7 @@ struct ReassemblerTests {
     @Test("unsolicited bytes over several notifications never fail a request registered while they arrive")
     func unsolicitedSparesTheNext() {
         var harness = Harness()
-        let unsolicited = ReassemblyEvent.unsolicited(DecodingError(.unsolicitedResponse, at: 0))
+        let unsolicited = DataSourceReassembler.Event.unsolicited(DecodingError(.unsolicitedResponse, at: 0))
         #expect(harness.feed([0x09, 0x01, 0x02]) == [unsolicited])
         harness.expect(Self.requestA, id: 1)
         #expect(harness.feed([0x33, 0x34, 0x35]) == [unsolicited])
@@ -264,7 +264,7 @@ struct ReassemblerTests {
         harness.expect(Self.requestA, id: 1)
         // The wrong response byte by byte: the error comes with its last UID byte.
         let wrong = Self.responseA(uid: 0x0500_0000)
-        var events: [ReassemblyEvent] = []
+        var events: [DataSourceReassembler.Event] = []
         for (index, byte) in wrong.enumerated() {
             let step = harness.feed([byte])
             if index == 4 {
@@ -316,7 +316,7 @@ struct ReassemblerTests {
             NotificationAttribute(.appIdentifier, "com.a"), NotificationAttribute(.title, AttributeValue(String(repeating: "T", count: 17))), NotificationAttribute(.message, "m"),
         ]))
         // Header 5, AppIdentifier tuple 3 + 5, Title ID at 13, its Length at 14.
-        let expected: [ReassemblyEvent] = [
+        let expected: [DataSourceReassembler.Event] = [
             .failed(1, DecodingError(.valueTooLong(attribute: 1, length: 17, maxLength: 16), at: 14)),
             .response(2, Self.responseB),
         ]
@@ -406,7 +406,7 @@ struct ReassemblerTests {
     @Test("unsolicited bytes are reported once per fragment and dropped; a request registered afterwards parses")
     func unsolicited() {
         var harness = Harness()
-        let unsolicited = ReassemblyEvent.unsolicited(DecodingError(.unsolicitedResponse, at: 0))
+        let unsolicited = DataSourceReassembler.Event.unsolicited(DecodingError(.unsolicitedResponse, at: 0))
         #expect(harness.feed(Self.responseA.encode()) == [unsolicited])
         #expect(harness.feed([0x00]) == [unsolicited])
         #expect(harness.feed([0x01, 0x02, 0x03]) == [unsolicited])
@@ -615,7 +615,7 @@ struct ReassemblerTests {
         harness.expect(request, id: 1)
         harness.expect(Self.requestB, id: 2)
         let hostile: [UInt8] = [0x00, 0x05, 0x00, 0x00, 0x00, attribute.rawValue, 0xFF, 0xFF] + Array(repeating: 0x41, count: 0xFFFF)
-        var events: [ReassemblyEvent] = []
+        var events: [DataSourceReassembler.Event] = []
         for fragment in DataSourceResponse.fragment(hostile + Self.responseB.encode(), mtu: 23) {
             events += harness.feed(fragment)
             #expect(harness.reassembler.scratch.capacity <= Self.allowedCapacity(bound))
@@ -641,7 +641,7 @@ struct ReassemblerTests {
         ]))
         for round in 0..<50 {
             harness.expect(request, id: UInt32(round))
-            var events: [ReassemblyEvent] = []
+            var events: [DataSourceReassembler.Event] = []
             for fragment in pieces(response.encode(), size: 7) {
                 events += harness.feed(fragment)
                 #expect(harness.reassembler.scratch.capacity <= Self.allowedCapacity(bound))

@@ -40,10 +40,11 @@ struct TimestampTests {
         _ = consumer.linkUp(mtu: 23, at: .zero)
         _ = consumer.subscriptionCompleted(.dataSource, .success, at: .zero)
         _ = consumer.subscriptionCompleted(.notificationSource, .success, at: .zero)
-        let (id, actions) = consumer.fetchAppAttributes("com.example.app", at: Timestamp(.seconds(5)))
+        var actions: [ConsumerAction] = []
+        let id = consumer.fetchAppAttributes("com.example.app", at: Timestamp(.seconds(5)), into: &actions)
         #expect(actions.contains { if case .writeControlPoint = $0 { true } else { false } })
         #expect(consumer.nextDeadline == Timestamp(milliseconds: .max))
-        #expect(consumer.tick(Timestamp(.seconds(290 * 365 * 86_400))).isEmpty)
-        #expect(consumer.tick(Timestamp(milliseconds: .max)).contains(.emit(.completed(id, .failure(.timedOut)))))
+        #expect(consumer.tick(at: Timestamp(.seconds(290 * 365 * 86_400))).isEmpty)
+        #expect(consumer.tick(at: Timestamp(milliseconds: .max)).contains(.emit(.completed(id, .failure(.timedOut)))))
     }
 }

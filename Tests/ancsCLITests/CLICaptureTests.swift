@@ -1,4 +1,4 @@
-// `ancs decode --btsnoop` on the capture formats the README lists.
+// `ancs decode --btsnoop` on the capture formats docs/DECODE.md lists.
 
 import ANCSTestSupport
 import Foundation

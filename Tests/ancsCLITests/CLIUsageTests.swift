@@ -1,5 +1,5 @@
 // Command lines that do not parse, or whose options contradict each other,
-// exit 64 with one `error:` line, as `ancs --help` and the README promise.
+// exit 64 with one `error:` line, as `ancs --help` and docs/DECODE.md promise.
 
 import ANCSTestSupport
 import Foundation

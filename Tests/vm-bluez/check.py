@@ -276,7 +276,7 @@ def healthy_again(step, start):
 
 
 def faults(phone):
-    """The faults of real iPhones (README "When notifications stop"), on a new listen with short
+    """The faults of real iPhones (docs/REAL-IPHONE.md "When notifications stop"), on a new listen with short
     liveness intervals: after each, listen recovers by itself and shows the next notification."""
     log('-------- faults: listen --probe-interval 3 --retry-interval 2 --request-timeout 8')
     launch('listen-faults.jsonl', '--probe-interval', '3', '--retry-interval', '2', '--request-timeout', '8')

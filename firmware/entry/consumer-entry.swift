@@ -45,7 +45,7 @@ public func ancsConsumerInput(_ storage: UnsafeMutableRawPointer, _ kind: Int32,
     case 12: consumer.pointee.bondLost(at: now, into: &actions)
     case 13: consumer.pointee.cancel(ConsumerRequestID(rawValue: UInt32(count)), at: now, into: &actions)
     #endif
-    default: consumer.pointee.tick(now, into: &actions)
+    default: consumer.pointee.tick(at: now, into: &actions)
     }
     actionCount &+= Int32(actions.count)
     return actionCount

@@ -10,7 +10,7 @@ public func ancsProviderInput(_ kind: Int32, _ bytes: UnsafePointer<UInt8>, _ co
     let connection = ConnectionID(1)
     var actions: [ProviderAction] = []
     switch kind {
-    case 0: actions = provider.connect(connection, mtu: count)
+    case 0: actions = provider.linkUp(connection, mtu: count)
     case 1: actions = provider.setSubscription(connection, .notificationSource, enabled: true)
     case 2: actions = provider.setSubscription(connection, .dataSource, enabled: true)
     case 3: actions = provider.controlPointWritten(connection, input)
@@ -19,7 +19,7 @@ public func ancsProviderInput(_ kind: Int32, _ bytes: UnsafePointer<UInt8>, _ co
         provider.registerApp(identifier: text, displayName: text)
         if let added = try? provider.add(ProviderNotification(appIdentifier: text, title: text, message: text)) { actions = added.actions }
     case 5: if let removed = try? provider.remove(NotificationUID(UInt32(count))) { actions = removed }
-    default: actions = provider.disconnect(connection)
+    default: actions = provider.linkDown(connection)
     }
     actionCount &+= Int32(actions.count)
     return actionCount

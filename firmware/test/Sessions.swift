@@ -149,7 +149,8 @@ func consumerSessionSteps(_ inputs: SessionInputs, _ heard: inout EventCount, _ 
         log.check(consumer.displayName(of: smsApp)?.string == "Messages", "display name cached: \(consumer.displayName(of: smsApp)?.string ?? "none")")
 
         // The application asks for another app's name (the 邮件 vector).
-        let (mailRequest, mailActions) = consumer.fetchAppAttributes(expectedMail.appIdentifier, at: now)
+        let mailFetch = consumer.fetchAppAttributes(expectedMail.appIdentifier, at: now)
+        let mailRequest = mailFetch.id, mailActions = mailFetch.actions
         written = writes(mailActions)
         log.check(written.count == 1 && written[0].bytes == mail.request, "app attributes request for \(expectedMail.appIdentifier)")
         guard let third = written.first else { return }
@@ -168,7 +169,8 @@ func consumerSessionSteps(_ inputs: SessionInputs, _ heard: inout EventCount, _ 
         guard let fourth = written.first else { return }
         actions = consumer.writeCompleted(fourth.token, .attError(.invalidParameter), at: now)
         log.check(consumer.pendingRequestCount == 0, "a refused eager fetch leaves nothing pending")
-        let (decline, declineActions) = consumer.performAction(.negative, on: NotificationUID(3), at: now)
+        let declined = consumer.performAction(.negative, on: NotificationUID(3), at: now)
+        let decline = declined.id, declineActions = declined.actions
         written = writes(declineActions)
         log.check(written.count == 1 && written[0].bytes == [2, 3, 0, 0, 0, 1], "decline writes \(written.first.map { hex($0.bytes) } ?? "nothing")")
         guard let fifth = written.first else { return }
@@ -194,7 +196,8 @@ func runErrorAnswers(_ log: inout Log) {
     ]
     for (code, expected) in cases {
         var consumer = connectedConsumer(log: &log)
-        let (request, actions) = consumer.fetchAppAttributes("com.example.app", at: .zero)
+        let submitted = consumer.fetchAppAttributes("com.example.app", at: .zero)
+        let request = submitted.id, actions = submitted.actions
         guard let token = writes(actions).first?.token else {
             log.check(false, "no write")
             continue
@@ -267,8 +270,9 @@ struct Loopback {
         return out
     }
 
-    mutating func request(_ made: (inout Consumer) -> (ConsumerRequestID, [ConsumerAction])) -> ConsumerResult? {
-        let (id, actions) = made(&consumer)
+    mutating func request(_ made: (inout Consumer) -> ConsumerRequest) -> ConsumerResult? {
+        let made = made(&consumer)
+        let id = made.id, actions = made.actions
         let before = heard.count
         run(actions)
         for event in heard[before...] {
@@ -323,7 +327,7 @@ func loopbackSteps(text: String, date: ANCSDate, _ log: inout Log) {
         }
         let consumer = Consumer(configuration: ConsumerConfiguration(eagerAttributes: ConsumerConfiguration.displayAttributes, eagerAppNames: true))
         var link = Loopback(consumer: consumer, provider: provider)
-        _ = link.provider.connect(phone, mtu: 23)
+        _ = link.provider.linkUp(phone, mtu: 23)
         link.run(link.consumer.linkUp(mtu: 23, at: link.now))
 
         log.check(link.sourceSent.count >= 2
@@ -375,7 +379,7 @@ func loopbackSteps(text: String, date: ANCSDate, _ log: inout Log) {
                   "consumer's model follows")
 
         link.run(link.consumer.linkDown(at: link.now))
-        _ = link.provider.disconnect(phone)
+        _ = link.provider.linkDown(phone)
         log.check(!link.consumer.isInSession && link.provider.connections.isEmpty, "link down on both sides")
         log.check(link.consumer.pendingRequestCount == 0, "nothing pending")
     }

@@ -181,7 +181,7 @@ func describe(_ result: ConsumerResult?) -> String {
     }
 }
 
-func describe(_ event: ReassemblyEvent?) -> String {
+func describe(_ event: DataSourceReassembler.Event?) -> String {
     switch event {
     case .response(let id, _)?: "response for request \(id)"
     case .failed(let id, let error)?: "request \(id) failed: \(error)"

@@ -90,7 +90,7 @@ func runNotificationSourceVectors(_ log: inout Log) -> Int {
 
 /// The Consumer's request for a command, in a live session; the notification
 /// it names is announced first, with both actions.
-func consumerRequest(_ command: ControlPointCommand, _ consumer: inout Consumer) -> (ConsumerRequestID, [ConsumerAction]) {
+func consumerRequest(_ command: ControlPointCommand, _ consumer: inout Consumer) -> ConsumerRequest {
     switch command {
     case .getNotificationAttributes(let get):
         return consumer.fetchAttributes(get.attributes, for: get.notificationUID, at: .zero)
@@ -112,7 +112,7 @@ func providerFor(_ command: ControlPointCommand, _ log: inout Log) -> Provider {
     case .getAppAttributes: break
     }
     var provider = Provider(configuration: ProviderConfiguration(firstNotificationUID: uid))
-    _ = provider.connect(phone, mtu: 23)
+    _ = provider.linkUp(phone, mtu: 23)
     _ = provider.setSubscription(phone, .dataSource, enabled: true)
     switch command {
     case .getAppAttributes(let get):
@@ -151,7 +151,8 @@ func runControlPointVectors(_ log: inout Log) -> Int {
             log.check(encoded == vector.bytes, "codec encodes it back: \(hex(encoded))")
 
             var consumer = connectedConsumer(log: &log)
-            let (request, actions) = consumerRequest(command, &consumer)
+            let submitted = consumerRequest(command, &consumer)
+            let request = submitted.id, actions = submitted.actions
             let written = writes(actions)
             log.check(written.count == 1 && written[0].bytes == vector.bytes,
                       "consumer writes \(written.first.map { hex($0.bytes) } ?? "nothing")")
@@ -194,7 +195,7 @@ func runControlPointVectors(_ log: inout Log) -> Int {
             log.check(decoded == nil && decodeError.map { contains($0.message, text) } ?? false,
                       "codec: error: \(decodeError?.message ?? "none") (expected: \(text.text))")
             var provider = Provider()
-            _ = provider.connect(phone, mtu: 23)
+            _ = provider.linkUp(phone, mtu: 23)
             _ = provider.setSubscription(phone, .dataSource, enabled: true)
             let answered = provider.controlPointWritten(phone, vector.bytes)
             log.check(answer(answered) == .attError(ATTErrorCode(rawValue: code)),
@@ -267,7 +268,8 @@ func throughConsumer(_ vector: DSVector, _ command: ControlPointCommand, _ log: 
     if case .getNotificationAttributes(let get) = command {
         _ = consumer.received(notificationSource: sourceEvent(.added, [], .social, count: 1, uid: get.notificationUID.rawValue), at: now)
     }
-    let (request, actions) = consumerRequest(command, &consumer)
+    let submitted = consumerRequest(command, &consumer)
+    let request = submitted.id, actions = submitted.actions
     let written = writes(actions)
     log.check(written.count == 1 && written[0].bytes == vector.request, "consumer writes the vector's request")
     guard let token = written.first?.token else { return 0 }
@@ -301,7 +303,7 @@ func throughConsumer(_ vector: DSVector, _ command: ControlPointCommand, _ log: 
         log.check(contains(error.message, text), "consumer: invalid response: \(error.message)")
     case (.error, nil):
         // An incomplete response is known only at the request's deadline.
-        let late = consumer.tick(now + consumer.configuration.requestTimeout)
+        let late = consumer.tick(at: now + consumer.configuration.requestTimeout)
         let ended = completion(of: request, in: late)
         log.check(ended == .failure(.timedOut), "consumer: the request fails at its deadline: \(describe(ended))")
     case (_, let other):
@@ -319,7 +321,7 @@ func throughReassembler(_ vector: DSVector, _ command: ControlPointCommand, _ lo
     }
     var reassembler = DataSourceReassembler()
     reassembler.expect(request, id: 7)
-    var events: [ReassemblyEvent] = []
+    var events: [DataSourceReassembler.Event] = []
     for fragment in vector.fragments { reassembler.feed(fragment) { events.append($0) } }
     reassembler.finish { events.append($0) }
     switch (vector.expected, events.first) {
@@ -355,7 +357,7 @@ func throughProvider(_ vector: DSVector, _ command: ControlPointCommand, _ respo
         provider = Provider()
         provider.registerApp(identifier: value.appIdentifier, displayName: value[.displayName]?.string ?? "")
     }
-    _ = provider.connect(phone, mtu: 23)
+    _ = provider.linkUp(phone, mtu: 23)
     _ = provider.setSubscription(phone, .dataSource, enabled: true)
     let answered = provider.controlPointWritten(phone, vector.request)
     let sent = notified(answered, on: .dataSource)

@@ -81,7 +81,7 @@ func worstCaseSteps(_ shown: inout Int, _ named: inout Int, _ answered: inout In
             pending += consumer.received(notificationSource: sourceEvent(.added, flags, .social, count: 1, uid: announced), at: now)
             if announced > 30 && asked < configuration.maximumRequests {
                 // The application asks for the newest notification's attributes, as the display does.
-                let (_, actions) = consumer.fetchAttributes(ConsumerConfiguration.displayAttributes, for: NotificationUID(announced &- UInt32(asked)), at: now)
+                let actions = consumer.fetchAttributes(ConsumerConfiguration.displayAttributes, for: NotificationUID(announced &- UInt32(asked)), at: now).actions
                 asked += 1
                 pending += actions
             }

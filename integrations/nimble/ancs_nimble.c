@@ -21,15 +21,11 @@
 #define default_eventq() nimble_port_get_dflt_eventq()
 #endif
 
-/* 7905F431-B5CE-4E99-A40F-4B1E122D00D0 and its characteristics, little-endian */
-static const ble_uuid128_t ancs_service_uuid = BLE_UUID128_INIT(
-    0xd0, 0x00, 0x2d, 0x12, 0x1e, 0x4b, 0x0f, 0xa4, 0x99, 0x4e, 0xce, 0xb5, 0x31, 0xf4, 0x05, 0x79);
-static const ble_uuid128_t notification_source_uuid = BLE_UUID128_INIT(
-    0xbd, 0x1d, 0xa2, 0x99, 0xe6, 0x25, 0x58, 0x8c, 0xd9, 0x42, 0x01, 0x63, 0x0d, 0x12, 0xbf, 0x9f);
-static const ble_uuid128_t control_point_uuid = BLE_UUID128_INIT(
-    0xd9, 0xd9, 0xaa, 0xfd, 0xbd, 0x9b, 0x21, 0x98, 0xa8, 0x49, 0xe1, 0x45, 0xf3, 0xd8, 0xd1, 0x69);
-static const ble_uuid128_t data_source_uuid = BLE_UUID128_INIT(
-    0xfb, 0x7b, 0x7c, 0xce, 0x6a, 0xb3, 0x44, 0xbe, 0xb5, 0x4b, 0xd6, 0x24, 0xe9, 0xc6, 0xea, 0x22);
+/* The ANCS UUIDs (ancs.h) */
+static const ble_uuid128_t ancs_service_uuid = BLE_UUID128_INIT(ANCS_UUID_SERVICE_LE);
+static const ble_uuid128_t notification_source_uuid = BLE_UUID128_INIT(ANCS_UUID_NOTIFICATION_SOURCE_LE);
+static const ble_uuid128_t control_point_uuid = BLE_UUID128_INIT(ANCS_UUID_CONTROL_POINT_LE);
+static const ble_uuid128_t data_source_uuid = BLE_UUID128_INIT(ANCS_UUID_DATA_SOURCE_LE);
 #define GATT_SERVICE_UUID16 0x1801
 #define SERVICE_CHANGED_UUID16 0x2A05
 #define ATT_ATTRIBUTE_NOT_FOUND 0x0A

@@ -281,7 +281,7 @@ int ancs_nimble_deinit(ancs_nimble *adapter);
  * the engine (ANCS_HEALTH_BOND_LOST) and returns BLE_GAP_REPEAT_PAIRING_RETRY,
  * which the application returns to NimBLE. For a repeat pairing on another
  * link it returns 0, which is neither RETRY nor IGNORE: the application
- * decides (README). An encryption that fails for a missing key is handled
+ * decides (docs/FIRMWARE.md, "Firmware (C, NimBLE)"). An encryption that fails for a missing key is handled
  * like a repeat pairing (and pairing is asked for again, unless
  * security_by_application). */
 int ancs_nimble_gap_event(ancs_nimble *adapter, struct ble_gap_event *event);

@@ -39,8 +39,8 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Provider per command (Get Notification Attributes, MTU 185)") { benchmark in
         var provider = Provider()
         provider.registerApp(identifier: "com.apple.MobileSMS", displayName: "Messages")
-        let (uid, _) = try! provider.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", categoryID: .social, title: "Alice", message: "On my way — 5 min 🚲 see you at the café", date: ANCSDate(year: 2026, month: 11, day: 22, hour: 9, minute: 31, second: 2)))
-        _ = provider.connect(ConnectionID(1), mtu: 185)
+        let uid = try! provider.add(ProviderNotification(appIdentifier: "com.apple.MobileSMS", categoryID: .social, title: "Alice", message: "On my way — 5 min 🚲 see you at the café", date: ANCSDate(year: 2026, month: 11, day: 22, hour: 9, minute: 31, second: 2))).uid
+        _ = provider.linkUp(ConnectionID(1), mtu: 185)
         _ = provider.setSubscription(ConnectionID(1), .dataSource, enabled: true)
         let write = try! ControlPointCommand.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: ConsumerConfiguration.displayAttributes)).encode()
         for _ in benchmark.scaledIterations {

@@ -9,7 +9,7 @@ public enum NotificationPrinter {
     public static func line(for event: ConsumerClientEvent) -> String? {
         switch event {
         case .ready(let shown): "[\(shown.appLabel)] \(shown.title ?? "") — \(shown.message ?? "")"
-        case .consumer(.removed(let notification)): "removed \(notification.uid)"
+        case .removed(let notification): "removed \(notification.uid)"
         default: nil
         }
     }

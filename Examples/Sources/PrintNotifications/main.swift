@@ -15,7 +15,7 @@ do {
         status: { print("·", $0.message) },
         prompt: { request in print("pairing with \(request.device): accepted"); return true })
 
-    try await ConsumerClient.withRunning(transport: phone, display: .standard) { client in
+    try await ConsumerClient.withRunning(transport: phone, configuration: .displaying(.standard)) { client in
         await NotificationPrinter.printEvents(of: client)
     }
 } catch {

@@ -21,7 +21,7 @@ do {
         progress: { print("·", $0) })
     defer { phone.close() }
 
-    try await ConsumerClient.withRunning(transport: phone, display: .standard) { client in
+    try await ConsumerClient.withRunning(transport: phone, configuration: .displaying(.standard)) { client in
         await NotificationPrinter.printEvents(of: client)
     }
 } catch {

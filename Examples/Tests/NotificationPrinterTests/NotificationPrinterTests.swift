@@ -17,7 +17,7 @@ struct NotificationPrinterTests {
         let phoneSide = SimulatedServer()
         let link = SimulatedLink(in: simulation, to: phoneSide)
         let phone = ProviderServer(transport: phoneSide)
-        let accessory = ConsumerClient(transport: link.client, display: .standard,
+        let accessory = ConsumerClient(transport: link.client, configuration: .displaying(.standard),
                                        clock: simulation.clock, executor: simulation.executor)
         let seen = Seen()
         simulation.spawn { try await phone.run() }

@@ -24,6 +24,17 @@ public enum Hex {
         nibble < 10 ? UInt8(ascii: "0") + nibble : (uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")) + nibble - 10
     }
 
+    /// The value of one hex digit in either case (an ASCII byte), or nil.
+    @inline(__always)
+    static func nibble(_ ascii: UInt32) -> UInt8? {
+        switch ascii {
+        case 0x30...0x39: UInt8(ascii - 0x30)
+        case 0x61...0x66: UInt8(ascii - 0x61 + 10)
+        case 0x41...0x46: UInt8(ascii - 0x41 + 10)
+        default: nil
+        }
+    }
+
     /// Why hex text could not be read; `position` counts characters from 1.
     public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
         public enum Reason: Hashable, Sendable {
@@ -64,16 +75,12 @@ public enum Hex {
         // Scalars, not Characters: no grapheme breaking (nor its tables in firmware).
         for character in text.unicodeScalars {
             position += 1
-            let nibble: UInt8
-            switch character.value {
-            case 0x30...0x39: nibble = UInt8(character.value - 0x30)
-            case 0x61...0x66: nibble = UInt8(character.value - 0x61 + 10)
-            case 0x41...0x46: nibble = UInt8(character.value - 0x41 + 10)
-            case 0x20, 0x3A, 0x09:
+            guard let nibble = nibble(character.value) else {
+                guard character == " " || character == ":" || character == "\t" else {
+                    throw ParseError(reason: .notADigit(character), position: position)
+                }
                 if high != nil { throw ParseError(reason: .splitByte, position: position) }
                 continue
-            default:
-                throw ParseError(reason: .notADigit(character), position: position)
             }
             if let value = high {
                 bytes.append(value << 4 | nibble)

@@ -81,6 +81,16 @@
 // fetch already written may have read the old content). Each app's name
 // is asked once per session, and never again after the NP answered 0xA2.
 
+/// The Notification Consumer engine: inputs in, actions out, time an input.
+///
+/// ## Two forms of each input
+/// Each input returns its actions as a new array
+/// (`linkUp(mtu:at:) -> [ConsumerAction]`; a request returns a
+/// `ConsumerRequest`): the form to use. Each also has a firmware form,
+/// marked `@_disfavoredOverload`, that appends to a buffer the caller
+/// owns and reuses from input to input (`linkUp(mtu:at:into:)`; a request
+/// returns its `ConsumerRequestID`), so that no array is made per input.
+/// Both run the same code; the C API and hot loops use the second.
 public struct Consumer: Sendable {
     enum Phase: Hashable, Sendable {
         case idle
@@ -315,6 +325,7 @@ public struct Consumer: Sendable {
     // MARK: - Link and session inputs
 
     /// The link is up (connected, encrypted, ANCS discovered) with this ATT MTU.
+    @_disfavoredOverload
     public mutating func linkUp(mtu: Int, at now: Timestamp, into actions: inout [ConsumerAction]) {
         if phase != .idle { endSession(.linkDown, into: &actions) }
         writeSlot = .free  // a new link has no write in flight
@@ -334,6 +345,7 @@ public struct Consumer: Sendable {
         if self.mtu != nil { self.mtu = mtu }
     }
 
+    @_disfavoredOverload
     public mutating func linkDown(at now: Timestamp, into actions: inout [ConsumerAction]) {
         endSession(.linkDown, into: &actions)
         writeSlot = .free  // the link took it
@@ -348,6 +360,7 @@ public struct Consumer: Sendable {
     }
 
     /// The application ends the session: unsubscribe, forget everything.
+    @_disfavoredOverload
     public mutating func stop(at now: Timestamp, into actions: inout [ConsumerAction]) {
         unsubscribe(.unsubscribed, into: &actions)
         stopped = true  // no retry: nothing starts again until the link or ANCS does
@@ -361,6 +374,7 @@ public struct Consumer: Sendable {
 
     /// Service Changed told that ANCS was unpublished (false) or published
     /// again (true, after the transport re-discovered it).
+    @_disfavoredOverload
     public mutating func serviceChanged(published: Bool, at now: Timestamp, into actions: inout [ConsumerAction]) {
         self.published = published
         if !published {
@@ -377,6 +391,7 @@ public struct Consumer: Sendable {
     }
 
     /// The result of a `.subscribe` action.
+    @_disfavoredOverload
     public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
         lastHeard = now
         switch (phase, characteristic) {
@@ -416,6 +431,7 @@ public struct Consumer: Sendable {
     }
 
     /// A Notification Source notification, read in place (no copy).
+    @_disfavoredOverload
     public mutating func received(notificationSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard isInSession else { return }
         // While not shared, an announcement is a reason to probe, not an
@@ -490,6 +506,7 @@ public struct Consumer: Sendable {
         bytes.withUnsafeBytes { received(dataSource: $0, at: now) }
     }
 
+    @_disfavoredOverload
     public mutating func received(dataSource bytes: UnsafeRawBufferPointer, at now: Timestamp, into actions: inout [ConsumerAction]) {
         guard isInSession else { return }
         // Most notifications lie inside a value (at MTU 23 a response takes
@@ -520,6 +537,7 @@ public struct Consumer: Sendable {
 
     /// The answer to a `.writeControlPoint` action (also for a write of a
     /// session that ended while the link stayed up: the link is free again).
+    @_disfavoredOverload
     public mutating func writeCompleted(_ token: WriteToken, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
         lastHeard = now
         // What the answer says of the phone, before the entry ends (a
@@ -580,47 +598,52 @@ public struct Consumer: Sendable {
     // MARK: - Application requests
 
     /// Fetch attributes of a notification (spec: Get Notification Attributes).
-    public mutating func fetchAttributes(_ attributes: [NotificationAttributeRequest], for uid: NotificationUID, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+    public mutating func fetchAttributes(_ attributes: [NotificationAttributeRequest], for uid: NotificationUID, at now: Timestamp) -> ConsumerRequest {
         submit(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: attributes)), at: now)
     }
 
     /// Fetch attributes of an app (spec: Get App Attributes); answered from
     /// the session's cache when the app was already fetched.
-    public mutating func fetchAppAttributes(_ appIdentifier: String, _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+    public mutating func fetchAppAttributes(_ appIdentifier: String, _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp) -> ConsumerRequest {
         submit(.getAppAttributes(GetAppAttributes(appIdentifier: appIdentifier, attributes: attributes)), at: now)
     }
 
     /// Fetch attributes of the app whose AppIdentifier has exactly these bytes
     /// (as a notification's AppIdentifier attribute carries them, valid UTF-8 or not).
-    public mutating func fetchAppAttributes(appIdentifierBytes: [UInt8], _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+    public mutating func fetchAppAttributes(appIdentifierBytes: [UInt8], _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp) -> ConsumerRequest {
         submit(.getAppAttributes(GetAppAttributes(appIdentifierBytes: appIdentifierBytes, attributes: attributes)), at: now)
     }
 
     /// Perform the positive or negative action of a notification whose flags announce it.
-    public mutating func performAction(_ action: ActionID, on uid: NotificationUID, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+    public mutating func performAction(_ action: ActionID, on uid: NotificationUID, at now: Timestamp) -> ConsumerRequest {
         submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), at: now)
     }
 
-    // The same four requests, appending their actions to the caller's buffer
-    // (which it may reuse from input to input: no allocation per input).
+    // The same four requests in their firmware form (see "Two forms of
+    // each input" in the type's documentation).
 
+    @_disfavoredOverload
     public mutating func fetchAttributes(_ attributes: [NotificationAttributeRequest], for uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
         submit(.getNotificationAttributes(GetNotificationAttributes(notificationUID: uid, attributes: attributes)), at: now, into: &actions)
     }
 
+    @_disfavoredOverload
     public mutating func fetchAppAttributes(_ appIdentifier: String, _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
         submit(.getAppAttributes(GetAppAttributes(appIdentifier: appIdentifier, attributes: attributes)), at: now, into: &actions)
     }
 
+    @_disfavoredOverload
     public mutating func fetchAppAttributes(appIdentifierBytes: [UInt8], _ attributes: [AppAttributeID] = [.displayName], at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
         submit(.getAppAttributes(GetAppAttributes(appIdentifierBytes: appIdentifierBytes, attributes: attributes)), at: now, into: &actions)
     }
 
+    @_disfavoredOverload
     public mutating func performAction(_ action: ActionID, on uid: NotificationUID, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
         submit(.performNotificationAction(PerformNotificationAction(notificationUID: uid, actionID: action)), at: now, into: &actions)
     }
 
     /// Ends a request with `cancelled`; its response, if it comes, is still consumed.
+    @_disfavoredOverload
     public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp, into actions: inout [ConsumerAction]) {
         for index in session.entries.indices {
             if session.entries[index].waiter == id {
@@ -640,7 +663,8 @@ public struct Consumer: Sendable {
     }
 
     /// Fails every written request whose deadline has passed.
-    public mutating func tick(_ now: Timestamp, into actions: inout [ConsumerAction]) {
+    @_disfavoredOverload
+    public mutating func tick(at now: Timestamp, into actions: inout [ConsumerAction]) {
         var index = 0
         while index < session.entries.count {
             guard let deadline = session.entries[index].deadline, deadline <= now else {
@@ -690,9 +714,9 @@ public struct Consumer: Sendable {
         }
     }
 
-    public mutating func tick(_ now: Timestamp) -> [ConsumerAction] {
+    public mutating func tick(at now: Timestamp) -> [ConsumerAction] {
         var actions: [ConsumerAction] = []
-        tick(now, into: &actions)
+        tick(at: now, into: &actions)
         return actions
     }
 
@@ -739,10 +763,10 @@ public struct Consumer: Sendable {
         pump(at: now, into: &actions)
         return id
     }
-    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp) -> (ConsumerRequestID, [ConsumerAction]) {
+    private mutating func submit(_ command: ControlPointCommand, at now: Timestamp) -> ConsumerRequest {
         var actions: [ConsumerAction] = []
         let id = submit(command, at: now, into: &actions)
-        return (id, actions)
+        return ConsumerRequest(id: id, actions: actions)
     }
 
     /// Issues the next write if the link allows one (one in flight, pipelining

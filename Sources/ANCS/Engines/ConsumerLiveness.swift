@@ -1,6 +1,6 @@
 // Consumer liveness and health: what the phone's answers say about whether
 // notifications reach the accessory, and what the consumer does about it
-// (README "When notifications stop"). The engine's inputs (Consumer.swift)
+// (docs/REAL-IPHONE.md, "When notifications stop"). The engine's inputs (Consumer.swift)
 // call these as they learn something of the phone; `tick` takes the
 // liveness step `probeTime` names.
 //

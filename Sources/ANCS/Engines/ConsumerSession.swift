@@ -154,7 +154,7 @@ extension Consumer {
         /// failed one, or one nobody asked for. Called from the reassembler's
         /// `feed`, which cannot be reached from here: the two are separate
         /// fields of the engine.
-        mutating func take(_ event: ReassemblyEvent, into actions: inout [ConsumerAction]) {
+        mutating func take(_ event: DataSourceReassembler.Event, into actions: inout [ConsumerAction]) {
             switch event {
             case .response(let key, let response):
                 guard let index = entryIndex(key: key) else { return }

@@ -8,6 +8,19 @@ public struct ConsumerRequestID: RawRepresentable, Hashable, Sendable, CustomStr
     public var description: String { "#\(rawValue)" }
 }
 
+/// An application request as the engine took it: its ID, which its
+/// `.completed` event echoes, and the actions to perform now (a request
+/// that fails at once has its `.completed` among them).
+public struct ConsumerRequest: Hashable, Sendable {
+    public var id: ConsumerRequestID
+    public var actions: [ConsumerAction]
+
+    public init(id: ConsumerRequestID, actions: [ConsumerAction]) {
+        self.id = id
+        self.actions = actions
+    }
+}
+
 /// Names one Control Point write handed to the transport; its result comes back with it.
 public struct WriteToken: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt32
@@ -36,11 +49,23 @@ public enum SessionEndReason: Hashable, Sendable {
     /// The consumer subscribes again (`ConsumerHealth.resubscribing`): a new
     /// session follows, and the phone announces its notifications anew.
     case resubscribing
+
+    /// The reason's name as an identifier: `linkDown`, `unsubscribed`,
+    /// `serviceUnpublished`, `subscriptionFailed`, `resubscribing` (JSON).
+    public var identifier: String {
+        switch self {
+        case .linkDown: "linkDown"
+        case .unsubscribed: "unsubscribed"
+        case .serviceUnpublished: "serviceUnpublished"
+        case .subscriptionFailed: "subscriptionFailed"
+        case .resubscribing: "resubscribing"
+        }
+    }
 }
 
 /// Whether notifications reach the accessory, as far as the consumer can
 /// tell, and what the person has to do when they do not. Told as
-/// `ConsumerEvent.health` on each change (README: "When notifications stop").
+/// `ConsumerEvent.health` on each change (docs/REAL-IPHONE.md: "When notifications stop").
 public enum ConsumerHealth: Hashable, Sendable {
     /// Nothing says otherwise. Told after another state: recovered.
     case healthy
@@ -250,10 +275,10 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .unknownCommand: "unknown command (ANCS 0xA0)"
-        case .invalidCommand: "invalid command (ANCS 0xA1)"
-        case .invalidParameter: "invalid parameter (ANCS 0xA2)"
-        case .actionFailed: "action failed (ANCS 0xA3)"
+        case .unknownCommand: Self.ancs(.unknownCommand)
+        case .invalidCommand: Self.ancs(.invalidCommand)
+        case .invalidParameter: Self.ancs(.invalidParameter)
+        case .actionFailed: Self.ancs(.actionFailed)
         case .att(let code): "\(code)"
         case .transportFailure: "transport failure"
         case .invalidResponse(let error): "invalid response: \(error)"
@@ -268,6 +293,16 @@ public enum ConsumerError: Error, Hashable, Sendable, CustomStringConvertible {
         case .tooManyRequests: "too many requests outstanding"
         case .notificationRemoved: "the notification was removed before the request was written"
         }
+    }
+
+    /// An ANCS code's words from the code table: `unknown command (ANCS 0xA0)`.
+    private static func ancs(_ code: ATTErrorCode) -> String {
+        let hex = "ANCS 0x" + Hex.string(code.rawValue, uppercase: true)
+        #if hasFeature(Embedded)
+        return hex
+        #else
+        return "\(code.phrase ?? "") (\(hex))"
+        #endif
     }
 }
 

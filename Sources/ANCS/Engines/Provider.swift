@@ -17,7 +17,7 @@
 // Notification Source events go to the consumers in a session only; Data
 // Source notifications to the consumer that asked, only if it subscribed.
 //
-// Faults of real iPhones, for testing accessories (README "Act as an
+// Faults of real iPhones, for testing accessories (docs/PROVIDE.md, "Act as an
 // iPhone", the fault steps): sharing off (every Control Point write answered
 // 0x03 Write Not Permitted, no Notification Source event, CCCD writes still
 // taken), Notification Source quiet (the Control Point still answers), and
@@ -86,7 +86,7 @@ public struct Provider: Sendable {
 
     /// A consumer connected with this ATT MTU (clamped to 23…517). A known
     /// connection starts over: its session, if any, ends.
-    public mutating func connect(_ connection: ConnectionID, mtu: Int) -> [ProviderAction] {
+    public mutating func linkUp(_ connection: ConnectionID, mtu: Int) -> [ProviderAction] {
         var actions: [ProviderAction] = []
         if let index = linkIndex(connection) {
             if links[index].notificationSource { actions.append(.emit(.sessionEnded(connection))) }
@@ -98,7 +98,7 @@ public struct Provider: Sendable {
     }
 
     /// The consumer's ATT MTU changed (an MTU exchange); later Data Source responses use it.
-    public mutating func updateMTU(_ connection: ConnectionID, _ mtu: Int) {
+    public mutating func mtuChanged(_ connection: ConnectionID, _ mtu: Int) {
         guard let index = linkIndex(connection) else { return }
         links[index].mtu = Provider.clamp(mtu)
     }
@@ -206,7 +206,7 @@ public struct Provider: Sendable {
     }
 
     /// The consumer's link is gone; so is everything about it.
-    public mutating func disconnect(_ connection: ConnectionID) -> [ProviderAction] {
+    public mutating func linkDown(_ connection: ConnectionID) -> [ProviderAction] {
         guard let index = linkIndex(connection) else { return [] }
         let link = links.remove(at: index)
         return link.notificationSource ? [.emit(.sessionEnded(connection))] : []
@@ -222,11 +222,11 @@ public struct Provider: Sendable {
 
     /// Adds an iOS notification under a new NotificationUID and announces it
     /// (Added) to every consumer in a session.
-    public mutating func add(_ notification: ProviderNotification) throws(ProviderError) -> (uid: NotificationUID, actions: [ProviderAction]) {
+    public mutating func add(_ notification: ProviderNotification) throws(ProviderError) -> ProviderAdded {
         let uid = try notificationCenter.add(notification)
         var actions: [ProviderAction] = []
         announce(.added, uid, notification, into: &actions)
-        return (uid, actions)
+        return ProviderAdded(uid: uid, actions: actions)
     }
 
     /// Replaces an active notification's content and announces it (Modified).

@@ -1,6 +1,18 @@
 // The vocabulary of the Provider engine: the iOS notifications it publishes,
 // what it asks its caller to do, and what it tells the application.
 
+/// A notification the provider added: its new NotificationUID and the
+/// actions that announce it (Added) to every consumer in a session.
+public struct ProviderAdded: Hashable, Sendable {
+    public var uid: NotificationUID
+    public var actions: [ProviderAction]
+
+    public init(uid: NotificationUID, actions: [ProviderAction]) {
+        self.uid = uid
+        self.actions = actions
+    }
+}
+
 /// Names one consumer's link to the provider; chosen by the caller (a
 /// connection handle, a device index) and echoed in every action for it.
 public struct ConnectionID: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {

@@ -198,78 +198,99 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }
     public init(integerLiteral value: UInt8) { self.rawValue = value }
+    public init(_ named: Named) { self.rawValue = named.rawValue }
 
-    /// 0xA0: the CommandID was not recognized.
-    public static let unknownCommand = ATTErrorCode(rawValue: 0xA0)
-    /// 0xA1: the command was malformed.
-    public static let invalidCommand = ATTErrorCode(rawValue: 0xA1)
-    /// 0xA2: a parameter (NotificationUID, AppIdentifier) names nothing on the NP.
-    public static let invalidParameter = ATTErrorCode(rawValue: 0xA2)
-    /// 0xA3: the action was not performed.
-    public static let actionFailed = ATTErrorCode(rawValue: 0xA3)
+    /// The codes the project names, one entry each: the case is the code's
+    /// name (the Core Specification's ATT error names and ANCS's, in lower
+    /// camel case) and its raw value the code. The constants below are made
+    /// from it, and `name`, `phrase`, `ConsumerError`'s wording and the
+    /// C API's `ancs_status_name` (tested against it) read it.
+    public enum Named: UInt8, CaseIterable, Sendable {
+        case invalidHandle = 0x01
+        case readNotPermitted = 0x02
+        case writeNotPermitted = 0x03
+        case invalidPDU = 0x04
+        case insufficientAuthentication = 0x05
+        case requestNotSupported = 0x06
+        case invalidOffset = 0x07
+        case insufficientAuthorization = 0x08
+        case prepareQueueFull = 0x09
+        case attributeNotFound = 0x0A
+        case attributeNotLong = 0x0B
+        case insufficientEncryptionKeySize = 0x0C
+        case invalidAttributeValueLength = 0x0D
+        case unlikelyError = 0x0E
+        case insufficientEncryption = 0x0F
+        case unsupportedGroupType = 0x10
+        case insufficientResources = 0x11
+        case databaseOutOfSync = 0x12
+        case valueNotAllowed = 0x13
+        /// ANCS: the CommandID was not recognized.
+        case unknownCommand = 0xA0
+        /// ANCS: the command was malformed.
+        case invalidCommand = 0xA1
+        /// ANCS: a parameter (NotificationUID, AppIdentifier) names nothing on the NP.
+        case invalidParameter = 0xA2
+        /// ANCS: the action was not performed.
+        case actionFailed = 0xA3
+        case writeRequestRejected = 0xFC
+        /// Client Characteristic Configuration Descriptor Improperly Configured.
+        case cccdImproperlyConfigured = 0xFD
+        case procedureAlreadyInProgress = 0xFE
+        case outOfRange = 0xFF
+    }
 
-    /// ATT 0x01 Invalid Handle.
-    public static let invalidHandle = ATTErrorCode(rawValue: 0x01)
-    /// ATT 0x02 Read Not Permitted.
-    public static let readNotPermitted = ATTErrorCode(rawValue: 0x02)
-    /// ATT 0x03 Write Not Permitted.
-    public static let writeNotPermitted = ATTErrorCode(rawValue: 0x03)
-    /// ATT 0x05 Insufficient Authentication.
-    public static let insufficientAuthentication = ATTErrorCode(rawValue: 0x05)
-    /// ATT 0x06 Request Not Supported.
-    public static let requestNotSupported = ATTErrorCode(rawValue: 0x06)
-    /// ATT 0x07 Invalid Offset.
-    public static let invalidOffset = ATTErrorCode(rawValue: 0x07)
-    /// ATT 0x08 Insufficient Authorization.
-    public static let insufficientAuthorization = ATTErrorCode(rawValue: 0x08)
-    /// ATT 0x0C Insufficient Encryption Key Size.
-    public static let insufficientEncryptionKeySize = ATTErrorCode(rawValue: 0x0C)
-    /// ATT 0x0D Invalid Attribute Value Length.
-    public static let invalidAttributeValueLength = ATTErrorCode(rawValue: 0x0D)
-    /// ATT 0x0E Unlikely Error.
-    public static let unlikelyError = ATTErrorCode(rawValue: 0x0E)
-    /// ATT 0x0F Insufficient Encryption.
-    public static let insufficientEncryption = ATTErrorCode(rawValue: 0x0F)
-    /// ATT 0xFD Client Characteristic Configuration Descriptor Improperly Configured.
-    public static let cccdImproperlyConfigured = ATTErrorCode(rawValue: 0xFD)
+    // The constants the project's code and its users match on, each made
+    // from its entry of `Named`.
+    public static let unknownCommand = ATTErrorCode(Named.unknownCommand)
+    public static let invalidCommand = ATTErrorCode(Named.invalidCommand)
+    public static let invalidParameter = ATTErrorCode(Named.invalidParameter)
+    public static let actionFailed = ATTErrorCode(Named.actionFailed)
+    public static let invalidHandle = ATTErrorCode(Named.invalidHandle)
+    public static let readNotPermitted = ATTErrorCode(Named.readNotPermitted)
+    public static let writeNotPermitted = ATTErrorCode(Named.writeNotPermitted)
+    public static let insufficientAuthentication = ATTErrorCode(Named.insufficientAuthentication)
+    public static let requestNotSupported = ATTErrorCode(Named.requestNotSupported)
+    public static let invalidOffset = ATTErrorCode(Named.invalidOffset)
+    public static let insufficientAuthorization = ATTErrorCode(Named.insufficientAuthorization)
+    public static let insufficientEncryptionKeySize = ATTErrorCode(Named.insufficientEncryptionKeySize)
+    public static let invalidAttributeValueLength = ATTErrorCode(Named.invalidAttributeValueLength)
+    public static let unlikelyError = ATTErrorCode(Named.unlikelyError)
+    public static let insufficientEncryption = ATTErrorCode(Named.insufficientEncryption)
+    public static let cccdImproperlyConfigured = ATTErrorCode(Named.cccdImproperlyConfigured)
 
     /// True for the four codes ANCS defines; other values are plain ATT errors.
     public var isANCS: Bool { rawValue >= 0xA0 && rawValue <= 0xA3 }
 
-    /// The code's one name in the project (the Core Specification's ATT
-    /// error names and ANCS's, in lower camel case), nil for a code neither
-    /// defines. Logs, JSON and captures all use it.
-    public var name: String? {
-        switch rawValue {
-        case 0x01: "invalidHandle"
-        case 0x02: "readNotPermitted"
-        case 0x03: "writeNotPermitted"
-        case 0x04: "invalidPDU"
-        case 0x05: "insufficientAuthentication"
-        case 0x06: "requestNotSupported"
-        case 0x07: "invalidOffset"
-        case 0x08: "insufficientAuthorization"
-        case 0x09: "prepareQueueFull"
-        case 0x0A: "attributeNotFound"
-        case 0x0B: "attributeNotLong"
-        case 0x0C: "insufficientEncryptionKeySize"
-        case 0x0D: "invalidAttributeValueLength"
-        case 0x0E: "unlikelyError"
-        case 0x0F: "insufficientEncryption"
-        case 0x10: "unsupportedGroupType"
-        case 0x11: "insufficientResources"
-        case 0x12: "databaseOutOfSync"
-        case 0x13: "valueNotAllowed"
-        case 0xA0: "unknownCommand"
-        case 0xA1: "invalidCommand"
-        case 0xA2: "invalidParameter"
-        case 0xA3: "actionFailed"
-        case 0xFC: "writeRequestRejected"
-        case 0xFD: "cccdImproperlyConfigured"
-        case 0xFE: "procedureAlreadyInProgress"
-        case 0xFF: "outOfRange"
-        default: nil
+    /// The code's entry in the table, nil for a code neither specification names.
+    public var named: Named? { Named(rawValue: rawValue) }
+
+    #if !hasFeature(Embedded)
+    /// The code's one name in the project (its `Named` case), nil for a code
+    /// neither specification defines. Logs, JSON and captures all use it.
+    /// (Firmware has no reflection to name a case: the C API's
+    /// `ancs_status_name` names its statuses.)
+    public var name: String? { named.map { String(describing: $0) } }
+
+    /// The name as words, for sentences: `insufficient authentication`,
+    /// `invalid PDU`, `cccd improperly configured`; nil without a name.
+    public var phrase: String? {
+        guard let name else { return nil }
+        var words = ""
+        var previousUpper = false
+        for (index, character) in name.enumerated() {
+            let upper = character.isUppercase
+            let next = name.dropFirst(index + 1).first
+            // A new word starts at a capital after a small letter, or at the
+            // last capital of a run followed by a small letter (`PDUList`).
+            if upper, index > 0, !previousUpper || (next?.isLowercase ?? false) {
+                words.append(" ")
+            }
+            let run = upper && (previousUpper || (next?.isUppercase ?? false) || next == nil)
+            words.append(run ? character : Character(character.lowercased()))
+            previousUpper = upper
         }
+        return words
     }
 
     /// `name (0xNN)`, e.g. `insufficientAuthentication (0x05)`; a code with
@@ -278,6 +299,9 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         let hex = "0x" + Hex.string(rawValue, uppercase: true)
         return name.map { "\($0) (\(hex))" } ?? "ATT error \(hex)"
     }
+    #else
+    public var description: String { "ATT error 0x" + Hex.string(rawValue, uppercase: true) }
+    #endif
 }
 
 /// NotificationUID: names one iOS notification, valid only inside a session.
@@ -289,15 +313,83 @@ public struct NotificationUID: RawRepresentable, Hashable, Sendable, Comparable,
     public var description: String { "\(rawValue)" }
 }
 
+/// A Bluetooth UUID: 128 bits, written `7905F431-B5CE-4E99-A40F-4B1E122D00D0`.
+/// A 16-bit SIG UUID (0x2A05 Service Changed) is one on the Bluetooth Base
+/// UUID, `0000xxxx-0000-1000-8000-00805F9B34FB`. Two values are equal when
+/// their bits are, whatever the case or form of the text they came from.
+public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
+    /// The first and last 64 bits, as the text reads (most significant first).
+    public var high: UInt64
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// The 16-bit SIG UUID on the Bluetooth Base UUID.
+    public init(uuid16: UInt16) {
+        self.init(high: 0x0000_1000 | UInt64(uuid16) << 32, low: 0x8000_0080_5F9B_34FB)
+    }
+
+    /// Reads `8-4-4-4-12` hex digits in any case, or 4 (a 16-bit SIG UUID):
+    /// nil for anything else.
+    public init?(_ text: String) {
+        var digits: [UInt8] = []
+        var dashes: [Int] = []
+        for byte in text.utf8 {
+            if byte == 0x2D { dashes.append(digits.count); continue }
+            guard let digit = Hex.nibble(UInt32(byte)) else { return nil }
+            digits.append(digit)
+        }
+        if digits.count == 4, dashes.isEmpty {
+            self.init(uuid16: digits.reduce(0) { $0 << 4 | UInt16($1) })
+            return
+        }
+        guard digits.count == 32, dashes == [8, 12, 16, 20] else { return nil }
+        self.init(high: digits[..<16].reduce(0) { $0 << 4 | UInt64($1) },
+                  low: digits[16...].reduce(0) { $0 << 4 | UInt64($1) })
+    }
+
+    /// The 16 bytes, most significant first (the text's order; ATT carries
+    /// them reversed, little-endian).
+    public var bytes: [UInt8] {
+        var result: [UInt8] = []
+        result.reserveCapacity(16)
+        for half in [high, low] {
+            for shift in stride(from: 56, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: half >> UInt64(shift))) }
+        }
+        return result
+    }
+
+    /// The 16-bit SIG UUID, when this one is on the Bluetooth Base UUID.
+    public var uuid16: UInt16? {
+        guard low == 0x8000_0080_5F9B_34FB, high & 0xFFFF_0000_FFFF_FFFF == 0x0000_1000 else { return nil }
+        return UInt16(truncatingIfNeeded: high >> 32)
+    }
+
+    /// `7905F431-B5CE-4E99-A40F-4B1E122D00D0`, upper case; BlueZ's
+    /// properties and Bumble print lower case (`lowercased()` of this).
+    public var description: String {
+        let hex = Hex.string(bytes, uppercase: true)
+        var text = ""
+        for (index, character) in hex.enumerated() {
+            if index == 8 || index == 12 || index == 16 || index == 20 { text.append("-") }
+            text.append(character)
+        }
+        return text
+    }
+}
+
 /// The service and characteristic UUIDs (spec: "Service and characteristics").
 public enum ANCSUUID {
-    public static let service = "7905F431-B5CE-4E99-A40F-4B1E122D00D0"
-    public static let notificationSource = "9FBF120D-6301-42D9-8C58-25E699A21DBD"
-    public static let controlPoint = "69D1D8F3-45E1-49A8-9821-9BBDFDAAD9D9"
-    public static let dataSource = "22EAC6E9-24D6-4BB5-BE44-B36ACE7C7BFB"
+    public static let service = BluetoothUUID(high: 0x7905_F431_B5CE_4E99, low: 0xA40F_4B1E_122D_00D0)
+    public static let notificationSource = BluetoothUUID(high: 0x9FBF_120D_6301_42D9, low: 0x8C58_25E6_99A2_1DBD)
+    public static let controlPoint = BluetoothUUID(high: 0x69D1_D8F3_45E1_49A8, low: 0x9821_9BBD_FDAA_D9D9)
+    public static let dataSource = BluetoothUUID(high: 0x22EA_C6E9_24D6_4BB5, low: 0xBE44_B36A_CE7C_7BFB)
     /// GATT's Service Changed characteristic (in the GATT service 0x1801).
-    public static let serviceChanged: UInt16 = 0x2A05
-    public static let gattService: UInt16 = 0x1801
+    public static let serviceChanged = BluetoothUUID(uuid16: 0x2A05)
+    public static let gattService = BluetoothUUID(uuid16: 0x1801)
 }
 
 /// The three ANCS characteristics, as the engines name them to a transport:
@@ -307,7 +399,7 @@ public enum ANCSCharacteristic: Hashable, Sendable, CaseIterable, CustomStringCo
     case controlPoint
     case dataSource
 
-    public var uuid: String {
+    public var uuid: BluetoothUUID {
         switch self {
         case .notificationSource: ANCSUUID.notificationSource
         case .controlPoint: ANCSUUID.controlPoint
@@ -315,10 +407,9 @@ public enum ANCSCharacteristic: Hashable, Sendable, CaseIterable, CustomStringCo
         }
     }
 
-    /// The characteristic a UUID names (any case), or nil: an NC ignores characteristics it does not know.
-    public init?(uuid: String) {
-        let upper = asciiUppercased(uuid)
-        switch upper {
+    /// The characteristic a UUID names, or nil: an NC ignores characteristics it does not know.
+    public init?(uuid: BluetoothUUID) {
+        switch uuid {
         case Self.notificationSource.uuid: self = .notificationSource
         case Self.controlPoint.uuid: self = .controlPoint
         case Self.dataSource.uuid: self = .dataSource
@@ -362,13 +453,4 @@ public enum ANCSCharacteristic: Hashable, Sendable, CaseIterable, CustomStringCo
         default: return nil
         }
     }
-}
-
-func asciiUppercased(_ text: String) -> String {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(text.utf8.count)
-    for byte in text.utf8 {
-        bytes.append(byte >= 0x61 && byte <= 0x7A ? byte - 0x20 : byte)
-    }
-    return String(decoding: bytes, as: UTF8.self)
 }

@@ -48,14 +48,16 @@
 // (`DataSourceRequest.valueBound`). A feed handler cannot call back into
 // the reassembler: Swift's exclusivity checks refuse it (`feed`).
 
-/// What the reassembler reports while it is fed.
-public enum ReassemblyEvent: Hashable, Sendable {
-    /// A complete, valid response to the request registered under this ID.
-    case response(DataSourceReassembler.RequestID, DataSourceResponse)
-    /// The request's response was invalid or incomplete; it ends here.
-    case failed(DataSourceReassembler.RequestID, DecodingError)
-    /// Bytes no outstanding request explains; dropped up to the end of their fragment.
-    case unsolicited(DecodingError)
+extension DataSourceReassembler {
+    /// What the reassembler reports while it is fed.
+    public enum Event: Hashable, Sendable {
+        /// A complete, valid response to the request registered under this ID.
+        case response(DataSourceReassembler.RequestID, DataSourceResponse)
+        /// The request's response was invalid or incomplete; it ends here.
+        case failed(DataSourceReassembler.RequestID, DecodingError)
+        /// Bytes no outstanding request explains; dropped up to the end of their fragment.
+        case unsolicited(DecodingError)
+    }
 }
 
 public struct DataSourceReassembler: Sendable {
@@ -185,7 +187,7 @@ public struct DataSourceReassembler: Sendable {
 
     /// Ends everything (link loss, session end, or the caller giving up):
     /// each live request fails with `incomplete`, and the state is reset.
-    public mutating func finish(_ handler: (ReassemblyEvent) -> Void) {
+    public mutating func finish(_ handler: (Event) -> Void) {
         for index in queue.indices where !queue[index].abandoned {
             let pending = queue[index]
             if index == 0 && streaming {
@@ -209,7 +211,7 @@ public struct DataSourceReassembler: Sendable {
         resynchronizing = false
     }
 
-    public mutating func feed(_ fragment: [UInt8], _ handler: (ReassemblyEvent) -> Void) {
+    public mutating func feed(_ fragment: [UInt8], _ handler: (Event) -> Void) {
         fragment.withUnsafeBytes { feed($0, handler) }
     }
 
@@ -218,7 +220,7 @@ public struct DataSourceReassembler: Sendable {
     /// The handler cannot call back into this reassembler, whose state is
     /// half updated then: Swift's exclusivity checks refuse that access
     /// (the consumer's handler is given only its session: `Consumer.Session.take`).
-    public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
+    public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (Event) -> Void) {
         if absorbInsideValue(fragment) { return }
         feedAnyFragment(fragment, handler)
     }
@@ -248,7 +250,7 @@ public struct DataSourceReassembler: Sendable {
     /// `feed` for every notification but the plain middle of a value (kept
     /// out of line, so that the common case above stays small).
     @inline(never)
-    private mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (ReassemblyEvent) -> Void) {
+    private mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (Event) -> Void) {
         if phase == .discardingFragment {
             phase = .header
             matched = 0
@@ -418,7 +420,7 @@ public struct DataSourceReassembler: Sendable {
     /// of the first request; an abandoned request may never be answered, so
     /// the next one may claim the bytes if its header starts the same way.
     @inline(never)
-    private mutating func matchHeader(_ byte: UInt8, _ handler: (ReassemblyEvent) -> Void) {
+    private mutating func matchHeader(_ byte: UInt8, _ handler: (Event) -> Void) {
         var head = 0
         while head < queue.count && !extendsHeader(head, byte) {
             if !queue[head].abandoned {
@@ -440,7 +442,7 @@ public struct DataSourceReassembler: Sendable {
     }
 
     /// The first request's header is complete: its tuples come next.
-    private mutating func beginTuples(_ handler: (ReassemblyEvent) -> Void) {
+    private mutating func beginTuples(_ handler: (Event) -> Void) {
         streaming = true
         currentAbandoned = queue[0].abandoned
         startTuples(handler)
@@ -448,7 +450,7 @@ public struct DataSourceReassembler: Sendable {
 
     /// The live request at `head` of the queue (the abandoned ones before it
     /// to be dropped) does not match the header bytes received.
-    private mutating func mismatch(_ head: Int, byte: UInt8, _ handler: (ReassemblyEvent) -> Void) {
+    private mutating func mismatch(_ head: Int, byte: UInt8, _ handler: (Event) -> Void) {
         let request = queue[head].request, first = queue[0].request
         var position = 0
         while position < matched && position < request.headerCount && request.bytes[position] == first.bytes[position] { position += 1 }
@@ -477,7 +479,7 @@ public struct DataSourceReassembler: Sendable {
     }
 
     @inline(never)
-    private mutating func reportUIDMismatch(_ handler: (ReassemblyEvent) -> Void) {
+    private mutating func reportUIDMismatch(_ handler: (Event) -> Void) {
         let request = queue[0].request
         if request.commandID == .getNotificationAttributes {
             fail(.wrongNotificationUID(expected: request.notificationUID, actual: NotificationUID(receivedUID)), at: 1, handler)
@@ -487,7 +489,7 @@ public struct DataSourceReassembler: Sendable {
 
     // MARK: - Tuples
 
-    private mutating func startTuples(_ handler: (ReassemblyEvent) -> Void) {
+    private mutating func startTuples(_ handler: (Event) -> Void) {
         tupleIndex = 0
         currentBytes = queue[0].request.bytes
         attributes = AttributeCursor(offset: queue[0].request.headerCount, notification: queue[0].request.commandID == .getNotificationAttributes)
@@ -498,7 +500,7 @@ public struct DataSourceReassembler: Sendable {
     /// After a tuple's AttributeID and Length: checks the length, makes room
     /// for the value in `scratch` (when it is to be stored) and waits for its bytes.
     @inline(never)
-    private mutating func beginValue(_ handler: (ReassemblyEvent) -> Void) {
+    private mutating func beginValue(_ handler: (Event) -> Void) {
         // (The walk goes on to the next tuple's AttributeID, read when this one is finished.)
         let limit = attributes.next(in: currentBytes) ?? configuration.unlimitedValueLength
         if length > limit {
@@ -542,7 +544,7 @@ public struct DataSourceReassembler: Sendable {
     }
 
     @inline(never)
-    private mutating func finishTuple(_ handler: (ReassemblyEvent) -> Void) {
+    private mutating func finishTuple(_ handler: (Event) -> Void) {
         tupleIndex += 1
         if attributes.offset == currentBytes.count {
             completeResponse(handler)
@@ -552,7 +554,7 @@ public struct DataSourceReassembler: Sendable {
     }
 
     @inline(never)
-    private mutating func completeResponse(_ handler: (ReassemblyEvent) -> Void) {
+    private mutating func completeResponse(_ handler: (Event) -> Void) {
         if collecting {
             let finished = queue[0]
             // The response's values in one allocation; each value is its part.
@@ -585,12 +587,12 @@ public struct DataSourceReassembler: Sendable {
     }
 
     /// Fails the current request once; the rest of its response is framed and dropped.
-    private mutating func fail(_ reason: DecodingError.Reason, at offset: Int, _ handler: (ReassemblyEvent) -> Void) {
+    private mutating func fail(_ reason: DecodingError.Reason, at offset: Int, _ handler: (Event) -> Void) {
         fail(DecodingError(reason, at: offset), handler)
     }
 
     @inline(never)
-    private mutating func fail(_ error: DecodingError, _ handler: (ReassemblyEvent) -> Void) {
+    private mutating func fail(_ error: DecodingError, _ handler: (Event) -> Void) {
         guard !failed, streaming else { return }
         failed = true
         if !currentAbandoned {

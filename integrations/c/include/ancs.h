@@ -93,6 +93,23 @@ extern "C" {
 
 #define ANCS_API_VERSION 1
 
+/* The service and characteristic UUIDs (spec: "Service and
+ * characteristics"), as the 16 bytes a BLE stack takes, little-endian (the
+ * byte order on the air): the one place the C side writes them, e.g.
+ * NimBLE's `BLE_UUID128_INIT(ANCS_UUID_SERVICE_LE)`.
+ *   service             7905F431-B5CE-4E99-A40F-4B1E122D00D0
+ *   Notification Source 9FBF120D-6301-42D9-8C58-25E699A21DBD
+ *   Control Point       69D1D8F3-45E1-49A8-9821-9BBDFDAAD9D9
+ *   Data Source         22EAC6E9-24D6-4BB5-BE44-B36ACE7C7BFB */
+#define ANCS_UUID_SERVICE_LE \
+    0xd0, 0x00, 0x2d, 0x12, 0x1e, 0x4b, 0x0f, 0xa4, 0x99, 0x4e, 0xce, 0xb5, 0x31, 0xf4, 0x05, 0x79
+#define ANCS_UUID_NOTIFICATION_SOURCE_LE \
+    0xbd, 0x1d, 0xa2, 0x99, 0xe6, 0x25, 0x58, 0x8c, 0xd9, 0x42, 0x01, 0x63, 0x0d, 0x12, 0xbf, 0x9f
+#define ANCS_UUID_CONTROL_POINT_LE \
+    0xd9, 0xd9, 0xaa, 0xfd, 0xbd, 0x9b, 0x21, 0x98, 0xa8, 0x49, 0xe1, 0x45, 0xf3, 0xd8, 0xd1, 0x69
+#define ANCS_UUID_DATA_SOURCE_LE \
+    0xfb, 0x7b, 0x7c, 0xce, 0x6a, 0xb3, 0x44, 0xbe, 0xb5, 0x4b, 0xd6, 0x24, 0xe9, 0xc6, 0xea, 0x22
+
 /* ---- Status codes --------------------------------------------------------
  * One number space for results: 0 is success; 1…255 is an ATT error
  * response with that code (the phone's ANCS errors are 0xA0–0xA3; others are
@@ -187,7 +204,7 @@ typedef struct {
     uint16_t max_cached_apps;      /* app names kept per session; default 128 */
     uint16_t max_requests;         /* application requests waiting at once; default 64 */
     uint16_t unlimited_value_length; /* longest value accepted for an attribute asked without a max length; default 1024 */
-    /* Liveness (README, "When notifications stop"), in seconds; 0 takes the
+    /* Liveness (docs/REAL-IPHONE.md, "When notifications stop"), in seconds; 0 takes the
      * default, ANCS_OFF turns the check off. */
     uint32_t probe_interval_s;     /* a quiet session is probed after this long; default 300 */
     uint32_t silence_limit_s;      /* Notification Source silent this long: subscribe again; default 21 600 */
@@ -266,7 +283,7 @@ typedef enum {
 } ancs_event_type;
 
 /* What the phone's answers say about whether notifications reach the
- * accessory (README, "When notifications stop"). Told on each change. */
+ * accessory (docs/REAL-IPHONE.md, "When notifications stop"). Told on each change. */
 typedef enum {
     ANCS_HEALTH_HEALTHY = 0,            /* nothing says otherwise; after another state: recovered */
     ANCS_HEALTH_WAITING_FOR_PERMISSION, /* the phone refused `refused` with the ATT error in status: 0x05 or 0x0F, not

@@ -532,7 +532,7 @@ public func ancsConsumerWriteResult(
 @_cdecl("ancs_consumer_tick")
 public func ancsConsumerTick(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ now: UInt64) -> ancs_status {
     guard case (let pointer, var actions)? = begin(storage) else { return storageError }
-    pointer.pointee.consumer.tick(time(now), into: &actions)
+    pointer.pointee.consumer.tick(at: time(now), into: &actions)
     return finish(pointer, &actions, ok)
 }
 

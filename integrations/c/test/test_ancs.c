@@ -807,7 +807,7 @@ static void test_data_source_refused(void) {
     ancs_consumer_deinit(&H.consumer);
 }
 
-/* Health (README, "When notifications stop"): each state as ANCS_EVENT_HEALTH. */
+/* Health (docs/REAL-IPHONE.md, "When notifications stop"): each state as ANCS_EVENT_HEALTH. */
 static void test_health(void) {
     ancs_consumer_config c;
     ancs_consumer_config_default(&c);
