@@ -16,6 +16,10 @@
 #
 # The workload is generated first into .build/bench-workload by
 # scripts/gen_ds_workload.py; the benchmarks read it from there.
+#
+# The tables of BENCHMARKS.md that a script prints whole (the footprint of
+# section 3, the firmware figures of section 8) are regenerated in place by
+# scripts/update-tables.sh, which runs those scripts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

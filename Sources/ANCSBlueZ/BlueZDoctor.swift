@@ -50,17 +50,24 @@ public enum BlueZDoctor {
         return findings
     }
 
-    /// `bluetoothd --version`'s "5.66" as (5, 66).
-    public static func version(_ text: String) -> (major: Int, minor: Int)? {
+    /// A BlueZ version, `major.minor`.
+    public struct Version: Hashable, Sendable {
+        public var major: Int
+        public var minor: Int
+    }
+
+    /// `bluetoothd --version`'s "5.66" as 5 and 66.
+    public static func version(_ text: String) -> Version? {
         let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ".")
         guard parts.count >= 2, let major = Int(parts[0]), let minor = Int(parts[1].prefix { $0.isNumber }) else { return nil }
-        return (major, minor)
+        return Version(major: major, minor: minor)
     }
 
     public static func versionFinding(_ text: String?) -> Finding {
-        guard let text, let (major, minor) = version(text) else {
+        guard let text, let version = version(text) else {
             return Finding(level: .problem, text: "bluetoothd not found", fix: "apt-get install bluez (5.66 or later)")
         }
+        let major = version.major, minor = version.minor
         if major > 5 || (major == 5 && minor >= 56) {
             return Finding(level: .ok, text: "bluetoothd \(major).\(minor)")
         }

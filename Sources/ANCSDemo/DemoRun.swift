@@ -431,7 +431,7 @@ public final class DemoRun: @unchecked Sendable {
         var bound = link.minimumRoundTrip(commandLength: command.count, responseLength: responseBytes)
         if appsShown.insert(identifier).inserted, let name = shown.appName {
             let app = link.minimumRoundTrip(commandLength: identifier.utf8.count + 3, responseLength: identifier.utf8.count + 5 + name.utf8.count)
-            bound = (bound.events + app.events, bound.bytesOnAir + app.bytesOnAir)
+            bound = SimulatedLink.RoundTrip(events: bound.events + app.events, bytesOnAir: bound.bytesOnAir + app.bytesOnAir)
         }
         let latency = simulation.now - start.at
         summary.readiness.count += 1

@@ -214,11 +214,22 @@ public final class SimulatedLink: @unchecked Sendable {
         clientSink.finish()
     }
 
+    /// What one Control Point round trip costs on the air.
+    public struct RoundTrip: Hashable, Sendable {
+        public var events: Int
+        public var bytesOnAir: Int
+
+        public init(events: Int, bytesOnAir: Int) {
+            self.events = events
+            self.bytesOnAir = bytesOnAir
+        }
+    }
+
     /// The fewest connection events and bytes on air one Control Point round
     /// trip can take on this link: the write in one event, then the write
     /// response and ⌈response / (MTU − 3)⌉ notifications packed
     /// `packetsPerEvent` to an event.
-    public func minimumRoundTrip(commandLength: Int, responseLength: Int) -> (events: Int, bytesOnAir: Int) {
+    public func minimumRoundTrip(commandLength: Int, responseLength: Int) -> RoundTrip {
         let write = PDU.writeControlPoint(Array(repeating: 0, count: commandLength))
         var replies: [PDU] = [.writeResponse(.success)]
         var left = responseLength
@@ -232,7 +243,7 @@ public final class SimulatedLink: @unchecked Sendable {
         let replyPackets = replies.reduce(0) { $0 + packets(for: $1) }
         let per = configuration.packetsPerEvent
         let events = (writePackets + per - 1) / per + (replyPackets + per - 1) / per
-        return (events, air(write) + replies.reduce(0) { $0 + air($1) })
+        return RoundTrip(events: events, bytesOnAir: air(write) + replies.reduce(0) { $0 + air($1) })
     }
 
     // MARK: - Fault hooks
