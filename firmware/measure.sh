@@ -137,6 +137,11 @@ for image, what in (("entry", "consumer-entry.swift driven from C"), ("test", "s
         print(f"| {what} | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, image, 'session_heap_peak')} B | {g(arch, image, 'session_heap_requested_peak')} B | {g(arch, image, 'session_stack_peak')} B | {g(arch, image, 'session_instructions')} |")
 for arch in ("arm", "riscv"):
     print(f"| worst case, microcontroller preset (`firmware/test/WorstCase.swift`; bound {g(arch, 'test', 'worstcase_heap_bound')} B) | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'test', 'worstcase_heap_peak')} B | {g(arch, 'test', 'worstcase_heap_requested_peak')} B | {g(arch, 'test', 'worstcase_stack_peak')} B | – |")
+for arch in ("arm", "riscv"):
+    print(f"| the same worst case through `ancs.h` (libancs.a; `firmware/capi/worst-case.c`) | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'capi', 'capi_worstcase_heap_peak')} B | {g(arch, 'capi', 'capi_worstcase_heap_requested_peak')} B | {g(arch, 'capi', 'capi_worstcase_stack_peak')} B | – |")
+print()
+print("Heap allocations of one notification's life through `ancs.h` (added, fetched, shown, removed; its app's name already known; `firmware/capi/worst-case.c`): "
+      f"{g('arm', 'capi', 'capi_steady_allocations_per_notification')} on Cortex-M4, {g('riscv', 'capi', 'capi_steady_allocations_per_notification')} on RV32IMAC.")
 print()
 nordic = {"mtu23": 25385, "mtu185": 24206, "mtu517": 24114}
 n = g("arm", "test", "workload_responses")

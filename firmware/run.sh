@@ -17,8 +17,13 @@
 #          as scripts/check-embedded.sh builds the consumer (the footprint an
 #          accessory links), driven from C through a whole session; its output
 #          must equal the same driver built for the host.
+#   capi   the C API (libancs.a, integrations/c/build.sh for the device)
+#          driven through ancs.h by firmware/capi/worst-case.c: the worst
+#          case of the microcontroller preset, whose heap peak must stay
+#          within ancs.h's ANCS_MICROCONTROLLER_HEAP_BOUND, and the heap
+#          allocations of one notification's life in a steady session.
 # QEMU's exit status is each run's verdict; a hang is cut after QEMU_TIMEOUT s.
-# Outputs: .build/firmware/<arch>/{test,entry}.{elf,map,txt}, figures.txt.
+# Outputs: .build/firmware/<arch>/{test,entry,capi}.{elf,map,txt}, figures.txt.
 #
 # Needs: Swift 6.3 (swiftc, clang, ld.lld, llvm-size; on PATH or in
 # /opt/swift/usr/bin), python3, and the Debian packages qemu-system-arm,
@@ -136,6 +141,13 @@ build_arch() { # arch
     "${consumer_core[@]}" firmware/entry/consumer-entry.swift
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/entry.map" -o "$dir/entry.elf" \
     "$dir/startup-$rt.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/runtime.o" "$tables" "$libgcc"
+  # The C API image: libancs.a as integrations/c/build.sh builds it for the
+  # device, driven through ancs.h by firmware/capi/worst-case.c.
+  # (build.sh keeps it in .build/capi/TARGET and builds it only when out of date.)
+  integrations/c/build.sh "$fw_triple" > "$dir/capi.log"
+  clang "${ctarget[@]}" "${c_flags[@]}" -I integrations/c/include -c "$fw/capi/worst-case.c" -o "$dir/worst-case.o"
+  ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/capi.map" -o "$dir/capi.elf" \
+    "$dir/startup-$rt.o" "$dir/worst-case.o" "$repo/.build/capi/$fw_triple/libancs.a" "$dir/runtime.o" "$tables" "$libgcc"
 }
 
 run_image() { # arch image -> 0 pass
@@ -155,7 +167,7 @@ run_image() { # arch image -> 0 pass
     echo "[$arch $image] TIMEOUT after ${QEMU_TIMEOUT:-60} s" >&2; verdict=failed
   elif [ "$status" -ne 0 ]; then
     echo "[$arch $image] exit status $status" >&2; verdict=failed
-  elif [ "$image" = test ]; then
+  elif [ "$image" = test ] || [ "$image" = capi ]; then
     grep -qx PASS "$dir/$image.txt" || verdict=failed
   else
     grep -v -e '^#' -e '^figure ' "$dir/$image.txt" | diff -u "$out/host/entry-expected.txt" - || verdict=failed
@@ -181,7 +193,7 @@ echo "== built in $(since "$t0") s"
 
 failed=0
 for arch in "${arches[@]}"; do
-  for image in test entry; do
+  for image in test entry capi; do
     run_image "$arch" "$image" || failed=1
   done
 done

@@ -2,7 +2,8 @@
 # Checks that the firmware harness fails when it should: images that trap,
 # run out of heap, hang, or fail a check must each make the run fail with
 # their own exit status, and the test image linked with a session heap
-# budget below its measured peak must fail too. Run after firmware/run.sh
+# budget below its measured peak must fail too, as must the C API's worst
+# case held to a bound below its peak. Run after firmware/run.sh
 # (it reuses its objects).
 #
 #   firmware/selfcheck.sh [arm|riscv|all]      (default: all)
@@ -62,6 +63,11 @@ for arch in "${arches[@]}"; do
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -o "$dir/selfcheck/entry-1k.elf" \
     "$dir/startup-$rt.o" "$dir/entry.o" "$dir/entry-driver.o" "$dir/selfcheck/runtime-1k.o" "$tables" "$libgcc"
   expect "$arch" "$dir/selfcheck/entry-1k.elf" 1 "OVER BUDGET" 60 "the consumer image over a 1 KiB session heap budget"
+  # The C API's worst case held to 8 KiB, below its measured peak.
+  clang "${ctarget[@]}" "${c_flags[@]}" -I integrations/c/include -DCAPI_HEAP_BOUND=8192 -c "$fw/capi/worst-case.c" -o "$dir/selfcheck/worst-case-8k.o"
+  ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -o "$dir/selfcheck/capi-8k.elf" \
+    "$dir/startup-$rt.o" "$dir/selfcheck/worst-case-8k.o" "$(pwd)/.build/capi/$fw_triple/libancs.a" "$dir/runtime.o" "$tables" "$libgcc"
+  expect "$arch" "$dir/selfcheck/capi-8k.elf" 1 "^FAIL heap peak within" 60 "the C API's worst case held to an 8 KiB bound"
 done
 [ $failed = 0 ] && echo "== firmware self-check: every fault fails the run" || echo "== firmware self-check: FAILED" >&2
 exit $failed

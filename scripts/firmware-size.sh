@@ -34,9 +34,13 @@ mkdir -p "$out"
 size_bin=$(command -v llvm-size || ls /usr/bin/llvm-size-* 2>/dev/null | head -n 1)
 lld=$(command -v ld.lld)
 
-integrations/c/build.sh armv7em-none-none-eabi "$out/capi" > "$out/capi.log"
-integrations/c/build.sh armv7em-none-none-eabihf "$out/capi-hf" > "$out/capi-hf.log"
-integrations/c/build.sh rv32imc "$out/capi-rv32imc" > "$out/capi-rv32imc.log"
+# Each library in integrations/c/build.sh's own folder (.build/capi/TARGET),
+# shared with the firmware images and the ESP-IDF component's fill.sh.
+for pair in capi:armv7em-none-none-eabi capi-hf:armv7em-none-none-eabihf capi-rv32imc:rv32imc; do
+  integrations/c/build.sh "${pair#*:}" > "$out/${pair%%:*}.log"
+  rm -rf "${out:?}/${pair%%:*}"
+  ln -s "$root/.build/capi/${pair#*:}" "$out/${pair%%:*}"
+done
 inc=(-I "$nimble/nimble/include" -I "$nimble/nimble/host/include" -I "$nimble/porting/nimble/include"
      -I "$nimble/porting/npl/dummy/include" -I "$nimble/porting/examples/linux/include" -I "$nimble/nimble/transport/include"
      -I "$root/integrations/c/include" -I "$root/integrations/nimble")

@@ -57,6 +57,20 @@ case "$target" in
   *) extra=(-disable-stack-protector) ;;
 esac
 
+# Up to date (the library newer than every input, built with the same
+# options): not built again, so scripts that need the same target's library
+# share one build. The checks and the lines printed below run either way.
+inputs=("${core[@]}" "$here"/src/* "$here"/include/* "$0" "$root/scripts/embedded/whole-program.sh"
+        "$root/scripts/embedded/nonatomic-refcounting.c" "$root/scripts/embedded/targets.sh")
+options="$target ${extra[*]} ${ANCS_STACK_PROTECTOR:-0}"
+up_to_date=false
+if [ -f "$out/libancs.a" ] && [ "$(cat "$out/options" 2>/dev/null)" = "$options" ]; then
+  up_to_date=true
+  for input in "${inputs[@]}"; do [ "$input" -nt "$out/libancs.a" ] && { up_to_date=false; break; }; done
+fi
+
+if ! $up_to_date; then
+rm -f "$out/options"
 # Whole program (scripts/embedded/whole-program.sh): only the C API's
 # functions (ancs_*) stay visible, what they cannot reach is dropped. On
 # Cortex-M4 the C API and core are a tenth smaller than the module's own
@@ -79,6 +93,8 @@ fi
 "${cc[@]}" -c -I "$here/include" -o "$out/ancs_tables.o" "$here/src/ancs_tables.c"
 rm -f "$out/libancs.a"
 ar rcs "$out/libancs.a" "$out/ancs-swift.o" "$out/ancs_tables.o"
+echo "$options" > "$out/options"
+fi
 
 # Reference counting is non-atomic (whole-program.sh), which is safe while
 # instances share no counted object: no global may be made at run time (a
@@ -95,7 +111,7 @@ if [ ${#extra[@]} -gt 0 ] && nm -u "$out/ancs-swift.o" | grep -q '__stack_chk'; 
 fi
 
 tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$swift_target/libswiftUnicodeDataTables.a
-echo "built $out/libancs.a"
+echo "$($up_to_date && echo "up to date" || echo built) $out/libancs.a"
 echo "needs from the C library: $(nm -u "$out/ancs-swift.o" | awk '{print $2}' | grep -v '^_swift_stdlib_' | sort -u | tr '\n' ' ')"
 echo "(a C library without posix_memalign: add integrations/c/src/ancs_posix_memalign.c to the firmware)"
 if [ -f "$tables" ]; then echo "UNICODE_TABLES=$(cd "$(dirname "$tables")" && pwd)/$(basename "$tables")"; fi

@@ -244,13 +244,15 @@ void ancs_consumer_config_default(ancs_consumer_config *config);
  *
  * Worst-case RAM on a 32-bit target (BENCHMARKS.md section 8):
  *   heap   at most ANCS_MICROCONTROLLER_HEAP_BOUND bytes for a session, whatever
- *          the phone sends: the firmware test image drives the worst case (more
+ *          the phone sends: the firmware images drive the worst case (more
  *          notifications than kept, each from another app, every value as long
- *          as accepted, the application's 4 requests waiting) and fails past
- *          the bound; it measured 18 000 bytes on Cortex-M4 with 16-byte block
- *          headers. The application's own requests add the max lengths they ask.
- *   stack  the engine's deepest use through the C API, about 1 KB (920 bytes
- *          on Cortex-M4 for a whole session driven from C); the NimBLE
+ *          as accepted, the application's 4 requests waiting), through this
+ *          header too (firmware/capi/worst-case.c, a NULL configuration), and
+ *          fail past the bound; BENCHMARKS.md section 8 has the peaks measured
+ *          on Cortex-M4 and RV32IMAC with 16-byte block headers (about 18 KB).
+ *          The application's own requests add the max lengths they ask.
+ *   stack  the engine's deepest use through the C API, about 1 KB for a whole
+ *          session driven from C (BENCHMARKS.md section 8); the NimBLE
  *          adapter's own frames add at most about 0.4 KB, and vsnprintf's
  *          unless built with ANCS_NIMBLE_LOG=0: the host task's stack needs
  *          these on top of NimBLE's own (ESP-IDF's 4 KB default holds them).

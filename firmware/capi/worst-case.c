@@ -1,0 +1,280 @@
+// The worst case of a consumer session, driven through the C API (ancs.h)
+// as a firmware drives it: libancs.a as integrations/c/build.sh builds it for
+// the device, a NULL configuration (the microcontroller preset), and a phone
+// played here that announces more notifications than the model keeps, each
+// from another app, and answers every fetch with every value as long as the
+// consumer accepts (the max length asked, or the preset's 128 bytes for a
+// value asked without one), while the application keeps its four requests
+// waiting. The heap peak must stay within ANCS_MICROCONTROLLER_HEAP_BOUND.
+//
+// Then the steady state: the heap allocations one notification makes
+// through its life (added, fetched, shown, removed) once its app is known,
+// printed as a figure (issue 37 asks for none).
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ancs.h"
+#include "firmware.h"
+
+// The bound the worst case is held to: ancs.h's, unless a self-check builds
+// the image with a lower one to see it fail (firmware/selfcheck.sh).
+#ifndef CAPI_HEAP_BOUND
+#define CAPI_HEAP_BOUND ANCS_MICROCONTROLLER_HEAP_BOUND
+#endif
+
+#define MTU 185
+#define UNLIMITED 128  // the preset's value length for an attribute asked without a max length
+
+// What the engine asked for, performed after the input that asked (the
+// callbacks may not call back into the instance).
+typedef struct {
+  bool write;                    // a Control Point write; else a subscription
+  ancs_characteristic characteristic;
+  uint32_t token;
+  uint16_t length;
+  uint8_t bytes[160];
+} pending_action;
+
+static pending_action queue[16];
+static size_t queue_head, queue_count;
+static bool overflowed;
+static unsigned shown, named, answered, failures;
+static uint64_t now_ms;
+// Nonzero: every notification's app is this one's ("app.<fixed_app>.").
+static uint32_t fixed_app;
+
+static void check(bool condition, const char *what) {
+  fw_puts(condition ? "ok   " : "FAIL ");
+  fw_puts(what);
+  fw_puts("\n");
+  if (!condition) failures++;
+}
+
+static pending_action *push(void) {
+  if (queue_count == sizeof queue / sizeof queue[0]) {
+    overflowed = true;
+    return 0;
+  }
+  pending_action *action = &queue[(queue_head + queue_count++) % (sizeof queue / sizeof queue[0])];
+  return action;
+}
+
+static void on_subscribe(void *context, ancs_characteristic characteristic, bool enable) {
+  (void)context;
+  if (!enable) return;  // unsubscribing needs no answer
+  pending_action *action = push();
+  if (!action) return;
+  action->write = false;
+  action->characteristic = characteristic;
+}
+
+static void on_write(void *context, const uint8_t *bytes, size_t length, uint32_t token) {
+  (void)context;
+  pending_action *action = push();
+  if (!action) return;
+  if (length > sizeof action->bytes) {
+    overflowed = true;
+    length = sizeof action->bytes;
+  }
+  action->write = true;
+  action->token = token;
+  action->length = (uint16_t)length;
+  for (size_t i = 0; i < length; i++) action->bytes[i] = bytes[i];
+}
+
+static void on_event(void *context, const ancs_event *event) {
+  (void)context;
+  switch (event->type) {
+  case ANCS_EVENT_READY: shown++; break;
+  case ANCS_EVENT_APP_ATTRIBUTES: named++; break;
+  case ANCS_EVENT_REQUEST_DONE:
+    if (event->status == ANCS_OK && event->attribute_count > 0 && event->app_identifier_length == 0) answered++;
+    break;
+  default: break;
+  }
+}
+
+static const ancs_consumer_callbacks callbacks = {on_subscribe, on_write, on_event};
+static ancs_consumer consumer;
+
+// ---- the phone
+
+static uint8_t response[1200];
+static size_t response_length;
+
+static void put(uint8_t byte) {
+  if (response_length < sizeof response) response[response_length++] = byte;
+}
+
+static size_t put_decimal(uint8_t *to, uint32_t value) {
+  char digits[10];
+  size_t count = 0;
+  do { digits[count++] = (char)('0' + value % 10); value /= 10; } while (value);
+  for (size_t i = 0; i < count; i++) to[i] = (uint8_t)digits[count - 1 - i];
+  return count;
+}
+
+// A value of exactly `length` bytes: "app.<uid>." for an AppIdentifier, padded with 'x'.
+static void put_tuple(uint8_t id, uint16_t length, uint32_t app_of_uid, const char *prefix) {
+  uint8_t value[UNLIMITED > 256 ? UNLIMITED : 256];
+  size_t used = 0;
+  if (app_of_uid) {
+    static const uint8_t app[] = {'a', 'p', 'p', '.'};
+    for (size_t i = 0; i < sizeof app; i++) value[used++] = app[i];
+    used += put_decimal(value + used, app_of_uid);
+    value[used++] = '.';
+  }
+  for (; prefix && *prefix && used < sizeof value; prefix++) value[used++] = (uint8_t)*prefix;
+  if (used > length) used = length;
+  put(id);
+  put((uint8_t)length);
+  put((uint8_t)(length >> 8));
+  for (size_t i = 0; i < length; i++) put(i < used ? value[i] : 'x');
+}
+
+// The longest response to a command; false for one that has none (an action).
+static bool longest_response(const uint8_t *command, size_t length) {
+  response_length = 0;
+  if (length < 1) return false;
+  if (command[0] == 0 && length >= 5) {  // Get Notification Attributes
+    uint32_t uid = (uint32_t)command[1] | (uint32_t)command[2] << 8 | (uint32_t)command[3] << 16 | (uint32_t)command[4] << 24;
+    for (size_t i = 0; i < 5; i++) put(command[i]);
+    for (size_t at = 5; at < length;) {
+      uint8_t id = command[at++];
+      uint16_t max = UNLIMITED;
+      if (id >= 1 && id <= 3 && at + 2 <= length) {
+        max = (uint16_t)(command[at] | command[at + 1] << 8);
+        at += 2;
+      }
+      put_tuple(id, max, id == ANCS_ATTR_APP_IDENTIFIER ? (fixed_app ? fixed_app : uid) : 0, 0);
+    }
+    return true;
+  }
+  if (command[0] == 1) {  // Get App Attributes: the AppIdentifier with its NUL, then the IDs
+    size_t at = 1;
+    put(1);
+    while (at < length && command[at] != 0) put(command[at++]);
+    put(0);
+    for (at++; at < length; at++) put_tuple(command[at], UNLIMITED, 0, "Name of ");
+    return true;
+  }
+  return false;
+}
+
+static void send_response(void) {
+  for (size_t at = 0; at < response_length; at += MTU - 3) {
+    size_t length = response_length - at < MTU - 3 ? response_length - at : MTU - 3;
+    ancs_consumer_data_source(&consumer, response + at, length, now_ms);
+  }
+}
+
+static void announce(uint8_t event, uint8_t flags, uint32_t uid) {
+  uint8_t bytes[8] = {event, flags, 4 /* social */, 1, (uint8_t)uid, (uint8_t)(uid >> 8), (uint8_t)(uid >> 16), (uint8_t)(uid >> 24)};
+  ancs_consumer_notification_source(&consumer, bytes, sizeof bytes, now_ms);
+}
+
+// Performs what the engine asked, oldest first, until nothing is left.
+static bool settle(unsigned *turns) {
+  while (queue_count > 0) {
+    if (++*turns > 10000) return false;
+    now_ms += 20;
+    pending_action action = queue[queue_head];
+    queue_head = (queue_head + 1) % (sizeof queue / sizeof queue[0]);
+    queue_count--;
+    if (!action.write) {
+      ancs_consumer_subscription_result(&consumer, action.characteristic, ANCS_OK, now_ms);
+      continue;
+    }
+    ancs_consumer_write_result(&consumer, action.token, ANCS_OK, now_ms);
+    if (longest_response(action.bytes, action.length)) send_response();
+  }
+  return true;
+}
+
+static void figure(const char *name, uint64_t value) {
+  fw_puts("figure ");
+  fw_puts(name);
+  fw_puts(" ");
+  fw_put_uint(value);
+  fw_puts("\n");
+}
+
+void firmware_main(void) {
+  fw_puts("Worst case through ancs.h, microcontroller preset (a NULL configuration): 40 notifications from 40 apps, every value as long as accepted, 4 application requests waiting\n");
+  // Measured from before init: the instance's whole heap counts.
+  fw_stack_mark();
+  size_t baseline = fw_heap_mark();
+  size_t requested_baseline = fw_heap_requested();
+  check(ancs_consumer_init(&consumer, 0, &callbacks, 0) == ANCS_OK, "init with a NULL configuration");
+
+  unsigned turns = 0, asked = 0;
+  bool settled = true;
+  ancs_consumer_link_up(&consumer, MTU, now_ms);
+  settled = settle(&turns);
+  size_t count;
+  const ancs_attribute_request *display = ancs_default_display_attributes(&count);
+  for (uint32_t announced = 1; settled && announced <= 40; announced++) {
+    now_ms += 20;
+    announce(0, announced % 2 == 0 ? (ANCS_FLAG_POSITIVE_ACTION | ANCS_FLAG_NEGATIVE_ACTION) : ANCS_FLAG_PRE_EXISTING, announced);
+    if (announced > 30 && asked < 4) {
+      // The application asks for the newest notification's attributes, as the display does.
+      ancs_consumer_fetch_attributes(&consumer, announced - asked, display, count, now_ms, 0);
+      asked++;
+    }
+    settled = settle(&turns);
+  }
+  check(settled, "the session settles");
+  check(!overflowed, "the phone's queue held every action");
+  check(shown >= 16 && named == 40 && answered == 4, "16 or more notifications shown, 40 app names fetched, 4 application requests answered");
+
+  size_t heap = fw_heap_peak() - baseline, stack = fw_stack_peak();
+  size_t requested = fw_heap_requested_peak() - requested_baseline;
+  fw_puts("# worst case through ancs.h: heap peak ");
+  fw_put_uint(heap);
+  fw_puts(" B (");
+  fw_put_uint(requested);
+  fw_puts(" B asked for), stack peak ");
+  fw_put_uint(stack);
+  fw_puts(" B\n");
+  figure("capi_worstcase_heap_peak", heap);
+  figure("capi_worstcase_heap_requested_peak", requested);
+  figure("capi_worstcase_stack_peak", stack);
+  figure("capi_worstcase_heap_bound", CAPI_HEAP_BOUND);
+  check(heap <= CAPI_HEAP_BOUND, "heap peak within ANCS_MICROCONTROLLER_HEAP_BOUND");
+  ancs_consumer_link_down(&consumer, now_ms);
+  settle(&turns);
+
+  // The steady state: a new session, one app, its name fetched once; then
+  // each notification added, fetched, shown and removed, counted.
+  queue_head = queue_count = 0;
+  fixed_app = 1;
+  ancs_consumer_link_up(&consumer, MTU, now_ms);
+  settle(&turns);
+  unsigned shown_before = shown;
+  size_t allocations = 0, allocated_at_start = 0;
+  for (uint32_t uid = 100; uid < 110; uid++) {
+    if (uid == 105) {
+      allocations = fw_heap_allocations();
+      allocated_at_start = fw_heap_in_use();
+    }
+    now_ms += 20;
+    announce(0, 0, uid);  // added
+    settle(&turns);       // fetched (the app's name asked once, for the first), shown
+    now_ms += 20;
+    announce(2, 0, uid);  // removed
+    settle(&turns);
+  }
+  size_t per_notification = (fw_heap_allocations() - allocations) / 5;
+  check(shown - shown_before == 10, "steady state: 10 notifications shown");
+  check(fw_heap_in_use() == allocated_at_start, "steady state: the heap in use is back where it was (nothing kept per notification)");
+  fw_puts("# steady state through ancs.h: ");
+  fw_put_uint(per_notification);
+  fw_puts(" heap allocations per notification added, fetched, shown and removed\n");
+  figure("capi_steady_allocations_per_notification", per_notification);
+  ancs_consumer_link_down(&consumer, now_ms);
+  settle(&turns);
+  check(ancs_consumer_deinit(&consumer) == ANCS_OK, "deinit");
+  fw_puts(failures == 0 ? "PASS\n" : "FAILED\n");
+  if (failures) fw_exit(FW_EXIT_CHECKS_FAILED);
+}
