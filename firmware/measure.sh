@@ -141,7 +141,9 @@ for arch in ("arm", "riscv"):
     print(f"| the same worst case through `ancs.h` (libancs.a; `firmware/capi/worst-case.c`) | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'capi', 'capi_worstcase_heap_peak')} B | {g(arch, 'capi', 'capi_worstcase_heap_requested_peak')} B | {g(arch, 'capi', 'capi_worstcase_stack_peak')} B | – |")
 print()
 print("Heap allocations of one notification's life through `ancs.h` (added, fetched, shown, removed; its app's name already known; `firmware/capi/worst-case.c`): "
-      f"{g('arm', 'capi', 'capi_steady_allocations_per_notification')} on Cortex-M4, {g('riscv', 'capi', 'capi_steady_allocations_per_notification')} on RV32IMAC.")
+      f"{g('arm', 'capi', 'capi_steady_allocations_per_notification')} on Cortex-M4, {g('riscv', 'capi', 'capi_steady_allocations_per_notification')} on RV32IMAC; "
+      f"on Cortex-M4, {g('arm', 'capi', 'capi_steady_allocations_events')} in its two Notification Source events (Added, which writes its fetch, and Removed), "
+      f"{g('arm', 'capi', 'capi_steady_allocations_write_result')} in the write's result and {g('arm', 'capi', 'capi_steady_allocations_response')} in its response (reassembly, the model, READY).")
 print()
 nordic = {"mtu23": 25385, "mtu185": 24206, "mtu517": 24114}
 n = g("arm", "test", "workload_responses")

@@ -30,6 +30,22 @@ struct CodeTableTests {
         #expect(ATTErrorCode.Named.allCases.filter { ATTErrorCode($0).isANCS } == [.unknownCommand, .invalidCommand, .invalidParameter, .actionFailed])
     }
 
+    @Test("each constant is made from the entry of its own name (read from the source)")
+    func constantsFromTheirEntries() throws {
+        let source = try String(contentsOfFile: PackagePaths.path("Sources/ANCS/Identifiers/Identifiers.swift"), encoding: .utf8)
+        // `public static let invalidHandle = ATTErrorCode(Named.invalidHandle)`
+        var constants = 0
+        for line in source.split(separator: "\n") where line.contains("public static let") && line.contains("= ATTErrorCode(") {
+            let words = line.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
+            let name = try #require(words.firstIndex(of: "let").map { words[$0 + 1] }, "\(line)")
+            let entry = try #require(words.firstIndex(of: "Named").map { words[$0 + 1] }, "a constant not made from an entry: \(line)")
+            #expect(name == entry, "\(line)")
+            #expect(ATTErrorCode.Named.allCases.contains { "\($0)" == entry }, "\(line)")
+            constants += 1
+        }
+        #expect(constants == 16, "the constants ATTErrorCode declares")
+    }
+
     @Test("phrases: words from the name, acronyms kept", arguments: [
         (ATTErrorCode.insufficientAuthentication, "insufficient authentication"),
         (ATTErrorCode(ATTErrorCode.Named.invalidPDU), "invalid PDU"),

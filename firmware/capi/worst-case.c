@@ -41,6 +41,11 @@ static size_t queue_head, queue_count;
 static bool overflowed;
 static unsigned shown, named, answered, failures;
 static uint64_t now_ms;
+// While counting the steady state: the heap allocations made by each kind
+// of input (a Notification Source event, a write's result, the response's
+// Data Source notifications).
+static bool counting;
+static size_t made_by_event, made_by_write_result, made_by_response;
 // Nonzero: every notification's app is this one's ("app.<fixed_app>.").
 static uint32_t fixed_app;
 
@@ -171,7 +176,9 @@ static void send_response(void) {
 
 static void announce(uint8_t event, uint8_t flags, uint32_t uid) {
   uint8_t bytes[8] = {event, flags, 4 /* social */, 1, (uint8_t)uid, (uint8_t)(uid >> 8), (uint8_t)(uid >> 16), (uint8_t)(uid >> 24)};
+  size_t before = fw_heap_allocations();
   ancs_consumer_notification_source(&consumer, bytes, sizeof bytes, now_ms);
+  if (counting) made_by_event += fw_heap_allocations() - before;
 }
 
 // Performs what the engine asked, oldest first, until nothing is left.
@@ -186,8 +193,14 @@ static bool settle(unsigned *turns) {
       ancs_consumer_subscription_result(&consumer, action.characteristic, ANCS_OK, now_ms);
       continue;
     }
+    size_t before = fw_heap_allocations();
     ancs_consumer_write_result(&consumer, action.token, ANCS_OK, now_ms);
+    size_t between = fw_heap_allocations();
     if (longest_response(action.bytes, action.length)) send_response();
+    if (counting) {
+      made_by_write_result += between - before;
+      made_by_response += fw_heap_allocations() - between;
+    }
   }
   return true;
 }
@@ -257,6 +270,7 @@ void firmware_main(void) {
     if (uid == 105) {
       allocations = fw_heap_allocations();
       allocated_at_start = fw_heap_in_use();
+      counting = true;
     }
     now_ms += 20;
     announce(0, 0, uid);  // added
@@ -270,8 +284,17 @@ void firmware_main(void) {
   check(fw_heap_in_use() == allocated_at_start, "steady state: the heap in use is back where it was (nothing kept per notification)");
   fw_puts("# steady state through ancs.h: ");
   fw_put_uint(per_notification);
-  fw_puts(" heap allocations per notification added, fetched, shown and removed\n");
+  fw_puts(" heap allocations per notification added, fetched, shown and removed: ");
+  fw_put_uint(made_by_event / 5);
+  fw_puts(" in its two Notification Source events (Added, which writes its fetch, and Removed), ");
+  fw_put_uint(made_by_write_result / 5);
+  fw_puts(" in the write's result, ");
+  fw_put_uint(made_by_response / 5);
+  fw_puts(" in its response (reassembly, the model, READY)\n");
   figure("capi_steady_allocations_per_notification", per_notification);
+  figure("capi_steady_allocations_events", made_by_event / 5);
+  figure("capi_steady_allocations_write_result", made_by_write_result / 5);
+  figure("capi_steady_allocations_response", made_by_response / 5);
   ancs_consumer_link_down(&consumer, now_ms);
   settle(&turns);
   check(ancs_consumer_deinit(&consumer) == ANCS_OK, "deinit");
