@@ -19,7 +19,6 @@ cd "$(dirname "$0")/.."
 
 modules=(ANCS ANCSRuntime ANCSSimulation ANCSFormat ANCSCapture ANCSBumble ANCSBlueZ ANCSDBus ANCSDesktop)
 baseline=api
-graphs=.build/api-symbol-graphs
 current=.build/api-current
 
 mode=check
@@ -35,13 +34,10 @@ esac
 # included (extensions), compiler-synthesized ones left out.
 extract() {
   local out=$1
-  rm -rf "$graphs" "$out"
+  rm -rf "$out"
   mkdir -p "$out"
-  swift package dump-symbol-graph --minimum-access-level public >"$graphs.log" 2>&1 \
-    || { cat "$graphs.log"; echo "api: the symbol graphs could not be made" >&2; exit 1; }
   local dir
-  dir=$(sed -n 's/^Files written to //p' "$graphs.log" | tail -1)
-  [ -n "$dir" ] && [ -d "$dir" ] || { cat "$graphs.log"; echo "api: no symbol graph folder in the output" >&2; exit 1; }
+  dir=$(scripts/symbol-graphs.sh)
   python3 - "$dir" "$out" "${modules[@]}" <<'PY'
 import json, os, sys
 folder, out, modules = sys.argv[1], sys.argv[2], sys.argv[3:]

@@ -10,9 +10,8 @@ rm -rf "$graphs" .build/docs
 mkdir -p "$graphs"
 # The symbol graphs of the debug build as it is (no rebuild with other
 # flags): ANCSRuntime's and the core's, whose types its pages link to.
-swift package dump-symbol-graph --minimum-access-level public > .build/docs-symbol-graphs.log 2>&1 \
-  || { cat .build/docs-symbol-graphs.log; exit 1; }
-dumped=$(sed -n 's/^Files written to //p' .build/docs-symbol-graphs.log | tail -1)
+# (scripts/symbol-graphs.sh: dumped once for this check and the API's.)
+dumped=$(scripts/symbol-graphs.sh)
 cp "$dumped/ANCS.symbols.json" "$dumped/ANCSRuntime.symbols.json" "$dumped/ANCSRuntime@ANCS.symbols.json" "$graphs/"
 docc=$(command -v docc || echo /opt/swift/usr/bin/docc)
 out=$("$docc" convert Sources/ANCSRuntime/ANCSRuntime.docc --additional-symbol-graph-dir "$graphs" \

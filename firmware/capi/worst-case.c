@@ -205,14 +205,6 @@ static bool settle(unsigned *turns) {
   return true;
 }
 
-static void figure(const char *name, uint64_t value) {
-  fw_puts("figure ");
-  fw_puts(name);
-  fw_puts(" ");
-  fw_put_uint(value);
-  fw_puts("\n");
-}
-
 void firmware_main(void) {
   fw_puts("Worst case through ancs.h, microcontroller preset (a NULL configuration): 40 notifications from 40 apps, every value as long as accepted, 4 application requests waiting\n");
   // Measured from before init: the instance's whole heap counts.
@@ -250,10 +242,10 @@ void firmware_main(void) {
   fw_puts(" B asked for), stack peak ");
   fw_put_uint(stack);
   fw_puts(" B\n");
-  figure("capi_worstcase_heap_peak", heap);
-  figure("capi_worstcase_heap_requested_peak", requested);
-  figure("capi_worstcase_stack_peak", stack);
-  figure("capi_worstcase_heap_bound", CAPI_HEAP_BOUND);
+  fw_put_figure("capi_worstcase_heap_peak", heap);
+  fw_put_figure("capi_worstcase_heap_requested_peak", requested);
+  fw_put_figure("capi_worstcase_stack_peak", stack);
+  fw_put_figure("capi_worstcase_heap_bound", CAPI_HEAP_BOUND);
   check(heap <= CAPI_HEAP_BOUND, "heap peak within ANCS_MICROCONTROLLER_HEAP_BOUND");
   ancs_consumer_link_down(&consumer, now_ms);
   settle(&turns);
@@ -291,10 +283,10 @@ void firmware_main(void) {
   fw_puts(" in the write's result, ");
   fw_put_uint(made_by_response / 5);
   fw_puts(" in its response (reassembly, the model, READY)\n");
-  figure("capi_steady_allocations_per_notification", per_notification);
-  figure("capi_steady_allocations_events", made_by_event / 5);
-  figure("capi_steady_allocations_write_result", made_by_write_result / 5);
-  figure("capi_steady_allocations_response", made_by_response / 5);
+  fw_put_figure("capi_steady_allocations_per_notification", per_notification);
+  fw_put_figure("capi_steady_allocations_events", made_by_event / 5);
+  fw_put_figure("capi_steady_allocations_write_result", made_by_write_result / 5);
+  fw_put_figure("capi_steady_allocations_response", made_by_response / 5);
   ancs_consumer_link_down(&consumer, now_ms);
   settle(&turns);
   check(ancs_consumer_deinit(&consumer) == ANCS_OK, "deinit");

@@ -135,15 +135,10 @@ void firmware_main(void) {
   fw_puts(" B, ");
   fw_put_uint(spent);
   fw_puts(" instructions\n");
-  fw_puts("figure session_heap_peak ");
-  fw_put_uint(heap);
-  fw_puts("\nfigure session_heap_requested_peak ");
-  fw_put_uint(requested);
-  fw_puts("\nfigure session_stack_peak ");
-  fw_put_uint(stack);
-  fw_puts("\nfigure session_instructions ");
-  fw_put_uint(spent);
-  fw_puts("\n");
+  fw_put_figure("session_heap_peak", heap);
+  fw_put_figure("session_heap_requested_peak", requested);
+  fw_put_figure("session_stack_peak", stack);
+  fw_put_figure("session_instructions", spent);
   if (heap > fw_session_heap_budget()) {
     fw_puts("# OVER BUDGET: session heap peak exceeds the budget of ");
     fw_put_uint(fw_session_heap_budget());

@@ -17,6 +17,8 @@ enum {
 
 void fw_puts(const char *text);
 void fw_put_uint(uint64_t value);
+// One `figure NAME VALUE` line: firmware/run.sh collects them into figures.txt.
+void fw_put_figure(const char *name, uint64_t value);
 void fw_exit(int status) __attribute__((noreturn));
 
 // Instructions retired since reset (RISC-V: minstret; Cortex-M: SysTick under

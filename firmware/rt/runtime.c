@@ -75,6 +75,14 @@ void fw_put_uint(uint64_t value) {
   fw_puts(&digits[at]);
 }
 
+void fw_put_figure(const char *name, uint64_t value) {
+  fw_puts("figure ");
+  fw_puts(name);
+  fw_puts(" ");
+  fw_put_uint(value);
+  fw_puts("\n");
+}
+
 void fw_exit(int status) {
   console_flush();
   uint32_t block[2] = {SEMIHOSTING_APPLICATION_EXIT, (uint32_t)status};
