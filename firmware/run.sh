@@ -71,8 +71,8 @@ if ! python3 scripts/gen_ds_workload.py --out "$out/workload" --check >/dev/null
 fi
 python3 "$fw/tools/gen-workload.py" "$out/workload" "$responses" "$out/workload.c"
 
-mapfile -t core < <(find Sources/ANCS -name '*.swift' | sort)
-mapfile -t consumer_core < <(printf '%s\n' "${core[@]}" | grep -v '/Provider')
+mapfile -t core < <(scripts/embedded/sources.sh all)
+mapfile -t consumer_core < <(scripts/embedded/sources.sh consumer)
 mapfile -t tests < <(find "$fw/test" -name '*.swift' | sort)
 # The worst case's bound is the one ancs.h states.
 bound=$(sed -n 's/^#define ANCS_MICROCONTROLLER_HEAP_BOUND \([0-9]*\)$/\1/p' integrations/c/include/ancs.h)

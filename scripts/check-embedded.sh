@@ -5,7 +5,8 @@
 # the consumer or the parser subset passes its budget of text (below).
 #
 # Three builds per target:
-#   core      every file of Sources/ANCS, as a relocatable object (all public API)
+#   core      every file of Sources/ANCS, as a relocatable object (all public
+#             API, AMS and CTS included)
 #   consumer  what an accessory links: the Consumer engine reached from
 #             firmware/entry/consumer-entry.swift, dead code stripped, every
 #             write and subscription taken as a success (the budget's figure)
@@ -17,7 +18,7 @@
 #   provider  the same for the Provider engine (provider-entry.swift)
 #   parser    the subset Nordic's ANCS client offers: Notification Source
 #             decoding, command encoding, one Data Source response at a time
-#             (DataSourceParser), no engine (parser-entry.swift)
+#             (DataSourceParser), no engine, no AMS or CTS (parser-entry.swift)
 #   reassembler  the same with the Data Source reassembler instead (several
 #             requests outstanding, abandonment, resynchronization;
 #             reassembler-entry.swift)
@@ -37,10 +38,10 @@ if [ -z "$size_bin" ]; then
 fi
 lld_bin=$(command -v ld.lld || true)
 
-mapfile -t core < <(find Sources/ANCS -name '*.swift' | sort)
-mapfile -t consumer_sources < <(printf '%s\n' "${core[@]}" | grep -v '/Provider')
-mapfile -t provider_sources < <(printf '%s\n' "${core[@]}" | grep -v '/Consumer')
-mapfile -t parser_sources < <(printf '%s\n' "${core[@]}" | grep -v '/Engines/')
+mapfile -t core < <(scripts/embedded/sources.sh all)
+mapfile -t consumer_sources < <(scripts/embedded/sources.sh consumer)
+mapfile -t provider_sources < <(scripts/embedded/sources.sh provider)
+mapfile -t parser_sources < <(scripts/embedded/sources.sh parser)
 
 compile() { # output target sources...
   local output=$1 target=$2; shift 2

@@ -15,4 +15,7 @@ public enum PackagePaths {
 
     /// `Tests/Vectors/conformance.json`: the conformance vectors.
     public static let conformanceVectors = root.appendingPathComponent("Tests/Vectors/conformance.json")
+
+    /// `Tests/Vectors/media.json`: the AMS and CTS vectors.
+    public static let mediaVectors = root.appendingPathComponent("Tests/Vectors/media.json")
 }

@@ -32,7 +32,7 @@ target=${1:-x86_64-unknown-linux-gnu}
 out=${2:-$root/.build/capi/$target}
 mkdir -p "$out"
 
-mapfile -t core < <(find "$root/Sources/ANCS" -name '*.swift' | grep -v '/Provider' | sort)
+mapfile -t core < <("$root/scripts/embedded/sources.sh" consumer "$root")
 extra=()
 cc=(cc)
 # The Swift library exists for armv7em-none-none-eabi and riscv32-none-none-eabi
@@ -60,7 +60,7 @@ esac
 # Up to date (the library newer than every input, built with the same
 # options): not built again, so scripts that need the same target's library
 # share one build. The checks and the lines printed below run either way.
-inputs=("${core[@]}" "$here"/src/* "$here"/include/* "$0" "$root/scripts/embedded/whole-program.sh"
+inputs=("${core[@]}" "$here"/src/* "$here"/include/* "$0" "$root/scripts/embedded/whole-program.sh" "$root/scripts/embedded/sources.sh"
         "$root/scripts/embedded/nonatomic-refcounting.c" "$root/scripts/embedded/targets.sh")
 options="$target ${extra[*]} ${ANCS_STACK_PROTECTOR:-0}"
 up_to_date=false

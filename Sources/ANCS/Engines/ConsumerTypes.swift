@@ -21,12 +21,6 @@ public struct ConsumerRequest: Hashable, Sendable {
     }
 }
 
-/// Names one Control Point write handed to the transport; its result comes back with it.
-public struct WriteToken: RawRepresentable, Hashable, Sendable {
-    public var rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-}
-
 /// What the Consumer engine asks its caller to do, in order.
 public enum ConsumerAction: Hashable, Sendable {
     /// Write the characteristic's CCCD to enable notifications; answer with `subscriptionCompleted`.

@@ -13,16 +13,6 @@ public struct ProviderAdded: Hashable, Sendable {
     }
 }
 
-/// Names one consumer's link to the provider; chosen by the caller (a
-/// connection handle, a device index) and echoed in every action for it.
-public struct ConnectionID: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
-    public var rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    public init(_ rawValue: UInt32) { self.rawValue = rawValue }
-    public static func < (lhs: ConnectionID, rhs: ConnectionID) -> Bool { lhs.rawValue < rhs.rawValue }
-    public var description: String { "connection \(rawValue)" }
-}
-
 /// What performing a notification action does on the NP (spec: "Notification
 /// actions": the effect is the NP's choice), configurable per notification so
 /// a consumer can be tested against every outcome.

@@ -52,14 +52,3 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public var description: String { "\(sinceOrigin)" }
 }
-
-/// The result of an ATT operation (a Control Point write, a CCCD write), as
-/// the transport reports it to an engine.
-public enum ATTResult: Hashable, Sendable {
-    case success
-    /// An ATT error response: an ANCS code (0xA0–0xA3) or a plain ATT code
-    /// such as 0x05 Insufficient Authentication.
-    case attError(ATTErrorCode)
-    /// The transport failed without an ATT answer (link lost, D-Bus error).
-    case transportFailure
-}
