@@ -40,9 +40,11 @@ if $host; then
   command -v valgrind >/dev/null || { echo "error: valgrind not found (apt-get install valgrind)" >&2; exit 1; }
   dir=$out/hostbench
   mkdir -p "$dir/modules"
-  mapfile -t core < <(find Sources/ANCS -name '*.swift' | sort)
-  # The core as its own module, optimized as a release build of the package
-  # would be (whole module, cross-module optimization), then the program.
+  mapfile -t core < <(scripts/embedded/sources.sh consumer)
+  # The core as a consumer's firmware compiles it (no Provider, AMS or CTS:
+  # scripts/embedded/sources.sh), as its own module optimized as a release
+  # build of the package would be (whole module, cross-module optimization),
+  # then the program.
   swiftc -O -wmo -parse-as-library -swift-version 6 -cross-module-optimization -module-name ANCS \
     -emit-module -emit-module-path "$dir/modules/ANCS.swiftmodule" -c "${core[@]}" -o "$dir/ancs.o"
   swiftc -O -wmo -swift-version 6 -I "$dir/modules" firmware/host/ds-instructions.swift "$dir/ancs.o" -o "$dir/ds-instructions"

@@ -9,7 +9,8 @@
 # the toolchain ships none for armv8-M):
 #   test   firmware/test/*.swift, a module of its own that imports ANCS (so it
 #          uses the public API only), with every conformance vector
-#          (Tests/Vectors/conformance.json) and a slice of the standard
+#          (Tests/Vectors/conformance.json), every AMS and CTS vector
+#          (Tests/Vectors/media.json) and a slice of the standard
 #          Data Source workload linked in: drives the Consumer and Provider
 #          engines, prints a line per check, exits 0 only if all pass and the
 #          consumer session's heap peak is within SESSION_HEAP_BUDGET.
@@ -66,6 +67,8 @@ mkdir -p "$out"
 # objects are not rebuilt (a fresh checkout builds everything).
 python3 "$fw/tools/gen-vectors.py" "$vectors" "$out/Vectors.swift.new"
 cmp -s "$out/Vectors.swift.new" "$out/Vectors.swift" || mv "$out/Vectors.swift.new" "$out/Vectors.swift"
+python3 "$fw/tools/gen-media-vectors.py" Tests/Vectors/media.json "$out/MediaVectors.swift.new"
+cmp -s "$out/MediaVectors.swift.new" "$out/MediaVectors.swift" || mv "$out/MediaVectors.swift.new" "$out/MediaVectors.swift"
 if ! python3 scripts/gen_ds_workload.py --out "$out/workload" --check >/dev/null 2>&1; then
   python3 scripts/gen_ds_workload.py --out "$out/workload" >/dev/null
 fi
@@ -128,9 +131,9 @@ build_arch() { # arch
   fresh "$dir/ancs.o" "${core[@]}" ||
   swiftc -target "$target" "${xcc[@]}" "${swift_flags[@]}" -module-name ANCS -emit-module \
     -emit-module-path "$dir/modules/ANCS.swiftmodule" -c "${core[@]}" -o "$dir/ancs.o"
-  fresh "$dir/test.o" "${tests[@]}" "$out/Vectors.swift" "$dir/ancs.o" ||
+  fresh "$dir/test.o" "${tests[@]}" "$out/Vectors.swift" "$out/MediaVectors.swift" "$dir/ancs.o" ||
   swiftc -target "$target" "${xcc[@]}" "${swift_flags[@]}" -module-name FirmwareTest -I "$dir/modules" -c \
-    "${tests[@]}" "$out/Vectors.swift" -o "$dir/test.o"
+    "${tests[@]}" "$out/Vectors.swift" "$out/MediaVectors.swift" -o "$dir/test.o"
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -Map "$dir/test.map" -o "$dir/test.elf" \
     "$dir/startup-$rt.o" "$dir/test.o" "$dir/ancs.o" "$dir/workload.o" "$dir/runtime.o" "$tables" "$libgcc"
   # The entry image: the consumer footprint build, exactly as check-embedded.sh

@@ -73,10 +73,12 @@ public struct TranscriptEntry: Sendable {
 public struct TranscriptBuilder: Sendable {
     public private(set) var entries: [TranscriptEntry] = []
     public private(set) var handles = ANCSHandles()
+    /// Where the AMS and CTS characteristics are (from discovery).
+    public internal(set) var mediaHandles = MediaHandles()
     private var hci = HCIReassembler()
     private var firstTimestamp: UInt64?
 
-    private struct LinkState {
+    struct LinkState {
         var reassembler = DataSourceReassembler()
         var nextRequest: UInt32 = 1
         /// The last request (opcode, handle, value) per client direction, for matching responses.
@@ -85,8 +87,10 @@ public struct TranscriptBuilder: Sendable {
         var dataSourceFragments = 0
         /// A long write being prepared (Prepare Write Requests), per client direction.
         var prepared: [BTSnoopRecord.Direction: (handle: Int, value: [UInt8])] = [:]
+        /// AMS and CTS: reads in progress, the attribute Entity Attribute selected, the MTU.
+        var media = MediaLinkState()
     }
-    private var links: [Int: LinkState] = [:]
+    var links: [Int: LinkState] = [:]
     private var reportedHandles = false
     /// Discovery in progress: characteristic value handles by UUID.
     private var serviceRange: ClosedRange<Int>?
@@ -105,7 +109,7 @@ public struct TranscriptBuilder: Sendable {
         for item in hci.feed(record) { handle(item, record) }
     }
 
-    private mutating func add(_ record: BTSnoopRecord, _ connection: Int?, _ direction: BTSnoopRecord.Direction?,
+    mutating func add(_ record: BTSnoopRecord, _ connection: Int?, _ direction: BTSnoopRecord.Direction?,
                               _ event: String, _ text: String, _ details: [(String, JSON)] = []) {
         let time = record.timestamp &- (firstTimestamp ?? record.timestamp)
         entries.append(TranscriptEntry(record: record.number, time: time, connection: connection, direction: direction,
@@ -141,13 +145,18 @@ public struct TranscriptBuilder: Sendable {
         switch opcode {
         case 0x02 where pdu.count >= 3, 0x03 where pdu.count >= 3:  // Exchange MTU Request / Response
             let mtu = le16(pdu, 1)
+            links[connection]?.media.exchanged(mtu, request: opcode == 0x02)
             add(record, connection, direction, opcode == 0x02 ? "mtuRequest" : "mtuResponse",
                 "ATT MTU \(mtu) (\(opcode == 0x02 ? "client" : "server"))", [("mtu", .integer(mtu))])
         case 0x04, 0x06, 0x08, 0x10:  // discovery requests
             remember(connection, direction, opcode, pdu)
+        case 0x0A where pdu.count >= 3, 0x0C where pdu.count >= 5:  // Read Request, Read Blob Request
+            mediaRead(record, connection, direction, opcode, handle: le16(pdu, 1), offset: opcode == 0x0C ? le16(pdu, 3) : 0)
+        case 0x0B, 0x0D:  // Read Response, Read Blob Response
+            mediaReadResponse(record, connection, direction, Array(pdu.dropFirst()))
         case 0x05: findInformation(pdu)
         case 0x07: findByTypeValue(connection, direction, pdu)
-        case 0x09: readByType(pdu)
+        case 0x09: readByType(pdu); readMediaCharacteristics(pdu)
         case 0x11: readByGroupType(pdu)
         case 0x12 where pdu.count >= 3, 0x52 where pdu.count >= 3:  // Write Request / Command
             let handle = le16(pdu, 1)
@@ -169,6 +178,7 @@ public struct TranscriptBuilder: Sendable {
             }
         case 0x13, 0x19:  // Write Response, Execute Write Response
             guard let request = links[connection]?.pending.removeValue(forKey: opposite(direction)), request.opcode == 0x12 else { return }
+            if mediaWriteResult(record, connection, direction, request.handle, error: nil) { return }
             if handles.characteristic(at: request.handle) == .controlPoint {
                 add(record, connection, direction, "controlPointResult", "Control Point: written", [("result", .string("success"))])
             } else if let characteristic = handles.cccd(at: request.handle) {
@@ -181,6 +191,7 @@ public struct TranscriptBuilder: Sendable {
             let code = pdu[4]
             links[connection]?.pending.removeValue(forKey: opposite(direction))
             let name = ATTErrorCode(code).name ?? "attError"
+            if [0x0A, 0x0C, 0x12].contains(requestOpcode), mediaWriteResult(record, connection, direction, handle, error: code) { return }
             if handles.characteristic(at: handle) == .controlPoint {
                 if var link = links[connection] {
                     _ = link.reassembler.cancel(link.nextRequest - 1, responseMayFollow: false)
@@ -224,6 +235,7 @@ public struct TranscriptBuilder: Sendable {
     }
 
     private mutating func write(_ record: BTSnoopRecord, _ connection: Int, _ direction: BTSnoopRecord.Direction, _ handle: Int, _ value: [UInt8]) {
+        if mediaWrite(record, connection, direction, handle, value) { return }
         if handles.characteristic(at: handle) == nil && handles.cccd(at: handle) == nil && handles.controlPoint == nil,
            handles.source == .recognized || !handles.isComplete, (try? ControlPointCommand.decode(value)) != nil,
            let first = value.first, first <= 2 {
@@ -263,6 +275,7 @@ public struct TranscriptBuilder: Sendable {
     }
 
     private mutating func notification(_ record: BTSnoopRecord, _ connection: Int, _ direction: BTSnoopRecord.Direction, _ handle: Int, _ value: [UInt8]) {
+        if mediaNotification(record, connection, direction, handle, value) { return }
         if handles.characteristic(at: handle) == nil, !handles.isComplete || handles.source == .recognized {
             recognize(handle, value, connection)
         }
@@ -375,13 +388,19 @@ public struct TranscriptBuilder: Sendable {
             let handle = le16(pdu, offset)
             if le16(pdu, offset + 2) == 0x2902 {
                 // The CCCD belongs to the characteristic whose value handle is the closest below.
-                let owner = [(handles.notificationSource, ANCSCharacteristic.notificationSource), (handles.dataSource, .dataSource),
-                             (handles.controlPoint, .controlPoint)]
+                let ancs = [(handles.notificationSource, ANCSCharacteristic.notificationSource), (handles.dataSource, .dataSource),
+                            (handles.controlPoint, .controlPoint)]
                     .compactMap { entry in entry.0.map { ($0, entry.1) } }
                     .filter { $0.0 < handle }
                     .max { $0.0 < $1.0 }
-                if owner?.1 == .notificationSource { handles.notificationSourceCCCD = handle }
-                if owner?.1 == .dataSource { handles.dataSourceCCCD = handle }
+                let media = mediaHandles.closest(below: handle)
+                if let media, media.handle > (ancs?.0 ?? 0) {
+                    mediaHandles.setCCCD(handle, of: media.characteristic)
+                    offset += 4
+                    continue
+                }
+                if ancs?.1 == .notificationSource { handles.notificationSourceCCCD = handle }
+                if ancs?.1 == .dataSource { handles.dataSourceCCCD = handle }
             }
             offset += 4
         }

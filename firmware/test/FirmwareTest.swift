@@ -22,6 +22,9 @@ public func firmwareMain() {
     log.check(ns == vectorCounts.notificationSource && cp == vectorCounts.controlPoint && ds == vectorCounts.dataSource,
               "every conformance case ran: \(ns) Notification Source, \(cp) Control Point, \(ds) Data Source")
     runErrorAnswers(&log)
+    let media = runMediaVectors(&log)
+    log.check(media == mediaVectorCount, "every AMS and CTS case ran: \(media) of \(mediaVectorCount)")
+    runMediaSession(&log)
     let session = runConsumerSession(&log)
     let loopback = runLoopbackSession(&log)
     let worst = runWorstCaseSession(&log)

@@ -243,7 +243,7 @@ public enum MediaNumber {
     /// At most three decimals, at least one: `1.0`, `0.5`, `12.345`.
     public static func text(_ value: Double) -> [UInt8] {
         guard value.isFinite, abs(value) < 1e15 else { return Array("0.0".utf8) }  // no media number is larger
-        let milli = Int64((abs(value) * 1000).rounded())
+        let milli = Int64(abs(value) * 1000 + 0.5)  // rounded, without libm's round()
         var text = value < 0 && milli != 0 ? "-" : ""
         text += "\(milli / 1000)."
         var fraction = milli % 1000
