@@ -181,22 +181,22 @@ public struct NowPlaying: Hashable, Sendable {
     /// field (an empty or unreadable value clears it); others are ignored.
     public mutating func apply(_ attribute: MediaAttribute, _ value: AttributeValue, at now: Timestamp) {
         let text: AttributeValue? = value.isEmpty ? nil : value
-        let number = text.flatMap { value in value.withBytes { MediaNumber.decimal($0) } }
-        let integer = text.flatMap { value in value.withBytes { MediaNumber.integer($0) } }
+        func number() -> Double? { value.withBytes { MediaNumber.decimal($0) } }
+        func integer() -> Int? { value.withBytes { MediaNumber.integer($0) } }
         switch attribute {
         case .playerName: playerName = text
         case .playbackInfo:
-            playback = text.flatMap { PlaybackInfo($0) }
+            playback = PlaybackInfo(value)
             playbackTold = playback == nil ? nil : now
-        case .volume: volume = number
-        case .queueIndex: queueIndex = integer
-        case .queueCount: queueCount = integer
-        case .shuffleMode: shuffleMode = integer.map { QueueMode(rawValue: $0) }
-        case .repeatMode: repeatMode = integer.map { QueueMode(rawValue: $0) }
+        case .volume: volume = number()
+        case .queueIndex: queueIndex = integer()
+        case .queueCount: queueCount = integer()
+        case .shuffleMode: shuffleMode = integer().map { QueueMode(rawValue: $0) }
+        case .repeatMode: repeatMode = integer().map { QueueMode(rawValue: $0) }
         case .artist: artist = text
         case .album: album = text
         case .title: title = text
-        case .duration: duration = number
+        case .duration: duration = number()
         default: break
         }
     }
