@@ -297,6 +297,50 @@ let queenTracks = [
         for id in ids { #expect(rig.completions[id] == [.sessionEnded]) }
     }
 
+    @Test func anOperationOnTheAirWhenAMSGoesKeepsTheLinkUntilItsAnswer() {
+        var rig = MediaRig(player: MediaPlayer(tracks: queenTracks))
+        rig.linkUp()
+        rig.holding = true
+        let play = rig.command(.play)
+        rig.perform(rig.client.serviceChanged(published: false, at: rig.now))
+        #expect(rig.completions[play] == [.sessionEnded])
+        rig.server.linkDown(rig.connection)
+        rig.server.linkUp(rig.connection, mtu: rig.mtu)
+        let before = rig.operations.count
+        rig.perform(rig.client.serviceChanged(published: true, at: rig.now))
+        // Subscribed again, but the registration waits for Play's answer.
+        #expect(rig.operations.dropFirst(before).allSatisfy { $0.hasPrefix("subscribe") })
+        rig.answerHeld()  // Play's late answer: not told again; the registration goes
+        #expect(rig.completions[play] == [.sessionEnded])
+        #expect(rig.operations.last == "write entityUpdate 00000102")
+        // Had it never come, ATT's 30 s would have freed the slot.
+        var other = MediaRig(player: MediaPlayer(tracks: queenTracks))
+        other.linkUp()
+        other.holding = true
+        _ = other.command(.play)
+        other.perform(other.client.stop(at: other.now))
+        other.perform(other.client.linkUp(at: other.now))
+        other.held = []
+        other.advance(20)
+        #expect(other.operations.last { $0.hasPrefix("write") } == "write remoteCommand 00")
+        other.advance(10)
+        #expect(other.operations.last { $0.hasPrefix("write") } == "write entityUpdate 00000102")
+    }
+
+    @Test func aSecondLinkUpWithoutALinkDownStartsAfresh() {
+        var rig = MediaRig(player: MediaPlayer(tracks: queenTracks))
+        rig.linkUp()
+        rig.holding = true
+        let play = rig.command(.play)
+        rig.holding = false
+        rig.held = []
+        rig.perform(rig.client.linkUp(at: rig.now))
+        #expect(rig.completions[play] == [.sessionEnded])
+        #expect(rig.events.contains(.ended(.linkDown)))
+        #expect(rig.readyCount == 2)
+        #expect(rig.operations.count { $0 == "write entityUpdate 00000102" } == 2)
+    }
+
     @Test func commandsBeyondTheQueueAreRefusedBusy() {
         var rig = MediaRig(player: MediaPlayer(tracks: queenTracks), configuration: AMSClientConfiguration(maximumQueuedCommands: 2))
         rig.linkUp()

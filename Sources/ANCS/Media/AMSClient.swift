@@ -271,9 +271,11 @@ public struct AMSClient: Sendable {
 
     /// The link is up and encrypted, and AMS is published (as far as known).
     public mutating func linkUp(at now: Timestamp) -> [AMSClientAction] {
+        // A link up without the last one's end (a stack that missed it): that session ends first.
+        let ended = end(.linkDown)
         linked = true
-        guard published else { return [] }
-        return start()
+        guard published else { return ended }
+        return ended + start()
     }
 
     public mutating func linkDown(at now: Timestamp) -> [AMSClientAction] {
@@ -315,7 +317,15 @@ public struct AMSClient: Sendable {
             if case .command(let id) = operation.purpose { actions.append(.emit(.commandCompleted(id, .sessionEnded))) }
         }
         queue = []
-        inFlight = nil
+        if reason == .linkDown {
+            inFlight = nil  // the link's operations are gone with it
+        } else if var flight = inFlight, !flight.abandoned {
+            // Still on the air: its slot is kept until its answer or ATT's 30 s,
+            // so the next session's first operation never overlaps it.
+            flight.abandoned = true
+            flight.deadline = flight.deadline.adding(nanoseconds: 2 * configuration.requestNanoseconds)
+            inFlight = flight
+        }
         phase = .idle
         nowPlaying = NowPlaying()
         supportedCommands = nil
@@ -408,7 +418,10 @@ public struct AMSClient: Sendable {
         do { update = try EntityUpdate.decode(bytes) } catch { return [.emit(.invalidUpdate(error))] }
         nowPlaying.apply(update.attribute, update.value, at: now)
         var actions: [AMSClientAction] = [.emit(.updated(update.attribute, update.value, isTruncated: update.isTruncated))]
-        if update.isTruncated && configuration.readsTruncatedValues
+        // Read in full only what was registered (at most one read queued
+        // per attribute): a phone that sends cut values of attributes
+        // nobody asked for cannot grow the queue.
+        if update.isTruncated && configuration.readsTruncatedValues && isRegistered(update.attribute)
             && !queue.contains(where: { $0.purpose == .select(update.attribute) }) {
             queue.append(Operation(characteristic: .entityAttribute, bytes: update.attribute.encodeSelection(), purpose: .select(update.attribute)))
             queue.append(Operation(characteristic: .entityAttribute, bytes: [], purpose: .read(update.attribute)))
@@ -466,6 +479,10 @@ public struct AMSClient: Sendable {
     }
 
     // MARK: - Inside
+
+    func isRegistered(_ attribute: MediaAttribute) -> Bool {
+        configuration.registrations.contains { $0.entity == attribute.entity && $0.attributeIDs.contains(attribute.attributeID) }
+    }
 
     func error(_ result: ATTResult) -> AMSClientError {
         switch result {
