@@ -11,6 +11,8 @@ Usage: gen-media-vectors.py media.json MediaVectors.swift
 import json
 import sys
 
+from swift_literals import bytes_literal, fail, from_hex, swift_string
+
 # section -> (the PDU's kind in the image, the fields read as numbers, in order)
 AMS = {
     "remoteCommandWrite": ("remoteCommandWrite", ["command"]),
@@ -26,33 +28,6 @@ CTS = {
 }
 ERROR_KINDS = {"entityUpdate", "registration", "attributeSelection", "remoteCommandWrite",
                "currentTime", "localTimeInformation"}
-
-
-def fail(where, message):
-    sys.exit("gen-media-vectors.py: %s: %s" % (where, message))
-
-
-def swift_bytes(data):
-    return "[" + ", ".join("0x%02x" % b for b in data) + "]"
-
-
-def swift_string(text):
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 0x20 <= ord(ch) < 0x7F:
-            out.append(ch)
-        else:
-            out.append("\\u{%x}" % ord(ch))
-    return '"' + "".join(out) + '"'
-
-
-def from_hex(text, where):
-    try:
-        return bytes.fromhex(text)
-    except ValueError:
-        fail(where, "not hex: %r" % text)
 
 
 def numbers(case, fields, where):
@@ -84,8 +59,8 @@ def pdu_cases(sections, document, where_prefix, allowed_extra):
             elif "valueHex" in case:
                 value = from_hex(case["valueHex"], where)
             lines.append("    MediaPDUVector(name: %s, kind: .%s, bytes: %s, fields: %s, value: %s, text: %s)," % (
-                swift_string(case.get("name", section)), kind, swift_bytes(from_hex(case["hex"], where)),
-                numbers(case, fields, where), swift_bytes(value), swift_string(case.get("text", ""))))
+                swift_string(case.get("name", section)), kind, bytes_literal(from_hex(case["hex"], where)),
+                numbers(case, fields, where), bytes_literal(value), swift_string(case.get("text", ""))))
     return lines
 
 
@@ -110,7 +85,7 @@ def main():
             if case.get("pdu") not in ERROR_KINDS:
                 fail(where, "unknown pdu %r" % case.get("pdu"))
             out.append("    MediaErrorVector(kind: .%s, bytes: %s, error: %s)," % (
-                case["pdu"], swift_bytes(from_hex(case["hex"], where)), swift_string(case["error"])))
+                case["pdu"], bytes_literal(from_hex(case["hex"], where)), swift_string(case["error"])))
             errors += 1
     out += ["]", "", "let playbackInfoVectors: [PlaybackInfoVector] = ["]
     for case in ams.get("playbackInfo", []):
@@ -122,8 +97,8 @@ def main():
     out += ["]", "", "let fittingVectors: [FittingVector] = ["]
     for index, case in enumerate(ams.get("fitting", [])):
         out.append("    FittingVector(name: %s, mtu: %d, value: %s, bytes: %s)," % (
-            swift_string(case["name"]), case["mtu"], swift_bytes(case["value"].encode()),
-            swift_bytes(from_hex(case["hex"], "ams.fitting[%d]" % index))))
+            swift_string(case["name"]), case["mtu"], bytes_literal(case["value"].encode()),
+            bytes_literal(from_hex(case["hex"], "ams.fitting[%d]" % index))))
     out += ["]", "",
             "/// Cases in the JSON: every one must be run.",
             "let mediaVectorCount = %d" % (len(pdus) + errors + len(ams.get("playbackInfo", []))

@@ -11,6 +11,8 @@ Usage: gen-vectors.py conformance.json Vectors.swift
 import json
 import sys
 
+from swift_literals import bytes_literal, fail, from_hex, keys, swift_string
+
 EVENTS = {"added": 0, "modified": 1, "removed": 2}
 FLAGS = {"silent": 0, "important": 1, "preExisting": 2, "positiveAction": 3, "negativeAction": 4}
 CATEGORIES = {"other": 0, "incomingCall": 1, "missedCall": 2, "voicemail": 3, "social": 4,
@@ -24,10 +26,6 @@ ACTIONS = {"positive": 0, "negative": 1}
 SECTIONS = ("notificationSource", "controlPoint", "dataSource")
 
 
-def fail(where, message):
-    sys.exit("gen-vectors.py: %s: %s" % (where, message))
-
-
 def named(table, value, where):
     """A name from the table, or a reserved value given as a number."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -37,30 +35,8 @@ def named(table, value, where):
     return table[value]
 
 
-def keys(case, allowed, where):
-    extra = set(case) - set(allowed)
-    if extra:
-        fail(where, "unknown field(s) %s" % sorted(extra))
-
-
 def swift_bytes(hex_text, where):
-    try:
-        data = bytes.fromhex(hex_text)
-    except ValueError:
-        fail(where, "not hex: %r" % hex_text)
-    return "[" + ", ".join("0x%02x" % b for b in data) + "]"
-
-
-def swift_string(text):
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 0x20 <= ord(ch) < 0x7F:
-            out.append(ch)
-        else:
-            out.append("\\u{%x}" % ord(ch))
-    return '"' + "".join(out) + '"'
+    return bytes_literal(from_hex(hex_text, where))
 
 
 def ns_case(case, where):
