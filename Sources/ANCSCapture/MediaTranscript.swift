@@ -1,26 +1,6 @@
 import ANCS
 import ANCSFormat
 
-/// A characteristic of AMS or CTS, as a capture names it.
-public enum MediaCharacteristic: Hashable, Sendable, CustomStringConvertible {
-    case ams(AMSCharacteristic)
-    case cts(CTSCharacteristic)
-
-    public var identifier: String {
-        switch self {
-        case .ams(let characteristic): characteristic.identifier
-        case .cts(let characteristic): characteristic.identifier
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .ams(let characteristic): "AMS \(characteristic)"
-        case .cts(let characteristic): "CTS \(characteristic)"
-        }
-    }
-}
-
 /// Where the AMS and CTS characteristics are on a GATT server, from the
 /// client's discovery in the capture (their UUIDs are their own: no service
 /// range is needed to tell them).

@@ -190,3 +190,23 @@ extension ANCSDate {
         return description + LocalTimeInformation.offsetText(offset)
     }
 }
+
+/// A characteristic of AMS or CTS: what a transport of both, and a capture, name.
+public enum MediaCharacteristic: Hashable, Sendable, CustomStringConvertible {
+    case ams(AMSCharacteristic)
+    case cts(CTSCharacteristic)
+
+    public var identifier: String {
+        switch self {
+        case .ams(let characteristic): characteristic.identifier
+        case .cts(let characteristic): characteristic.identifier
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .ams(let characteristic): "AMS \(characteristic)"
+        case .cts(let characteristic): "CTS \(characteristic)"
+        }
+    }
+}

@@ -1,0 +1,283 @@
+import ANCS
+
+// The runtime of the accessory's AMS and CTS clients: a transport seam of
+// its own (the services are found and lost apart from ANCS), and an actor
+// that drives both engines over it, as `ConsumerClient` drives the consumer.
+
+/// What a transport of AMS and CTS reports, in the order it happened.
+public enum MediaClientEvent: Hashable, Sendable {
+    /// Connected and encrypted; which of the two services discovery found.
+    case linkUp(LinkInfo, ams: Bool, cts: Bool)
+    /// The link is gone. Every operation in progress has returned or will
+    /// return `.transportFailure`.
+    case linkDown
+    /// Service Changed: the services as discovery now finds them.
+    case servicesChanged(ams: Bool, cts: Bool)
+    /// A GATT notification of an AMS or CTS characteristic.
+    case notification(MediaCharacteristic, [UInt8])
+}
+
+/// The accessory's view of a GATT client for AMS and CTS, one link at a time.
+///
+/// The rules of `GATTClientTransport` hold: `mediaEvents` is iterated by
+/// one task, once, in arrival order, finishing when the transport is closed
+/// and throwing when the stack dies; the runtime issues one operation at a
+/// time; each returns exactly once, with `.transportFailure` on link loss
+/// or cancellation. A read is a long read: the whole value.
+public protocol MediaClientTransport: Sendable {
+    var mediaEvents: AsyncThrowingStream<MediaClientEvent, any Error> { get }
+    /// Enables notifications (writes the CCCD).
+    func subscribe(_ characteristic: MediaCharacteristic) async -> ATTResult
+    /// Disables notifications.
+    func unsubscribe(_ characteristic: MediaCharacteristic) async -> ATTResult
+    /// Write with response.
+    func write(_ characteristic: AMSCharacteristic, _ value: [UInt8]) async -> ATTResult
+    /// Reads the whole value.
+    func read(_ characteristic: MediaCharacteristic) async -> ATTReadResult
+}
+
+/// What `MediaClient` tells the application.
+public enum MediaClientOutput: Hashable, Sendable {
+    case ams(AMSClientEvent)
+    case cts(CTSClientEvent)
+}
+
+/// The AMS and CTS clients as an actor over a `MediaClientTransport` and a
+/// clock: now playing, remote commands, the phone's clock and zone.
+///
+/// How it runs (as `ConsumerClient`):
+/// - Transport events go to the engines in arrival order; their actions are
+///   performed in order: events to `events`, ATT operations to one worker
+///   that issues them one at a time (AMS's and CTS's alike: one ATT bearer)
+///   and feeds each result back.
+/// - A timer sleeps until the engines' earliest deadline, then ticks them.
+/// - Every command ends exactly once, with its result returned to its
+///   caller: the engine's timeout, the session's end, or `run()` ending see
+///   to it.
+/// - Results of operations of an ended session are ignored by the engines
+///   (each operation has its own token).
+public actor MediaClient {
+    /// Everything the clients tell, in order; finishes when `run()` returns.
+    /// Bounded: the newest `eventBufferLimit` kept.
+    public nonisolated let events: AsyncStream<MediaClientOutput>
+    private let eventSink: AsyncStream<MediaClientOutput>.Continuation
+    private let transport: any MediaClientTransport
+    private let time: TimeSource
+    private let executor: (any TaskExecutor)?
+    private var ams: AMSClient
+    private var cts: CTSClient
+    private var waiters: [AMSRequestID: CheckedContinuation<AMSClientError?, Never>] = [:]
+    private let operations: AsyncStream<Operation>
+    private let operationSink: AsyncStream<Operation>.Continuation
+    private var timer: Task<Void, Never>?
+    private var timerDeadline: Timestamp?
+    private var phase: RunPhase = .notStarted
+    /// The link as the transport last reported it.
+    public private(set) var link: LinkInfo?
+
+    private enum RunPhase { case notStarted, running, finished }
+
+    enum Operation: Sendable {
+        case ams(AMSClientAction)
+        case cts(CTSClientAction)
+    }
+
+    public init<C: Clock<Duration>>(
+        transport: any MediaClientTransport,
+        ams: AMSClientConfiguration = AMSClientConfiguration(),
+        clock: C = ContinuousClock(),
+        executor: (any TaskExecutor)? = nil,
+        eventBufferLimit: Int = 1024
+    ) {
+        self.transport = transport
+        self.ams = AMSClient(configuration: ams)
+        cts = CTSClient(requestTimeout: ams.requestTimeout)
+        time = TimeSource(clock)
+        self.executor = executor
+        (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(max(1, eventBufferLimit)))
+        (operations, operationSink) = AsyncStream.makeStream()
+    }
+
+    // MARK: - Snapshots
+
+    /// What is playing, as the phone last told it.
+    public var nowPlaying: NowPlaying { ams.nowPlaying }
+    /// The seconds into the track now (the elapsed time told, run at its rate).
+    public var elapsed: Double? { ams.nowPlaying.elapsed(at: time.now()) }
+    /// The commands the player supports now; nil until the phone says.
+    public var supportedCommands: [RemoteCommandID]? { ams.supportedCommands }
+    /// AMS is subscribed and registered.
+    public var isReady: Bool { ams.isReady }
+    /// The phone's local time now (its last told time, run since).
+    public var phoneTime: CurrentTime? { cts.phoneTime(at: time.now()) }
+    /// The phone's time zone.
+    public var localTimeInformation: LocalTimeInformation? { cts.localTimeInformation }
+
+    // MARK: - Commands
+
+    /// Asks the player to perform `command`; returns nil when the phone
+    /// accepted it, else why not (`.unsupported` without writing anything).
+    public func perform(_ command: RemoteCommandID) async -> AMSClientError? {
+        await withCheckedContinuation { continuation in
+            let request = ams.perform(command, at: time.now())
+            waiters[request.id] = continuation
+            perform(request.actions.map { .ams($0) })
+        }
+    }
+
+    // MARK: - Running
+
+    /// Consumes the transport's events until its stream finishes or the
+    /// calling task is cancelled; then the sessions end (commands waiting
+    /// end with `.sessionEnded`) and `events` finishes. Throws what ended the
+    /// transport's stream, if it failed. Runs once.
+    public func run() async throws {
+        guard phase == .notStarted else { return }
+        phase = .running
+        let transport = self.transport
+        let operations = self.operations
+        let failure = await withTaskGroup(of: (any Error)?.self) { group in
+            group.addTask {
+                do {
+                    for try await event in transport.mediaEvents { await self.handle(event) }
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            group.addTask {
+                for await operation in operations {
+                    let result: OperationResult
+                    switch operation {
+                    case .ams(.subscribe(let characteristic)): result = .att(await transport.subscribe(.ams(characteristic)))
+                    case .ams(.unsubscribe(let characteristic)): result = .att(await transport.unsubscribe(.ams(characteristic)))
+                    case .ams(.write(let characteristic, let bytes, _)): result = .att(await transport.write(characteristic, bytes))
+                    case .ams(.read(let characteristic, _)): result = .read(await transport.read(.ams(characteristic)))
+                    case .cts(.subscribe(let characteristic)): result = .att(await transport.subscribe(.cts(characteristic)))
+                    case .cts(.read(let characteristic, _)): result = .read(await transport.read(.cts(characteristic)))
+                    case .ams(.emit), .cts(.emit): continue  // not operations: told where they are made
+                    }
+                    await self.operationEnded(operation, result)
+                }
+                return nil
+            }
+            let failure = await group.next() ?? nil
+            group.cancelAll()
+            return failure
+        }
+        finishRun()
+        if let failure { throw failure }
+    }
+
+    // MARK: - Inside
+
+    private func handle(_ event: MediaClientEvent) {
+        let now = time.now()
+        var actions: [Operation] = []
+        switch event {
+        case .linkUp(let info, let hasAMS, let hasCTS):
+            link = info
+            actions += ams.serviceChanged(published: hasAMS, at: now).map { .ams($0) }
+            actions += ams.linkUp(at: now).map { .ams($0) }
+            if hasCTS { actions += cts.linkUp(at: now).map { .cts($0) } }
+        case .linkDown:
+            link = nil
+            actions += ams.linkDown(at: now).map { .ams($0) }
+            actions += cts.linkDown(at: now).map { .cts($0) }
+        case .servicesChanged(let hasAMS, let hasCTS):
+            actions += ams.serviceChanged(published: hasAMS, at: now).map { .ams($0) }
+            if !hasCTS { actions += cts.linkDown(at: now).map { .cts($0) } }
+            else if cts.currentTime == nil, link != nil { actions += cts.linkUp(at: now).map { .cts($0) } }
+        case .notification(.ams(.remoteCommand), let bytes):
+            actions += ams.received(remoteCommand: bytes, at: now).map { .ams($0) }
+        case .notification(.ams(.entityUpdate), let bytes):
+            actions += ams.received(entityUpdate: bytes, at: now).map { .ams($0) }
+        case .notification(.cts(.currentTime), let bytes):
+            actions += cts.received(currentTime: bytes, at: now).map { .cts($0) }
+        case .notification:
+            break  // Entity Attribute and Local Time Information do not notify
+        }
+        perform(actions)
+    }
+
+    enum OperationResult: Sendable {
+        case att(ATTResult)
+        case read(ATTReadResult)
+    }
+
+    /// An operation's result, given to the engine that asked for it.
+    private func operationEnded(_ operation: Operation, _ result: OperationResult) {
+        let now = time.now()
+        switch (operation, result) {
+        case (.ams(.subscribe(let characteristic)), .att(let result)):
+            perform(ams.subscriptionCompleted(characteristic, result, at: now).map { .ams($0) })
+        case (.ams(.write(_, _, let token)), .att(let result)):
+            perform(ams.writeCompleted(token, result, at: now).map { .ams($0) })
+        case (.ams(.read(_, let token)), .read(let result)):
+            perform(ams.readCompleted(token, result, at: now).map { .ams($0) })
+        case (.cts(.read(_, let token)), .read(let result)):
+            perform(cts.readCompleted(token, result, at: now).map { .cts($0) })
+        default:
+            break  // unsubscriptions and CTS's subscription: no answer needed
+        }
+    }
+
+    private func perform(_ actions: [Operation]) {
+        for action in actions {
+            switch action {
+            case .ams(.emit(let event)):
+                if case .commandCompleted(let id, let error) = event { waiters.removeValue(forKey: id)?.resume(returning: error) }
+                eventSink.yield(.ams(event))
+            case .cts(.emit(let event)):
+                eventSink.yield(.cts(event))
+            default:
+                if phase == .running { operationSink.yield(action) }
+            }
+        }
+        rearmTimer()
+    }
+
+    private var nextDeadline: Timestamp? {
+        switch (ams.nextDeadline, cts.nextDeadline) {
+        case (let a?, let c?): min(a, c)
+        case (let a, let c): a ?? c
+        }
+    }
+
+    private func rearmTimer() {
+        let deadline = phase == .finished ? nil : nextDeadline
+        guard deadline != timerDeadline else { return }
+        timer?.cancel()
+        timer = nil
+        timerDeadline = deadline
+        guard let deadline else { return }
+        let time = self.time
+        timer = Task(executorPreference: executor) { [weak self] in
+            do { try await time.sleep(until: deadline) } catch { return }
+            await self?.timerFired(deadline)
+        }
+    }
+
+    private func timerFired(_ deadline: Timestamp) {
+        guard timerDeadline == deadline else { return }
+        timer = nil
+        timerDeadline = nil
+        let now = time.now()
+        perform(ams.tick(at: now).map { .ams($0) } + cts.tick(at: now).map { .cts($0) })
+    }
+
+    private func finishRun() {
+        operationSink.finish()
+        let now = time.now()
+        phase = .finished
+        // The runtime no longer hears the link: the sessions end as on a link loss.
+        perform(ams.linkDown(at: now).map { .ams($0) } + cts.linkDown(at: now).map { .cts($0) })
+        for (_, waiter) in waiters { waiter.resume(returning: .sessionEnded) }
+        waiters = [:]
+        link = nil
+        timer?.cancel()
+        timer = nil
+        timerDeadline = nil
+        eventSink.finish()
+    }
+}
