@@ -178,9 +178,9 @@ public struct PlaybackInfo: Hashable, Sendable, CustomStringConvertible {
         let parsed: PlaybackInfo? = value.withBytes { bytes in
             let fields = bytes.split(separator: 0x2C, omittingEmptySubsequences: false)
             guard fields.count == 3,
-                  let state = MediaNumber.integer(fields[0]),
-                  let rate = MediaNumber.decimal(fields[1]),
-                  let elapsed = MediaNumber.decimal(fields[2]) else { return nil }
+                  let state = MediaNumber.integer(UnsafeBufferPointer(rebasing: fields[0])),
+                  let rate = MediaNumber.decimal(UnsafeBufferPointer(rebasing: fields[1])),
+                  let elapsed = MediaNumber.decimal(UnsafeBufferPointer(rebasing: fields[2])) else { return nil }
             return PlaybackInfo(state: PlaybackState(rawValue: state), rate: rate, elapsed: elapsed)
         }
         guard let parsed else { return nil }
@@ -198,8 +198,17 @@ public struct PlaybackInfo: Hashable, Sendable, CustomStringConvertible {
 /// Decimal text, as AMS values carry numbers: read and written here, not
 /// by the C library (firmware has no `strtod` to spare).
 public enum MediaNumber {
+    // One specialization each (the bytes in place): a generic reader was
+    // compiled once per kind of collection, 400 bytes more in firmware.
+
     /// An optional minus, then digits: nil for anything else (or more than 18 digits).
-    public static func integer<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Int? {
+    public static func integer(_ bytes: [UInt8]) -> Int? { bytes.withUnsafeBufferPointer { integer($0) } }
+
+    /// An optional minus, digits, and an optional fraction: nil for anything else.
+    public static func decimal(_ bytes: [UInt8]) -> Double? { bytes.withUnsafeBufferPointer { decimal($0) } }
+
+    /// An optional minus, then digits: nil for anything else (or more than 18 digits).
+    public static func integer(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var negative = false
         var value = 0
         var digits = 0
@@ -215,7 +224,7 @@ public enum MediaNumber {
 
     /// An optional minus, digits, and an optional fraction (`.5`, `12.`
     /// and `3.25` are read; an exponent is not): nil for anything else.
-    public static func decimal<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Double? {
+    public static func decimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
         var negative = false
         var mantissa: Int64 = 0
         var scale = 1.0
