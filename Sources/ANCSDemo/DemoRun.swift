@@ -36,6 +36,13 @@ public final class DemoRun: @unchecked Sendable {
         /// How a pressed action ended; `request` numbers the presses of the run from 1.
         case actionResult(title: String, uid: NotificationUID, ActionID, request: Int, ConsumerResult)
         case failed(NotificationUID, ConsumerError)
+        /// What is playing changed (a track, play or pause); `elapsed` in
+        /// seconds; `cut`: values the phone cut, not yet read in full.
+        case nowPlaying(NowPlaying, elapsed: Double?, cut: Set<MediaAttribute>)
+        /// The person pressed a button of the now-playing line.
+        case mediaPressed(RemoteCommandID)
+        /// How it ended: nil when the phone performed it.
+        case mediaResult(RemoteCommandID, AMSClientError?)
     }
 
     /// Air time of the notifications made ready, from Added to ready to show.
@@ -120,6 +127,9 @@ public final class DemoRun: @unchecked Sendable {
     public let link: SimulatedLink
     public let provider: ProviderServer
     public let consumer: ConsumerClient
+    /// The phone's AMS and CTS, and the accessory's client of them.
+    public let mediaLink: MediaLoopbackLink
+    public let media: MediaClient
     /// Called for each line, on the simulation's thread.
     public var onLine: ((Timestamp, Line) -> Void)?
     public private(set) var summary = Summary()
@@ -152,6 +162,13 @@ public final class DemoRun: @unchecked Sendable {
     var presses = 0
     /// The consumer has heard that its session ended.
     var sessionOver = false
+    /// Media buttons pressed and not yet answered.
+    var mediaInFlight = 0
+    /// The now-playing line last shown (title, artist, state), and whether a newer one is due.
+    var lastNowPlaying: String?
+    var nowPlayingDue = false
+    /// Values the phone cut that have not been read in full yet.
+    var cutValues: Set<MediaAttribute> = []
 
     public init(scenario: DemoScenario = .standard, link configuration: SimulatedLink.Configuration = .init(),
                 consumer consumerConfiguration: ConsumerConfiguration? = nil, policy: FetchPolicy = .eager,
@@ -169,13 +186,22 @@ public final class DemoRun: @unchecked Sendable {
         consumer = ConsumerClient(
             transport: link.client, configuration: consumerConfiguration,
             clock: simulation.clock, executor: simulation.executor)
+        // AMS and CTS on the same phone: the operations take a connection
+        // event each, as on the ANCS link.
+        mediaLink = MediaLoopbackLink(player: scenario.player, time: scenario.phoneTime,
+                                      zone: LocalTimeInformation(timeZone: 4, dstOffset: 0),
+                                      clock: simulation.clock, delay: configuration.connectionInterval)
+        // Its operations wait their turn too: the same allowance as the consumer's.
+        media = MediaClient(transport: mediaLink,
+                            ams: AMSClientConfiguration(requestTimeout: max(.seconds(10), configuration.connectionInterval * 100)),
+                            clock: simulation.clock, executor: simulation.executor)
         summary.policy = policy
         summary.depth = consumerConfiguration.pipeliningDepth
     }
 
     /// Every notification the accessory heard of has settled, no action is
     /// in flight and nothing is left on the link.
-    public var isSettled: Bool { waiting.isEmpty && actionsInFlight == 0 && link.isIdle }
+    public var isSettled: Bool { waiting.isEmpty && actionsInFlight == 0 && mediaInFlight == 0 && !nowPlayingDue && link.isIdle }
 
     /// The scenario has been played and everything it caused has settled.
     public var isFinished: Bool { scriptFinished && isSettled }
@@ -195,6 +221,12 @@ public final class DemoRun: @unchecked Sendable {
             for await event in provider.events { self.phoneEvent(event) }
         }
         simulation.spawn { [self] in try await self.phone() }
+        let media = self.media
+        simulation.spawn { try await media.run() }
+        simulation.spawn { [self] in
+            for await output in media.events { self.accessory(output) }
+        }
+        simulation.spawn { [self] in await self.music() }
     }
 
     /// Runs the simulation up to virtual time `time`.
@@ -232,6 +264,7 @@ public final class DemoRun: @unchecked Sendable {
     /// does. Call after `finish()`, which counts what never settled.
     public func endSession() {
         guard started, link.isConnected else { return }
+        mediaLink.close()
         link.disconnect()
         simulation.run(while: { !self.sessionOver }, limit: .seconds(5))
     }
@@ -245,6 +278,7 @@ public final class DemoRun: @unchecked Sendable {
             summary.notifications += 1
         }
         link.connect()
+        mediaLink.connect(mtu: link.configuration.mtu)
         let clock = simulation.clock
         await withDiscardingTaskGroup { actions in
             for round in 0..<repetitions {
@@ -290,6 +324,57 @@ public final class DemoRun: @unchecked Sendable {
                 await self.press(action, on: uid)
             }
         }
+    }
+
+    /// The music: the phone's player and the person's presses on the accessory (once).
+    func music() async {
+        let clock = simulation.clock
+        await withDiscardingTaskGroup { presses in
+            for (time, step) in scenario.mediaTimeline {
+                try? await clock.sleep(until: ManualClock.Instant(offset: time))
+                switch step {
+                case .onPhone(let command):
+                    mediaLink.performOnPhone(command)
+                case .press(let command):
+                    mediaInFlight += 1
+                    emit(.mediaPressed(command))
+                    presses.addTask { [self] in
+                        let result = await media.perform(command)
+                        await self.mediaAnswered(command, result)
+                    }
+                }
+            }
+        }
+    }
+
+    func mediaAnswered(_ command: RemoteCommandID, _ result: AMSClientError?) {
+        mediaInFlight -= 1
+        if result != nil { summary.failedRequests += 1 }
+        emit(.mediaResult(command, result))
+    }
+
+    /// The accessory's now-playing line: shown once the values of a change
+    /// have arrived (they come one attribute per notification), when the
+    /// track, the artist, the state, or a cut in them changed. The wait runs
+    /// apart from the event loop, which keeps reading.
+    func accessory(_ output: MediaClientOutput) {
+        guard case .ams(.updated(let attribute, _, let isTruncated)) = output else { return }
+        if isTruncated { cutValues.insert(attribute) } else { cutValues.remove(attribute) }
+        guard !nowPlayingDue else { return }
+        nowPlayingDue = true
+        simulation.spawn { [self] in await self.showNowPlaying() }
+    }
+
+    func showNowPlaying() async {
+        try? await simulation.clock.sleep(for: .milliseconds(100))
+        nowPlayingDue = false
+        let playing = await media.nowPlaying
+        let cut = cutValues.intersection([.title, .artist])
+        let key = [playing.title?.string ?? "", playing.artist?.string ?? "", playing.playback?.state.description ?? "",
+                   cut.map { $0.description }.sorted().joined(separator: ",")].joined(separator: "|")
+        guard key != lastNowPlaying, playing.title != nil else { return }
+        lastNowPlaying = key
+        emit(.nowPlaying(playing, elapsed: await media.elapsed, cut: cut))
     }
 
     func phoneEvent(_ event: ProviderEvent) {

@@ -42,12 +42,26 @@ public struct DemoScenario: Sendable {
         case act(key: String, ActionID)
     }
 
+    /// What the phone's player and the person do with the music (AMS), once
+    /// (not in later rounds).
+    public enum MediaStep: Sendable {
+        /// A button of the player pressed on the phone itself.
+        case onPhone(RemoteCommandID)
+        /// A button of the accessory's now-playing line pressed.
+        case press(RemoteCommandID)
+    }
+
     /// App display names the phone knows.
     public var apps: [(identifier: String, displayName: String)]
     /// There before the accessory connects: announced with PreExisting.
     public var preExisting: [(key: String, notification: Notification)]
     public var timeline: [(at: Duration, step: Step)]
     public var duration: Duration
+    /// The phone's media player when the accessory connects.
+    public var player = MediaPlayer()
+    public var mediaTimeline: [(at: Duration, step: MediaStep)] = []
+    /// The phone's clock when the accessory connects (CTS).
+    public var phoneTime = CurrentTime(year: 2026, month: 11, day: 22, hour: 9, minute: 30, second: 0, dayOfWeek: 7)
 
     public static func at(_ hour: Int, _ minute: Int, _ second: Int = 0) -> ANCSDate {
         ANCSDate(year: 2026, month: 11, day: 22, hour: hour, minute: minute, second: second)
@@ -90,7 +104,18 @@ public struct DemoScenario: Sendable {
             (.milliseconds(13100), .add(key: "strava", Notification("com.strava.stravaride", "Morning ride", "You rode 10.2 km in 28:41 — a new best on Canal Loop 🏆", category: .healthAndFitness, date: at(9, 40, 12)))),
             (.milliseconds(13900), .add(key: "weather", Notification("com.apple.weather", "Rain in 20 minutes", "Light rain expected around 10:05", category: .other, date: at(9, 41, 0)))),
         ],
-        duration: .seconds(15)
+        duration: .seconds(15),
+        player: MediaPlayer(name: "Music", tracks: [
+            MediaTrack(artist: "Queen", album: "A Night at the Opera", title: "Bohemian Rhapsody", duration: 354.3),
+            MediaTrack(artist: "Daft Punk", album: "Discovery", title: "Harder, Better, Faster, Stronger", duration: 224),
+            MediaTrack(artist: "Sigur Rós", album: "Takk...", title: "Hoppípolla", duration: 268),
+        ]),
+        mediaTimeline: [
+            (.milliseconds(500), .onPhone(.play)),
+            (.milliseconds(4500), .press(.nextTrack)),
+            (.milliseconds(9500), .press(.nextTrack)),
+            (.milliseconds(12500), .press(.pause)),
+        ]
     )
 
     /// Number of notifications the scenario shows in all (missed calls included).

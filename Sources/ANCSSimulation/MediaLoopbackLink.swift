@@ -85,6 +85,14 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
         }
     }
 
+    /// The person presses a button of the player on the phone itself.
+    public func performOnPhone(_ command: RemoteCommandID) {
+        state.withLock { state in
+            let now = self.now()
+            deliver(state.ams.update(at: now) { _ = $0.perform(command, at: now) }, &state)
+        }
+    }
+
     /// The phone's clock is set (and its zone, when given).
     public func setTime(_ time: CurrentTime, zone: LocalTimeInformation? = nil) {
         state.withLock { state in

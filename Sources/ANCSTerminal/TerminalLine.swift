@@ -37,5 +37,36 @@ public enum TerminalLine {
         return text
     }
 
+    /// The now-playing line: `♫ Queen — Bohemian Rhapsody (playing, 1:05 / 5:54)`;
+    /// a value the phone cut (`cut`) and not yet read in full ends with `…`.
+    public static func nowPlaying(_ playing: NowPlaying, elapsed: Double?, cut: Set<MediaAttribute> = []) -> String {
+        var text = "♫ "
+        if let artist = playing.artist?.string, !artist.isEmpty { text += artist + (cut.contains(.artist) ? "…" : "") + " — " }
+        text += (playing.title?.string ?? "nothing playing") + (cut.contains(.title) ? "…" : "")
+        var details: [String] = []
+        if let state = playing.playback?.state { details.append(state.name ?? "state \(state.rawValue)") }
+        if let elapsed {
+            details.append(playing.duration.map { "\(clock(elapsed)) / \(clock($0))" } ?? clock(elapsed))
+        }
+        return details.isEmpty ? text : text + " (" + details.joined(separator: ", ") + ")"
+    }
+
+    /// A remote command as a person names it: `next track`, `play`.
+    public static func command(_ command: RemoteCommandID) -> String {
+        guard let name = command.name else { return "command \(command.rawValue)" }
+        var words = ""
+        for character in name {
+            if character.isUppercase { words += " " + character.lowercased() } else { words.append(character) }
+        }
+        return words
+    }
+
+    /// `m:ss` (or `h:mm:ss`).
+    static func clock(_ seconds: Double) -> String {
+        let whole = max(Int(seconds), 0)
+        let minutes = whole / 60 % 60, hours = whole / 3600
+        return (hours > 0 ? "\(hours):\(padded2(minutes))" : "\(minutes)") + ":" + padded2(whole % 60)
+    }
+
     private static func padded2(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
 }

@@ -154,6 +154,14 @@ final class DemoView: @unchecked Sendable {
             printLine("\(stamp)    the action failed: \(error) for “\(title)”")
         case .failed(let uid, let error):
             printLine("\(stamp)  ⚠ notification \(uid) could not be fetched: \(error)")
+        case .nowPlaying(let playing, let elapsed, let cut):
+            printLine("\(stamp)  \(TerminalLine.nowPlaying(playing, elapsed: elapsed, cut: cut))")
+        case .mediaPressed(let command):
+            printLine("\(stamp)  ▶ you pressed \(TerminalLine.command(command)) on the now-playing line")
+        case .mediaResult(let command, nil):
+            printLine("\(stamp)    the phone performed \(TerminalLine.command(command))")
+        case .mediaResult(let command, let error?):
+            printLine("\(stamp)    \(TerminalLine.command(command)) failed: \(error)")
         case .consumer:
             break
         }
