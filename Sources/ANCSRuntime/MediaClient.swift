@@ -54,7 +54,10 @@ public enum MediaClientOutput: Hashable, Sendable {
 /// - Every command ends exactly once, with its result returned to its
 ///   caller: the engine's timeout, the session's end, or `run()` ending see
 ///   to it.
-/// - Results of operations of an ended session are ignored by the engines
+/// - An operation of a session that ended before the worker reached it is
+///   not issued (a command pressed before the link dropped must not reach
+///   the phone on the next link); its engine hears `.transportFailure`.
+///   Results of operations of an ended session are ignored by the engines
 ///   (each operation has its own token).
 public actor MediaClient {
     /// Everything the clients tell, in order; finishes when `run()` returns.
@@ -67,19 +70,30 @@ public actor MediaClient {
     private var ams: AMSClient
     private var cts: CTSClient
     private var waiters: [AMSRequestID: CheckedContinuation<AMSClientError?, Never>] = [:]
-    private let operations: AsyncStream<Operation>
-    private let operationSink: AsyncStream<Operation>.Continuation
+    private let operations: AsyncStream<Queued>
+    private let operationSink: AsyncStream<Queued>.Continuation
+    /// Moves on with each link up or down, and (AMS's) with AMS found or lost:
+    /// an operation queued under an older one is not issued.
+    private var linkGeneration: UInt64 = 0
+    private var amsGeneration: UInt64 = 0
     private var timer: Task<Void, Never>?
     private var timerDeadline: Timestamp?
     private var phase: RunPhase = .notStarted
     /// The link as the transport last reported it.
     public private(set) var link: LinkInfo?
+    private var amsPublished = false
 
     private enum RunPhase { case notStarted, running, finished }
 
     enum Operation: Sendable {
         case ams(AMSClientAction)
         case cts(CTSClientAction)
+    }
+
+    struct Queued: Sendable {
+        var operation: Operation
+        var link: UInt64
+        var ams: UInt64
     }
 
     public init<C: Clock<Duration>>(
@@ -146,7 +160,12 @@ public actor MediaClient {
                 }
             }
             group.addTask {
-                for await operation in operations {
+                for await queued in operations {
+                    let operation = queued.operation
+                    guard await self.isCurrent(queued) else {
+                        await self.notIssued(operation)
+                        continue
+                    }
                     let result: OperationResult
                     switch operation {
                     case .ams(.subscribe(let characteristic)): result = .att(await transport.subscribe(.ams(characteristic)))
@@ -171,12 +190,24 @@ public actor MediaClient {
 
     // MARK: - Inside
 
+    private func isCurrent(_ queued: Queued) -> Bool {
+        guard queued.link == linkGeneration else { return false }
+        if case .ams = queued.operation { return queued.ams == amsGeneration }
+        return true
+    }
+
     private func handle(_ event: MediaClientEvent) {
         let now = time.now()
         var actions: [Operation] = []
         switch event {
+        case .linkUp, .linkDown: linkGeneration &+= 1
+        case .servicesChanged(let hasAMS, _) where hasAMS != amsPublished: amsGeneration &+= 1
+        default: break
+        }
+        switch event {
         case .linkUp(let info, let hasAMS, let hasCTS):
             link = info
+            amsPublished = hasAMS
             actions += ams.serviceChanged(published: hasAMS, at: now).map { .ams($0) }
             actions += ams.linkUp(at: now).map { .ams($0) }
             if hasCTS { actions += cts.linkUp(at: now).map { .cts($0) } }
@@ -185,6 +216,7 @@ public actor MediaClient {
             actions += ams.linkDown(at: now).map { .ams($0) }
             actions += cts.linkDown(at: now).map { .cts($0) }
         case .servicesChanged(let hasAMS, let hasCTS):
+            amsPublished = hasAMS
             actions += ams.serviceChanged(published: hasAMS, at: now).map { .ams($0) }
             if !hasCTS { actions += cts.linkDown(at: now).map { .cts($0) } }
             else if cts.currentTime == nil, link != nil { actions += cts.linkUp(at: now).map { .cts($0) } }
@@ -203,6 +235,14 @@ public actor MediaClient {
     enum OperationResult: Sendable {
         case att(ATTResult)
         case read(ATTReadResult)
+    }
+
+    /// An operation not issued, its session gone: its engine hears a transport failure.
+    private func notIssued(_ operation: Operation) {
+        switch operation {
+        case .ams(.read), .cts(.read): operationEnded(operation, .read(.transportFailure))
+        default: operationEnded(operation, .att(.transportFailure))
+        }
     }
 
     /// An operation's result, given to the engine that asked for it.
@@ -231,7 +271,7 @@ public actor MediaClient {
             case .cts(.emit(let event)):
                 eventSink.yield(.cts(event))
             default:
-                if phase == .running { operationSink.yield(action) }
+                if phase == .running { operationSink.yield(Queued(operation: action, link: linkGeneration, ams: amsGeneration)) }
             }
         }
         rearmTimer()

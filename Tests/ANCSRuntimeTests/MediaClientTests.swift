@@ -123,6 +123,32 @@ import ANCSSimulation
         #expect(setup.link.mostOperationsInFlight == 1)
     }
 
+    @Test func aCommandOfAnEndedLinkNeverReachesTheNextOne() {
+        // The transport is stuck on a write the phone never answers; the
+        // engine gives it up (10 s) and, after ATT's 30 s, hands the next
+        // command to the worker, which is still waiting on the transport.
+        let setup = Setup(delay: .zero)
+        setup.link.neverAnswerNextWrite()
+        let client = setup.client
+        let first = Box<AMSClientError?>()
+        let second = Box<AMSClientError?>()
+        setup.simulation.spawn { first.value = await client.perform(.pause) }
+        setup.simulation.spawn { second.value = await client.perform(.nextTrack) }
+        setup.simulation.run(for: .seconds(31))
+        #expect(first.value == .some(.timedOut))
+        // The link drops and comes back at once: nextTrack belongs to the
+        // ended link, so it is not written on the new one.
+        setup.link.drop()
+        setup.link.connect()
+        setup.simulation.runUntilIdle()
+        #expect(second.value == .some(.sessionEnded))
+        #expect(setup.link.commands.isEmpty, "written: \(setup.link.commands)")
+        #expect(setup.link.player.index == 0)
+        #expect(setup.run { await $0.isReady } == true)
+        #expect(setup.run { await $0.perform(.nextTrack) } == .some(nil))
+        #expect(setup.link.commands == [.nextTrack])
+    }
+
     @Test func amsRemovedAndBack() {
         let setup = Setup(delay: .milliseconds(50))
         setup.link.setAMSPublished(false)
