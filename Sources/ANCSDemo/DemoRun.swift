@@ -340,7 +340,7 @@ public final class DemoRun: @unchecked Sendable {
                     emit(.mediaPressed(command))
                     presses.addTask { [self] in
                         let result = await media.perform(command)
-                        await self.mediaAnswered(command, result)
+                        self.mediaAnswered(command, result)
                     }
                 }
             }

@@ -145,34 +145,22 @@ public actor ConsumerClient {
         phase = .running
         let transport = self.transport
         let operations = self.operations
-        let failure = await withTaskGroup(of: (any Error)?.self) { group in
-            group.addTask {
-                do {
-                    for try await event in transport.events {
-                        await self.handle(event)
-                    }
-                    return nil
-                } catch {
-                    return error
-                }
+        // Whichever ends first (the transport's stream, or the operation
+        // queue after `stop`) ends the other.
+        let failure = await runSideBySide {
+            for try await event in transport.events {
+                await self.handle(event)
             }
-            group.addTask {
-                for await operation in operations {
-                    let result: ATTResult
-                    switch operation.kind {
-                    case .subscribe(let characteristic): result = await transport.subscribe(characteristic)
-                    case .unsubscribe(let characteristic): result = await transport.unsubscribe(characteristic)
-                    case .writeControlPoint(let bytes): result = await transport.writeControlPoint(bytes)
-                    }
-                    await self.operationEnded(operation, result)
+        } worker: {
+            for await operation in operations {
+                let result: ATTResult
+                switch operation.kind {
+                case .subscribe(let characteristic): result = await transport.subscribe(characteristic)
+                case .unsubscribe(let characteristic): result = await transport.unsubscribe(characteristic)
+                case .writeControlPoint(let bytes): result = await transport.writeControlPoint(bytes)
                 }
-                return nil
+                await self.operationEnded(operation, result)
             }
-            // Whichever ends first (the transport's stream, or the operation
-            // queue after `stop`) ends the other.
-            let failure = await group.next() ?? nil
-            group.cancelAll()
-            return failure
         }
         finishRun()
         if let failure { throw failure }

@@ -150,39 +150,27 @@ public actor MediaClient {
         phase = .running
         let transport = self.transport
         let operations = self.operations
-        let failure = await withTaskGroup(of: (any Error)?.self) { group in
-            group.addTask {
-                do {
-                    for try await event in transport.mediaEvents { await self.handle(event) }
-                    return nil
-                } catch {
-                    return error
+        let failure = await runSideBySide {
+            for try await event in transport.mediaEvents { await self.handle(event) }
+        } worker: {
+            for await queued in operations {
+                let operation = queued.operation
+                guard await self.isCurrent(queued) else {
+                    await self.notIssued(operation)
+                    continue
                 }
-            }
-            group.addTask {
-                for await queued in operations {
-                    let operation = queued.operation
-                    guard await self.isCurrent(queued) else {
-                        await self.notIssued(operation)
-                        continue
-                    }
-                    let result: OperationResult
-                    switch operation {
-                    case .ams(.subscribe(let characteristic)): result = .att(await transport.subscribe(.ams(characteristic)))
-                    case .ams(.unsubscribe(let characteristic)): result = .att(await transport.unsubscribe(.ams(characteristic)))
-                    case .ams(.write(let characteristic, let bytes, _)): result = .att(await transport.write(characteristic, bytes))
-                    case .ams(.read(let characteristic, _)): result = .read(await transport.read(.ams(characteristic)))
-                    case .cts(.subscribe(let characteristic)): result = .att(await transport.subscribe(.cts(characteristic)))
-                    case .cts(.read(let characteristic, _)): result = .read(await transport.read(.cts(characteristic)))
-                    case .ams(.emit), .cts(.emit): continue  // not operations: told where they are made
-                    }
-                    await self.operationEnded(operation, result)
+                let result: OperationResult
+                switch operation {
+                case .ams(.subscribe(let characteristic)): result = .att(await transport.subscribe(.ams(characteristic)))
+                case .ams(.unsubscribe(let characteristic)): result = .att(await transport.unsubscribe(.ams(characteristic)))
+                case .ams(.write(let characteristic, let bytes, _)): result = .att(await transport.write(characteristic, bytes))
+                case .ams(.read(let characteristic, _)): result = .read(await transport.read(.ams(characteristic)))
+                case .cts(.subscribe(let characteristic)): result = .att(await transport.subscribe(.cts(characteristic)))
+                case .cts(.read(let characteristic, _)): result = .read(await transport.read(.cts(characteristic)))
+                case .ams(.emit), .cts(.emit): continue  // not operations: told where they are made
                 }
-                return nil
+                await self.operationEnded(operation, result)
             }
-            let failure = await group.next() ?? nil
-            group.cancelAll()
-            return failure
         }
         finishRun()
         if let failure { throw failure }
