@@ -83,8 +83,9 @@ row() { # name target file
   "$size_bin" "$3" | awk -v n="$1" -v t="$2" 'NR==2 { printf "%-12s %-26s %8s %8s %8s\n", n, t, $1, $2, $3 }'
 }
 
-printf '%-12s %-26s %8s %8s %8s\n' build target text data bss
-for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
+# The rows of one architecture; exits 3 when a build is over its budget.
+measure() { # target
+  local target=$1
   compile "$out/core-$target.o" "$target" "${core[@]}"
   row core "$target" "$out/core-$target.o"
   if [ -n "$lld_bin" ]; then
@@ -96,5 +97,32 @@ for target in armv7em-none-none-eabi riscv32-none-none-eabi; do
     linked ams "$target" ancs_ams_input "${media_sources[@]}" firmware/entry/media-entry.swift
     linked cts "$target" ancs_cts_input "${media_sources[@]}" firmware/entry/media-entry.swift
   fi
+  if $over; then exit 3; fi
+}
+
+# Each build is one single-threaded compiler run: the two architectures are
+# built side by side (one per core), their rows printed in order after.
+targets=(armv7em-none-none-eabi riscv32-none-none-eabi)
+pids=()
+for target in "${targets[@]}"; do
+  (measure "$target") > "$out/rows-$target.txt" 2> "$out/rows-$target.err" &
+  pids+=($!)
 done
-if $over; then exit 1; fi
+failed=false
+statuses=()
+for pid in "${pids[@]}"; do
+  status=0
+  wait "$pid" || status=$?
+  statuses+=("$status")
+done
+printf '%-12s %-26s %8s %8s %8s\n' build target text data bss
+for index in "${!targets[@]}"; do
+  cat "$out/rows-${targets[$index]}.txt"
+  cat "$out/rows-${targets[$index]}.err" >&2
+  case ${statuses[$index]} in
+    0) ;;
+    3) failed=true ;;
+    *) echo "error: the ${targets[$index]} builds failed (status ${statuses[$index]})" >&2; failed=true ;;
+  esac
+done
+if $failed; then exit 1; fi

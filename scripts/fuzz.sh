@@ -17,6 +17,9 @@
 #               choice, from the corpus: up to 4096 bytes here); shorter
 #               inputs run faster, for long campaigns
 #
+# Targets build and run side by side, ANCS_FUZZ_JOBS at a time (default:
+# one per core); each row is printed when all are done, in order.
+#
 # Each target uses the dictionary of the format its input carries
 # (Fuzz/dict: Control Point commands for control-point and provider, Data
 # Source responses for data-source, data-source-parser and consumer,
@@ -91,12 +94,13 @@ final_stat() {  # name log
 
 status=0
 printf '%-22s %12s %10s  %s\n' target executions exec/s result
-for target in "${targets[@]}"; do
+# One target: built, then run; prints its row, and exits non-zero on a finding or a failed build.
+one() { # target
+  local target=$1 work log limit dict result what artifact
   if ! build "$target"; then
     grep -v 'ld.gold: warning' "$out/$target.build.log" >&2 || true
     printf '%-22s %12s %10s  %s\n' "$target" - - "BUILD FAILED"
-    status=1
-    continue
+    return 1
   fi
   work=$(mktemp -d)
   if [ -d "Fuzz/corpus/$target" ]; then cp -R "Fuzz/corpus/$target/." "$work/"; fi
@@ -108,6 +112,7 @@ for target in "${targets[@]}"; do
   dict=$(dictionary "$target")
   if [ -n "$dict" ] && [ -f "$dict" ]; then limit+=(-dict="$dict"); fi
   if [ "$max_len" -gt 0 ]; then limit+=(-max_len="$max_len"); fi
+  local status=0
   if "$out/$target" "$work" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="fuzz-artifacts/$target-" > "$log" 2>&1; then
     result=ok
@@ -125,5 +130,21 @@ for target in "${targets[@]}"; do
   fi
   printf '%-22s %12s %10s  %s\n' "$target" "$(final_stat number_of_executed_units "$log")" "$(final_stat average_exec_per_sec "$log")" "$result"
   rm -rf "$work"
+  return $status
+}
+
+# Each build and each run is single-threaded: $ANCS_FUZZ_JOBS targets (by
+# default one per core) build and run side by side; the rows come in order.
+parallel=${ANCS_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case "$parallel" in ''|*[!0-9]*|0) parallel=1 ;; esac
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  ( status=0; one "$target" > "$out/$target.row" 2> "$out/$target.row.err" || status=$?; echo "$status" > "$out/$target.status" ) &
+done
+wait
+for target in "${targets[@]}"; do
+  cat "$out/$target.row"
+  cat "$out/$target.row.err" >&2
+  [ "$(cat "$out/$target.status" 2>/dev/null || echo 1)" = 0 ] || status=1
 done
 exit $status
