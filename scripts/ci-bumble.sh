@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # CI step for the Bumble stack, on virtual controllers (no radio):
-# the Python environment, the ANCSBumble and ANCSCapture tests, then the
+# the Python environment, the ANCSBumble tests, then the
 # command-line interop runs whose captures are decoded and compared:
 #   1. Bumble's own AncsClient against `ancs provide` at MTU 23 and 185;
 #   2. `ancs listen --stack bumble` against `ancs provide --stack bumble`,
-#      two processes on one virtual link.
+#      two processes on one virtual link;
+#   3. `ancs listen --stack bumble` following the music and clock of a phone
+#      built on Bumble's own AMS service (bumble_media_phone.py) at MTU 23:
+#      a title longer than one notification read whole, two commands typed
+#      on its standard input and performed, the time with its zone.
 # Every run has a timeout. Output and captures go to .build/ci-bumble.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +17,8 @@ echo "== Bumble stack: interop on virtual controllers"
 out=.build/ci-bumble
 source scripts/bumble-env.sh
 
-echo "== swift test: Bumble and capture tests"
-swift test --filter 'ANCSBumbleTests|ANCSCaptureTests'
+echo "== swift test: the Bumble tests (the capture tests ran in swift test)"
+swift test --filter 'ANCSBumbleTests'
 
 echo "== interop runs"
 swift build --product ancs
@@ -109,6 +113,47 @@ print(f"ready objects: {len(ready)}, titles {sorted(titles & wanted)}, all with 
 sys.exit(0 if wanted <= titles and named else 1)
 PY
 then echo "PASS listen --json tells ready with titles and app names"; else fail "$run: listen --json ready objects" "$out/$run-listen.jsonl"; fi
+
+echo "-- ancs listen (AMS, CTS) against a phone built on Bumble's Ams service, MTU 23"
+run=listen-media
+start_link "$run"
+title="Ünïcode Sönata for a Title Longer than One Notification at MTU 23"
+timeout 90 "$ANCS_BUMBLE_PYTHON" -B -u Tests/ANCSBumbleTests/Interop/bumble_media_phone.py --transport "tcp-client:127.0.0.1:$port_a" \
+  --title "$title" --record "$out/$run-phone.json" --duration 60 </dev/null >"$out/$run-phone.log" 2>&1 &
+phone=$!; pids+=($phone)
+sleep 1
+# The commands come once the player is followed; listen exits after --duration.
+{ sleep 12; echo next; sleep 3; echo pause; sleep 30; } | timeout 90 "$ancs" listen --stack "bumble:tcp-client:127.0.0.1:$port_b" \
+  --mtu 23 --duration 22 --snoop "$out/$run-nc.btsnoop" --json >"$out/$run-listen.jsonl" 2>"$out/$run-listen.err" || fail "$run: listen exited $?" "$out/$run-listen.err"
+kill "$phone" 2>/dev/null || true; wait "$phone" 2>/dev/null || true
+cleanup; pids=()
+if python3 - "$out/$run-listen.jsonl" "$out/$run-phone.json" "$title" <<'PY'
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1])]
+phone = json.load(open(sys.argv[2]))
+title = sys.argv[3]
+updates = [e for e in events if e.get("event") == "mediaUpdated"]
+whole = [e for e in updates if e.get("attribute") == "title" and e.get("value") == title and not e.get("truncated")]
+cut = [e for e in updates if e.get("attribute") == "title" and e.get("truncated")]
+done = [e for e in events if e.get("event") == "mediaCommandCompleted"]
+zones = [e for e in events if e.get("event") == "timeZone"]
+times = [e for e in events if e.get("event") == "phoneTime"]
+checks = {
+    "the title cut at MTU 23, then read whole": bool(cut) and bool(whole),
+    "two commands performed": len(done) == 2 and not any("error" in e for e in done),
+    "the phone received next track, then pause": phone.get("commands") == [3, 1],
+    "the time and its zone": bool(times) and times[0]["time"].startswith("2026-11-28T14:53") and zones and zones[0]["utcOffsetMinutes"] == 60,
+}
+for what, ok in checks.items():
+    print(("PASS " if ok else "FAIL ") + what)
+sys.exit(0 if all(checks.values()) else 1)
+PY
+then :; else fail "$run: listen following the phone's player and clock" "$out/$run-listen.jsonl"; fi
+# The accessory's capture, decoded: AMS's and CTS's PDUs found by their discovery.
+transcript=$("$ancs" decode --btsnoop "$out/$run-nc.btsnoop" --json)
+for event in amsRegistration amsEntityUpdate amsEntityAttribute amsCommand ctsCurrentTime ctsLocalTimeInformation; do
+  if grep -q "\"event\":\"$event\"" <<< "$transcript"; then echo "PASS the capture decodes $event"; else fail "$run: the capture has no $event" "$out/$run-nc.btsnoop"; fi
+done
 
 echo "-- ancs decode --btsnoop: each capture against what each side logged"
 compare=Tests/ANCSBumbleTests/Interop/compare_capture.py

@@ -8,21 +8,30 @@ import Foundation
 /// reports `linkUp`; subscriptions and Control Point writes are request lines
 /// answered with the ATT result. The host subscribes to Service Changed and,
 /// when it tells of ANCS's handles, discovers ANCS again: `serviceChanged`.
-public final class BumbleClientTransport: GATTClientTransport, Sendable {
+///
+/// With `BumbleHostOptions.media` the host also discovers AMS and CTS on each
+/// link, and the transport is a `MediaClientTransport` too: `mediaEvents`
+/// tells the same links, with the media services found, to a `MediaClient`
+/// running beside the `ConsumerClient`. Both share the host's one ATT bearer.
+public final class BumbleClientTransport: GATTClientTransport, MediaClientTransport, Sendable {
     public let events: AsyncThrowingStream<GATTClientEvent, any Error>
+    /// AMS's and CTS's events; with `media` off it tells nothing and finishes with `events`.
+    public let mediaEvents: AsyncThrowingStream<MediaClientEvent, any Error>
     public let ready: BumbleHostReady
 
     private let host: HostProcess
-    private let operations: PendingTable<ATTResult>
+    /// Writes' and reads' results alike, in one id space (a write's `ok` has no value).
+    private let operations: PendingTable<ATTReadResult>
     /// An operation not answered within this time ends with `.transportFailure`
     /// (the host's own ATT timeout is 30 s).
     static let operationTimeout: Duration = .seconds(35)
 
     private init(host: HostProcess, ready: BumbleHostReady, events: AsyncThrowingStream<GATTClientEvent, any Error>,
-                 operations: PendingTable<ATTResult>) {
+                 mediaEvents: AsyncThrowingStream<MediaClientEvent, any Error>, operations: PendingTable<ATTReadResult>) {
         self.host = host
         self.ready = ready
         self.events = events
+        self.mediaEvents = mediaEvents
         self.operations = operations
     }
 
@@ -34,24 +43,40 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
                              progress: @Sendable (String) -> Void = { _ in },
                              notices: @escaping @Sendable (BumbleHostNotice) -> Void = { _ in }) async throws(TransportError) -> BumbleClientTransport {
         let (events, sink) = AsyncThrowingStream<GATTClientEvent, any Error>.makeStream()
-        let operations = PendingTable<ATTResult>()
+        let (mediaEvents, mediaSink) = AsyncThrowingStream<MediaClientEvent, any Error>.makeStream()
+        let operations = PendingTable<ATTReadResult>()
         let (host, ready) = try await HostProcess.launch(
             role: "consume", options: options, environment: environment, progress: progress, sink: sink,
-            onExit: { operations.close(with: .transportFailure) }
+            onExit: { error in
+                operations.close(with: .transportFailure)
+                if let error { mediaSink.finish(throwing: error) } else { mediaSink.finish() }
+            }
         ) { line, fields, _ in
             if let notice = BumbleHostNotice(fields) { return notices(notice) }
             guard let parsed = BumbleHostLine(fields, line: line) else { return malformed(line) }
             switch parsed {
-            case .linkUp(let link): sink.yield(.linkUp(link))
+            case .linkUp(let link, let media):
+                sink.yield(.linkUp(link))
+                if options.media { mediaSink.yield(.linkUp(link, ams: media?.ams ?? false, cts: media?.cts ?? false)) }
             case .linkDown:
                 // Operations in flight end with a failure before the event.
                 sink.yield(.linkDown)
+                if options.media { mediaSink.yield(.linkDown) }
             case .notification(let characteristic, let value): sink.yield(.notification(characteristic, value))
+            case .mediaNotification(let characteristic, let value):
+                if options.media { mediaSink.yield(.notification(characteristic, value)) } else { malformed(line) }
             case .mtu(let mtu): sink.yield(.mtuChanged(mtu))
             case .serviceChanged(let published): sink.yield(.serviceChanged(published: published))
+            case .mediaChanged(let media):
+                if options.media { mediaSink.yield(.servicesChanged(ams: media.ams, cts: media.cts)) } else { malformed(line) }
             case .result(let id, let result): operations.resolve(id, result)
-            case .finished: sink.finish()
-            case .failed(let reason): sink.finish(throwing: TransportError(.connectionFailed, "connection failed: \(reason)"))
+            case .finished:
+                sink.finish()
+                mediaSink.finish()
+            case .failed(let reason):
+                let error = TransportError(.connectionFailed, "connection failed: \(reason)")
+                sink.finish(throwing: error)
+                mediaSink.finish(throwing: error)
             case .fatal: break  // the host exits; its exit reports the reason
             case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
             case .notice: break  // handled before
@@ -59,11 +84,20 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
                 malformed(line)  // the serve role's
             }
         }
-        return BumbleClientTransport(host: host, ready: ready, events: events, operations: operations)
+        return BumbleClientTransport(host: host, ready: ready, events: events, mediaEvents: mediaEvents, operations: operations)
     }
 
     /// Sends `verb id argument` and waits for its result line.
     private func perform(_ verb: String, _ argument: String) async -> ATTResult {
+        switch await performRead(verb, argument) {
+        case .value: .success
+        case .attError(let code): .attError(code)
+        case .transportFailure: .transportFailure
+        }
+    }
+
+    /// Sends `verb id argument` and waits for its result line, with a read's value.
+    private func performRead(_ verb: String, _ argument: String) async -> ATTReadResult {
         let host = self.host
         let operations = self.operations
         let id = operations.makeID()
@@ -87,6 +121,24 @@ public final class BumbleClientTransport: GATTClientTransport, Sendable {
 
     public func writeControlPoint(_ value: [UInt8]) async -> ATTResult {
         await perform("write", hexString(value))
+    }
+
+    // MARK: MediaClientTransport (with `BumbleHostOptions.media`)
+
+    public func subscribe(_ characteristic: MediaCharacteristic) async -> ATTResult {
+        await perform("subscribe", characteristic.bumbleName)
+    }
+
+    public func unsubscribe(_ characteristic: MediaCharacteristic) async -> ATTResult {
+        await perform("unsubscribe", characteristic.bumbleName)
+    }
+
+    public func write(_ characteristic: AMSCharacteristic, _ value: [UInt8]) async -> ATTResult {
+        await perform("write-to", "\(MediaCharacteristic.ams(characteristic).bumbleName) \(hexString(value))")
+    }
+
+    public func read(_ characteristic: MediaCharacteristic) async -> ATTReadResult {
+        await performRead("read", characteristic.bumbleName)
     }
 
     /// Answers a numeric comparison the host asked about (`askPairing`).

@@ -17,7 +17,7 @@ public struct BumbleEnvironment: Sendable {
     /// The Bumble release the host program is written and tested against.
     public static let bumbleVersion = "0.0.236"
     /// The line protocol version the host speaks (see PROTOCOL.md beside it).
-    public static let protocolVersion = 1
+    public static let protocolVersion = 2
 
     public var python: String
     public var script: String

@@ -25,13 +25,18 @@ enum BumbleHostLine: Sendable, Hashable {
     /// The outcome of a `forget-bonds` line: how many bonds were forgotten.
     case bondsForgotten(id: Int, outcome: String)
     // consume
-    case linkUp(LinkInfo)
+    /// `media`: the AMS and CTS discovery found (nil when the host was not asked to look).
+    case linkUp(LinkInfo, media: BumbleMediaServices?)
     case linkDown
     case notification(ANCSCharacteristic, [UInt8])
+    case mediaNotification(MediaCharacteristic, [UInt8])
     case mtu(Int)
-    case result(id: Int, ATTResult)
+    /// The end of an operation; a read's `ok` carries the value (a write's, none).
+    case result(id: Int, ATTReadResult)
     /// Service Changed was indicated and ANCS discovered again: there (true) or gone (false).
     case serviceChanged(published: Bool)
+    /// Service Changed touched AMS or CTS: what discovery finds now.
+    case mediaChanged(BumbleMediaServices)
     /// The link ended and the host does not reconnect.
     case finished
     /// No link could be made and none will be tried.
@@ -83,14 +88,29 @@ enum BumbleHostLine: Sendable, Hashable {
             self = .serviceChanged(published: fields[1] == "published")
         case "link-up":
             guard let mtu = int(1) else { return nil }
-            self = .linkUp(LinkInfo(mtu: mtu, peer: fields.count > 2 ? String(fields[2]) : nil, isEncrypted: flag(3), isBonded: flag(4)))
+            var media: BumbleMediaServices?
+            if fields.count > 5 {
+                guard let found = BumbleMediaServices(fields[5]) else { return nil }
+                media = found
+            }
+            self = .linkUp(LinkInfo(mtu: mtu, peer: fields.count > 2 ? String(fields[2]) : nil, isEncrypted: flag(3), isBonded: flag(4)),
+                           media: media)
         case "link-down": self = .linkDown
         case "notify":
-            guard fields.count > 2, let characteristic = ANCSCharacteristic(shortName: fields[1]), let value = hexBytes(fields[2]) else { return nil }
-            self = .notification(characteristic, value)
+            guard fields.count > 2, let value = hexBytes(fields[2]) else { return nil }
+            if let characteristic = ANCSCharacteristic(shortName: fields[1]) {
+                self = .notification(characteristic, value)
+            } else if let characteristic = MediaCharacteristic(bumbleName: fields[1]) {
+                self = .mediaNotification(characteristic, value)
+            } else {
+                return nil
+            }
+        case "media-changed":
+            guard fields.count > 1, let media = BumbleMediaServices(fields[1]) else { return nil }
+            self = .mediaChanged(media)
         case "result":
             guard fields.count > 2, let id = int(1) else { return nil }
-            self = .result(id: id, parseResult(fields.dropFirst(2)))
+            self = .result(id: id, parseReadResult(fields.dropFirst(2)))
         case "finished": self = .finished
         case "failed": self = .failed(rest(from: 1))
         default: return nil

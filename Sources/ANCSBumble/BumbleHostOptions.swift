@@ -22,6 +22,9 @@ public struct BumbleHostOptions: Sendable {
     public var peer: String?
     /// consume: connect again after a disconnection.
     public var reconnect: Bool
+    /// consume: also discover AMS and CTS on each link, for a `MediaClient`
+    /// (`BumbleClientTransport` is then its `MediaClientTransport` too).
+    public var media: Bool = false
     /// serve: be the central, as an iPhone is: connect to the accessory
     /// advertising the ANCS solicitation (and again after a disconnection)
     /// instead of advertising.
@@ -86,6 +89,7 @@ public struct BumbleHostOptions: Sendable {
         if role == "consume" {
             if reconnect { arguments.append("--reconnect") }
             if peripheral { arguments.append("--peripheral") }
+            if media { arguments += ["--media-uuids", MediaCharacteristic.bumbleUUIDArgument] }
         } else {
             if central { arguments.append("--central") }
             if let allowNotificationsAfter, allowNotificationsAfter > 0 {
@@ -216,6 +220,19 @@ func parseResult(_ fields: ArraySlice<Substring>) -> ATTResult {
         return .attError(ATTErrorCode(code))
     }
     return .transportFailure
+}
+
+/// A result line's fields with a read's value: `ok <hex>` (`ok` alone: no
+/// value, a write's), `att 0xNN`, or anything else (failed, as is a value
+/// that is not hex).
+func parseReadResult(_ fields: ArraySlice<Substring>) -> ATTReadResult {
+    switch parseResult(fields) {
+    case .success:
+        guard let text = fields.dropFirst().first else { return .value([]) }
+        return hexBytes(text).map { .value($0) } ?? .transportFailure
+    case .attError(let code): return .attError(code)
+    case .transportFailure: return .transportFailure
+    }
 }
 
 /// Bytes as the line protocol writes them: hex digit pairs, `-` for none.

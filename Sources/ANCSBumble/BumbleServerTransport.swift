@@ -46,7 +46,7 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
         let serviceChanges = PendingTable<String>()
         let (host, ready) = try await HostProcess.launch(
             role: "serve", options: options, environment: environment, progress: progress, sink: sink,
-            onExit: {
+            onExit: { _ in
                 notifications.close(with: "failed host-gone")
                 serviceChanges.close(with: "failed host-gone")
             }
@@ -82,7 +82,8 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
         case .fatal: break  // the host exits; its exit reports the reason
         case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
         case .notice: break  // handled before
-        case .linkUp, .linkDown, .notification, .mtu, .result, .finished, .failed, .serviceChanged: malformed(line)  // the consume role's
+        case .linkUp, .linkDown, .notification, .mediaNotification, .mtu, .result, .finished, .failed, .serviceChanged, .mediaChanged:
+            malformed(line)  // the consume role's
         }
     }
 

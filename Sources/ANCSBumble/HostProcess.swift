@@ -184,13 +184,13 @@ final class Flag: Sendable {
 extension HostProcess {
     /// Starts a host in `role` and waits for its handshake (the protocol
     /// line, then `ready`). After the handshake every line goes to `handle`,
-    /// in order; when the host exits, `onExit` fails what still waits on it
-    /// and `sink` finishes, throwing the exit's error if it died. Finishing
+    /// in order; when the host exits, `onExit` (given the exit's error if it
+    /// died) fails what still waits on it and `sink` finishes, throwing that error. Finishing
     /// `sink` from the other side closes the host.
     static func launch<Event: Sendable>(
         role: String, options: BumbleHostOptions, environment: BumbleEnvironment?,
         progress: @Sendable (String) -> Void, sink: AsyncThrowingStream<Event, any Error>.Continuation,
-        onExit: @escaping @Sendable () -> Void,
+        onExit: @escaping @Sendable (TransportError?) -> Void,
         handle: @escaping @Sendable (_ line: String, _ fields: [Substring], _ host: HostProcess) -> Void
     ) async throws(TransportError) -> (HostProcess, BumbleHostReady) {
         let resolved: BumbleEnvironment
@@ -202,7 +202,7 @@ extension HostProcess {
             onLine: { line in router.route(line) },
             onExit: { error in
                 handshake.failed(error ?? TransportError(.stackEnded, "the Bumble host was closed"))
-                onExit()
+                onExit(error)
                 if let error { sink.finish(throwing: error) } else { sink.finish() }
             })
         router.handler = { line in

@@ -164,11 +164,9 @@ public final class DemoRun: @unchecked Sendable {
     var sessionOver = false
     /// Media buttons pressed and not yet answered.
     var mediaInFlight = 0
-    /// The now-playing line last shown (title, artist, state), and whether a newer one is due.
-    var lastNowPlaying: String?
+    /// What the now-playing line last showed, and whether a newer one is due.
+    var nowPlayingChanges = NowPlayingChanges()
     var nowPlayingDue = false
-    /// Values the phone cut that have not been read in full yet.
-    var cutValues: Set<MediaAttribute> = []
 
     public init(scenario: DemoScenario = .standard, link configuration: SimulatedLink.Configuration = .init(),
                 consumer consumerConfiguration: ConsumerConfiguration? = nil, policy: FetchPolicy = .eager,
@@ -358,9 +356,7 @@ public final class DemoRun: @unchecked Sendable {
     /// track, the artist, the state, or a cut in them changed. The wait runs
     /// apart from the event loop, which keeps reading.
     func accessory(_ output: MediaClientOutput) {
-        guard case .ams(.updated(let attribute, _, let isTruncated)) = output else { return }
-        if isTruncated { cutValues.insert(attribute) } else { cutValues.remove(attribute) }
-        guard !nowPlayingDue else { return }
+        guard case .ams(let event) = output, nowPlayingChanges.note(event), !nowPlayingDue else { return }
         nowPlayingDue = true
         simulation.spawn { [self] in await self.showNowPlaying() }
     }
@@ -369,11 +365,7 @@ public final class DemoRun: @unchecked Sendable {
         try? await simulation.clock.sleep(for: .milliseconds(100))
         nowPlayingDue = false
         let playing = await media.nowPlaying
-        let cut = cutValues.intersection([.title, .artist])
-        let key = [playing.title?.string ?? "", playing.artist?.string ?? "", playing.playback?.state.description ?? "",
-                   cut.map { $0.description }.sorted().joined(separator: ",")].joined(separator: "|")
-        guard key != lastNowPlaying, playing.title != nil else { return }
-        lastNowPlaying = key
+        guard let cut = nowPlayingChanges.changed(playing) else { return }
         emit(.nowPlaying(playing, elapsed: await media.elapsed, cut: cut))
     }
 

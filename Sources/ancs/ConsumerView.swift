@@ -21,6 +21,12 @@ final class ConsumerView: @unchecked Sendable {
     private var titles: [NotificationUID: String] = [:]
     /// Requests typed by the person, numbered in order.
     private var requests: UInt32 = 0
+    /// What the now-playing line last showed, and whether a newer one is due.
+    private var nowPlaying = NowPlayingChanges()
+    private var nowPlayingDue = false
+    /// The phone's clock as CTS last told it: shown with its zone once both are known.
+    private var phoneTime: CurrentTime?
+    private var phoneZone: LocalTimeInformation?
     /// Called for each notification shown for the first time (desktop notifications).
     var onShow: (@Sendable (DisplayedNotification) -> Void)?
     var onRemove: (@Sendable (NotificationUID) -> Void)?
@@ -77,6 +83,75 @@ final class ConsumerView: @unchecked Sendable {
             statusLine(Self.healthLine(health))
         case .added, .modified, .attributes, .appAttributes, .completed, .ready, .updated, .displayFailed, .hidden:
             break  // shown once ready (the client tells it), or never (hidden); requests report themselves (`completed`)
+        }
+    }
+
+    /// Shows one event of the media client (AMS, CTS); true when a
+    /// now-playing line is due and was not already: the caller waits briefly
+    /// for the rest of the change (one attribute per notification), then
+    /// calls `showNowPlaying`.
+    func show(_ output: MediaClientOutput) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        switch output {
+        case .ams(let event):
+            if json { printJSON(ANCSJSON.amsEvent(event)) }
+            switch event {
+            case .ready: line("── now playing: following the phone's player (AMS)")
+            case .supportedCommands(let commands):
+                line("── the player takes: " + (commands.isEmpty ? "no commands" : commands.map(TerminalLine.command).joined(separator: ", ")))
+            case .setupFailed(let error): line("── following the phone's player failed (\(error)); asking again later")
+            case .invalidUpdate(let error): line("  dropped bytes from the phone's player: \(error)")
+            case .ended(.serviceUnpublished): line("── the phone's player is gone (AMS unpublished)")
+            case .updated, .commandCompleted, .ended: break  // the now-playing line; the command's own line
+            }
+            guard nowPlaying.note(event), !nowPlayingDue else { return false }
+            nowPlayingDue = true
+            return true
+        case .cts(let event):
+            if json { printJSON(ANCSJSON.ctsEvent(event)) }
+            switch event {
+            case .currentTime(let time):
+                phoneTime = time
+                if phoneZone != nil { timeLine() }
+            case .localTimeInformation(let zone):
+                phoneZone = zone
+                timeLine()
+            case .failed(let characteristic, let error):
+                line("  reading the phone's \(characteristic) failed: \(error)")
+                if characteristic == .localTimeInformation { timeLine() }
+            }
+            return false
+        }
+    }
+
+    /// The phone's clock, with its zone when known (the lock held).
+    private func timeLine() {
+        guard let phoneTime else {
+            if let phoneZone { line("🕒 the phone's time zone: \(phoneZone)") }
+            return
+        }
+        line("🕒 the phone's time: " + (phoneZone.flatMap { phoneTime.date.iso8601(in: $0) } ?? "\(phoneTime.date) (zone unknown)"))
+    }
+
+    /// The now-playing line, when what a person notices changed since the last.
+    func showNowPlaying(_ playing: NowPlaying, elapsed: Double?) {
+        lock.lock()
+        defer { lock.unlock() }
+        nowPlayingDue = false
+        guard let cut = nowPlaying.changed(playing) else { return }
+        line(TerminalLine.nowPlaying(playing, elapsed: elapsed, cut: cut))
+    }
+
+    /// A media command the person asked for has ended (with --json the
+    /// client's `mediaCommandCompleted` event says it).
+    func mediaCompleted(_ command: RemoteCommandID, _ error: AMSClientError?) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let error {
+            line("  \(TerminalLine.command(command)) failed: \(error)")
+        } else {
+            line("  \(TerminalLine.command(command)): the phone performed it")
         }
     }
 

@@ -22,12 +22,17 @@ struct ListenCommand: AsyncParsableCommand {
         restart. Ctrl-C (or SIGTERM) unsubscribes and exits 0.
 
         Each notification is shown once it is ready: its attributes fetched and its app's name \
-        known (or known to be unavailable).
+        known (or known to be unavailable). What the phone plays (AMS) is shown as a ♫ line, \
+        and its clock and time zone (CTS) when the link comes up; --no-media leaves both out \
+        (the Bumble stack; BlueZ does not follow them yet).
 
         Commands on standard input, one per line:
           positive <uid>, negative <uid>  perform that action on the phone
           attributes <uid>                every attribute, long values whole
           app <app-identifier>            the app's display name
+          play, pause, toggle, next, previous, louder, quieter
+                                          the phone's player (AMS)
+          media <command>                 any AMS command by name or number (likeTrack, 9)
           yes, no                         answer a pairing question
           quit                            leave, like Ctrl-C
         Each result is shown when it ends; with --json as a `completed` object (numbered in
@@ -52,6 +57,7 @@ struct ListenCommand: AsyncParsableCommand {
     @Option(help: "Seconds after a refusal (notifications not allowed yet, sharing off) before asking again (0: never).")
     var retryInterval: Double = 15
     @Option(help: "Seconds a request (and the probe) waits for the phone's answer.") var requestTimeout: Double = 35
+    @Flag(help: "Do not follow the phone's player (AMS) or read its clock (CTS).") var noMedia = false
     @Flag(help: "Print one JSON object per consumer event (the shape of `ancs demo --json`); status goes to stderr.") var json = false
     @Flag(help: "Also show each notification on the desktop (org.freedesktop.Notifications), its actions as buttons.") var notify = false
     @OptionGroup(title: "What is shown") var filters: DisplayFilterOptions
@@ -84,6 +90,9 @@ struct ListenCommand: AsyncParsableCommand {
         configuration.display = .standard
         filters.apply(to: &configuration)
         let client = ConsumerClient(transport: link.transport, configuration: configuration)
+        var ams = AMSClientConfiguration()
+        ams.requestTimeout = configuration.requestTimeout
+        let media = link.media.map { MediaClient(transport: $0, ams: ams) }
         var desktop: DesktopNotifications?
         if notify {
             do {
@@ -114,6 +123,8 @@ struct ListenCommand: AsyncParsableCommand {
                 view.show(event)
             }
         }
+        let mediaRunning = media.map { media in Task { try? await media.run() } }
+        let mediaDisplay = media.map { media in Task { await Self.showMedia(media, view: view) } }
         let stopping = Mutex(false)
         let stop: @Sendable () -> Void = {
             guard stopping.withLock({ old in defer { old = true }; return !old }) else { return }
@@ -131,11 +142,13 @@ struct ListenCommand: AsyncParsableCommand {
         } : nil
         defer { limit?.cancel() }
         let input = StandardInput.start { line in
-            Self.perform(line, client: client, pairing: pairing, view: view, stop: stop)
+            Self.perform(line, client: client, media: media, pairing: pairing, view: view, stop: stop)
         }
         let failure = await running.value
         await display.value
         await link.close()
+        mediaRunning?.cancel()
+        await mediaDisplay?.value
         desktop?.close()
         signals.cancel()
         input.cancel()
@@ -160,6 +173,8 @@ struct ListenCommand: AsyncParsableCommand {
 
     struct ListenTransport: Sendable {
         var transport: any GATTClientTransport
+        /// AMS and CTS on the same link, when the stack follows them.
+        var media: (any MediaClientTransport)?
         var close: @Sendable () async -> Void
     }
 
@@ -176,7 +191,7 @@ struct ListenCommand: AsyncParsableCommand {
                 let transport = try await BlueZConsumerTransport.start(
                     options: .init(adapter: options.adapter, device: options.device, name: options.name),
                     status: status, prompt: prompt)
-                return ListenTransport(transport: transport, close: { await transport.close() })
+                return ListenTransport(transport: transport, media: nil, close: { await transport.close() })
             } catch {
                 throw SetupError(message: error.message)
             }
@@ -184,8 +199,9 @@ struct ListenCommand: AsyncParsableCommand {
         case .bumble(let transportName):
             do {
                 let transport = try await startBumbleClient(transport: transportName, options: options.bumble, mtu: options.mtu,
-                                                            peer: options.peer, reconnect: options.reconnect, peripheral: options.peripheral)
-                return ListenTransport(transport: transport, close: { transport.close() })
+                                                            peer: options.peer, reconnect: options.reconnect, peripheral: options.peripheral,
+                                                            media: !options.noMedia)
+                return ListenTransport(transport: transport, media: options.noMedia ? nil : transport, close: { transport.close() })
             } catch {
                 throw SetupError(message: "\(error)")
             }
@@ -204,9 +220,28 @@ struct ListenCommand: AsyncParsableCommand {
         view.completed(what, result)
     }
 
+    /// The media client's events, and the now-playing line: shown once the
+    /// values of a change have come (one attribute per notification, within
+    /// a connection interval or two), the events read on meanwhile.
+    static func showMedia(_ media: MediaClient, view: ConsumerView) async {
+        for await output in media.events where view.show(output) {
+            Task {
+                try? await Task.sleep(for: .milliseconds(150))
+                view.showNowPlaying(await media.nowPlaying, elapsed: await media.elapsed)
+            }
+        }
+    }
+
+    /// The words typed for the phone's player, and the commands they name.
+    static let mediaWords: [String: RemoteCommandID] = [
+        "play": .play, "pause": .pause, "toggle": .togglePlayPause, "next": .nextTrack,
+        "previous": .previousTrack, "louder": .volumeUp, "quieter": .volumeDown,
+    ]
+
     // MARK: - Standard input
 
-    static func perform(_ line: String, client: ConsumerClient, pairing: PairingGate, view: ConsumerView, stop: @escaping @Sendable () -> Void) {
+    static func perform(_ line: String, client: ConsumerClient, media: MediaClient?, pairing: PairingGate, view: ConsumerView,
+                        stop: @escaping @Sendable () -> Void) {
         let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
         guard let command = words.first?.lowercased() else { return }
         func uid() -> NotificationUID? {
@@ -233,12 +268,24 @@ struct ListenCommand: AsyncParsableCommand {
             Task { await request(line, view: view) { () async throws(ConsumerError) in
                 .appAttributes(try await client.fetchAppAttributes(words[1]))
             } }
+        case _ where mediaWords[command] != nil || command == "media":
+            guard let media else { view.status("input: \(command): the phone's player is not followed (--no-media, or the stack)"); return }
+            var named = mediaWords[command]
+            if command == "media" {
+                guard words.count == 2, let found = RemoteCommandID(name: words[1]) else {
+                    view.status("input: media needs one AMS command (play, nextTrack, likeTrack, … or its number), got “\(line)”")
+                    return
+                }
+                named = found
+            }
+            guard let remote = named else { return }
+            Task { view.mediaCompleted(remote, await media.perform(remote)) }
         case "yes", "y", "no", "n":
             Task { await pairing.answer(command.hasPrefix("y")) }
         case "quit", "exit":
             stop()
         default:
-            view.status("input: unknown command “\(command)” (positive, negative, attributes, app, yes, no, quit)")
+            view.status("input: unknown command “\(command)” (positive, negative, attributes, app, play, pause, toggle, next, previous, louder, quieter, media, yes, no, quit)")
         }
     }
 }

@@ -82,9 +82,11 @@ func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?
 /// the host finds the NP (the first advertiser soliciting ANCS, or `peer`),
 /// pairs or re-encrypts, and reports the link.
 /// `peripheral`: advertise and wait for the phone, as an accessory does, instead of scanning.
+/// `media`: also discover AMS and CTS (the transport is then a `MediaClientTransport` too).
 func startBumbleClient(transport: String, options: BumbleStackOptions, mtu: Int?, peer: String?, reconnect: Bool,
-                       peripheral: Bool = false) async throws -> BumbleClientTransport {
+                       peripheral: Bool = false, media: Bool = false) async throws -> BumbleClientTransport {
     var host = options.hostOptions(transport: transport, mtu: mtu)
+    host.media = media
     host.peer = peer
     host.reconnect = reconnect
     host.peripheral = peripheral

@@ -43,7 +43,7 @@ struct BumbleLineTests {
         #expect(parse("notified 3 failed not-subscribed") == .notified(id: 3, outcome: "failed not-subscribed"))
         #expect(parse("mtu 64 517") == .connectionMTU(ConnectionID(64), 517))
         #expect(parse("mtu 185") == .mtu(185))
-        #expect(parse("link-up 185 AA:BB 1 1") == .linkUp(LinkInfo(mtu: 185, peer: "AA:BB", isEncrypted: true, isBonded: true)))
+        #expect(parse("link-up 185 AA:BB 1 1") == .linkUp(LinkInfo(mtu: 185, peer: "AA:BB", isEncrypted: true, isBonded: true), media: nil))
         #expect(parse("notify ns 0000") == .notification(.notificationSource, [0, 0]))
         #expect(parse("result 9 att 0xA2") == .result(id: 9, .attError(.invalidParameter)))
         #expect(parse("failed no ANCS") == .failed("no ANCS"))
@@ -87,13 +87,13 @@ struct BumbleLineTests {
     @Test(.enabled(if: BumbleTestEnvironment.anyPython != nil, "needs a Python"))
     func refusesAnotherProtocolVersion() async throws {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-fake-host-\(UInt32.random(in: 0...UInt32.max)).py")
-        try Data("import sys, time\nprint('ancs-bumble 2 serve', flush=True)\ntime.sleep(5)\n".utf8).write(to: script)
+        try Data("import sys, time\nprint('ancs-bumble 3 serve', flush=True)\ntime.sleep(5)\n".utf8).write(to: script)
         defer { try? FileManager.default.removeItem(at: script) }
         let python = BumbleEnvironment(python: try #require(BumbleTestEnvironment.anyPython), script: script.path)
         await #expect {
             _ = try await BumbleServerTransport.start(BumbleHostOptions(transport: "none", startTimeout: .seconds(10)), environment: python)
         } throws: { error in
-            "\(error)".contains("ancs-bumble 2 serve") && "\(error)".contains("expected `ancs-bumble 1 serve`")
+            "\(error)".contains("ancs-bumble 3 serve") && "\(error)".contains("expected `ancs-bumble 2 serve`")
         }
     }
 

@@ -2,7 +2,7 @@
 line protocol on stdin/stdout (see PROTOCOL.md beside this file).
 
     ancs_bumble_host.py serve   --transport SPEC [options]   # the NP: an iPhone's ANCS GATT server
-    ancs_bumble_host.py consume --transport SPEC [options]   # the NC: an accessory's ANCS GATT client
+    ancs_bumble_host.py consume --transport SPEC [options]   # the NC: an accessory's ANCS (AMS, CTS) GATT client
     ancs_bumble_host.py link    --hci SPEC --hci SPEC ...    # virtual controllers on one virtual link
 
 It translates and never decides: every ANCS decision (what to notify, what to
@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 
-from ancs_host.common import ANCS, PROTOCOL, emit
+from ancs_host.common import ANCS, MEDIA, PROTOCOL, emit
 from ancs_host.consume import Client
 from ancs_host.link import run_link
 from ancs_host.serve import Server
@@ -51,6 +51,9 @@ def main():
                                   '(0: allowed at once)')
         else:
             sub.add_argument('--reconnect', action='store_true', help='connect again after a disconnection')
+            sub.add_argument('--media-uuids',
+                             help='also discover AMS and CTS: the AMS service, Remote Command, Entity Update, Entity '
+                                  'Attribute, the CTS service, Current Time and Local Time Information UUIDs, comma-separated')
             sub.add_argument('--peripheral', action='store_true',
                              help='advertise the ANCS solicitation and wait for the phone, as an accessory does, instead of scanning')
     link = roles.add_parser('link')
@@ -67,6 +70,15 @@ def main():
     if len(uuids) != 4:
         parser.error('--ancs-uuids needs four UUIDs: service, Notification Source, Control Point, Data Source')
     ANCS.configure(uuids)
+    if getattr(args, 'media_uuids', None):
+        media = [uuid.strip() for uuid in args.media_uuids.split(',')]
+        if len(media) != 7:
+            parser.error('--media-uuids needs seven UUIDs: AMS, Remote Command, Entity Update, Entity Attribute, '
+                         'CTS, Current Time, Local Time Information')
+        try:
+            MEDIA.configure(media)
+        except Exception as error:  # noqa: BLE001 - Bumble says which UUID it cannot read
+            parser.error(f'--media-uuids: {error}')
     session = Server(args) if args.role == 'serve' else Client(args)
     asyncio.run(session.main())
     os._exit(0)

@@ -1,10 +1,12 @@
-"""What the host's roles share: the line protocol's output, the ANCS UUIDs,
-and small helpers. The transport, the device, pairing, scanning and
+"""What the host's roles share: the line protocol's output, the ANCS, AMS and
+CTS UUIDs, and small helpers. The transport, the device, pairing, scanning and
 connecting, and the command reader are `Session` (session.py)."""
 import logging
 import sys
 
-PROTOCOL = 'ancs-bumble 1'
+from bumble import core
+
+PROTOCOL = 'ancs-bumble 2'
 
 
 class AncsUUIDs:
@@ -26,6 +28,45 @@ class AncsUUIDs:
 NAMES = ('ns', 'cp', 'ds')
 NOTIFYING = ('ns', 'ds')
 ANCS = AncsUUIDs()
+
+
+class MediaUUIDs:
+    """The AMS and CTS UUIDs (consume --media-uuids, from the Swift side as
+    the ANCS ones are), as Bumble UUIDs; `services` is empty until `configure`,
+    and then the host discovers neither."""
+
+    def __init__(self):
+        self.services = {}  # 'ams'|'cts' -> (service UUID, {short name: UUID}, required names)
+
+    @property
+    def enabled(self):
+        return bool(self.services)
+
+    def configure(self, uuids):
+        ams, rc, eu, ea, cts, ct, lt = (short_form(core.UUID(uuid)) for uuid in uuids)
+        self.services = {
+            'ams': (ams, {'rc': rc, 'eu': eu, 'ea': ea}, ('rc', 'eu', 'ea')),
+            'cts': (cts, {'ct': ct, 'lt': lt}, ('ct',)),
+        }
+
+
+def short_form(uuid):
+    """A UUID of the Bluetooth base (0000xxxx-0000-1000-8000-00805F9B34FB) in
+    its 16-bit form: primary service discovery sends the UUID as given, and a
+    peer matches a 16-bit service only by its 2 bytes."""
+    full = uuid.to_bytes(force_128=True)
+    if full[:12] == core.UUID.BASE_UUID and full[14:] == bytes(2):
+        return core.UUID(f'{int.from_bytes(full[12:14], "little"):04X}')
+    return uuid
+
+
+# The media characteristics' short names (PROTOCOL.md): those that notify,
+# those written with `write-to`, those read with `read`.
+MEDIA_SERVICES = ('ams', 'cts')
+MEDIA_NOTIFYING = ('rc', 'eu', 'ct')
+MEDIA_WRITABLE = ('rc', 'eu', 'ea')
+MEDIA_READABLE = ('ea', 'ct', 'lt')
+MEDIA = MediaUUIDs()
 # A Control Point write not answered by the Swift process within this time is
 # answered with 0x0E (Unlikely Error), before the client's 30 s ATT timeout.
 WRITE_ANSWER_TIMEOUT = 25.0
