@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 packages=(qemu-system-x86 linux-image-amd64 busybox-static bluez dbus python3-dbus python3-gi python3-venv
-          kmod procps time xvfb dunst)
+          kmod procps time xvfb dunst playerctl)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -7,8 +7,10 @@
 #      two processes on one virtual link;
 #   3. `ancs listen --stack bumble` following the music and clock of a phone
 #      built on Bumble's own AMS service (bumble_media_phone.py) at MTU 23:
-#      a title longer than one notification read whole, two commands typed
-#      on its standard input and performed, the time with its zone.
+#      a title longer than one notification read whole, next track pressed
+#      through its MPRIS player (playerctl, on a session bus of its own) and
+#      pause typed on its standard input, both performed, the time with its
+#      zone, and its capture decoded.
 # Every run has a timeout. Output and captures go to .build/ci-bumble.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,16 @@ echo "== Bumble stack: interop on virtual controllers"
 
 out=.build/ci-bumble
 source scripts/bumble-env.sh
+# A session bus and playerctl, for listen's MPRIS player.
+need=()
+command -v dbus-run-session >/dev/null || need+=(dbus)
+command -v playerctl >/dev/null || need+=(playerctl)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== installing: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update -q
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${need[@]}"
+fi
 
 echo "== swift test: the Bumble tests (the capture tests ran in swift test)"
 swift test --filter 'ANCSBumbleTests'
@@ -122,9 +134,17 @@ timeout 90 "$ANCS_BUMBLE_PYTHON" -B -u Tests/ANCSBumbleTests/Interop/bumble_medi
   --title "$title" --record "$out/$run-phone.json" --duration 60 </dev/null >"$out/$run-phone.log" 2>&1 &
 phone=$!; pids+=($phone)
 sleep 1
-# The commands come once the player is followed; listen exits after --duration.
-{ sleep 12; echo next; sleep 3; echo pause; sleep 30; } | timeout 90 "$ancs" listen --stack "bumble:tcp-client:127.0.0.1:$port_b" \
-  --mtu 23 --duration 22 --snoop "$out/$run-nc.btsnoop" --json >"$out/$run-listen.jsonl" 2>"$out/$run-listen.err" || fail "$run: listen exited $?" "$out/$run-listen.err"
+# Under a session bus of its own, as on a desktop: the track read and next
+# track pressed through MPRIS with playerctl, pause typed on listen's
+# standard input; listen exits after --duration.
+ANCS=$ancs OUT=$out RUN=$run PORT=$port_b dbus-run-session -- bash -c '
+  { sleep 15; echo pause; sleep 30; } | timeout 90 "$ANCS" listen --stack "bumble:tcp-client:127.0.0.1:$PORT" \
+    --mtu 23 --duration 22 --snoop "$OUT/$RUN-nc.btsnoop" --json >"$OUT/$RUN-listen.jsonl" 2>"$OUT/$RUN-listen.err" &
+  listen=$!
+  sleep 12
+  playerctl --player ancs metadata xesam:title >"$OUT/$RUN-playerctl-title.txt" 2>&1
+  playerctl --player ancs next >>"$OUT/$RUN-playerctl.log" 2>&1
+  wait "$listen"' 2>"$out/$run-dbus.err" || fail "$run: listen exited $?" "$out/$run-listen.err"
 kill "$phone" 2>/dev/null || true; wait "$phone" 2>/dev/null || true
 cleanup; pids=()
 if python3 - "$out/$run-listen.jsonl" "$out/$run-phone.json" "$title" <<'PY'
@@ -141,7 +161,7 @@ times = [e for e in events if e.get("event") == "phoneTime"]
 checks = {
     "the title cut at MTU 23, then read whole": bool(cut) and bool(whole),
     "two commands performed": len(done) == 2 and not any("error" in e for e in done),
-    "the phone received next track, then pause": phone.get("commands") == [3, 1],
+    "the phone received next track (playerctl), then pause (typed)": phone.get("commands") == [3, 1],
     "the time and its zone": bool(times) and times[0]["time"].startswith("2026-11-28T14:53") and zones and zones[0]["utcOffsetMinutes"] == 60,
 }
 for what, ok in checks.items():
@@ -149,6 +169,8 @@ for what, ok in checks.items():
 sys.exit(0 if all(checks.values()) else 1)
 PY
 then :; else fail "$run: listen following the phone's player and clock" "$out/$run-listen.jsonl"; fi
+if [ "$(cat "$out/$run-playerctl-title.txt")" = "$title" ]; then echo "PASS playerctl reads the whole title from listen's MPRIS player"
+else fail "$run: playerctl's title" "$out/$run-playerctl-title.txt"; fi
 # The accessory's capture, decoded: AMS's and CTS's PDUs found by their discovery.
 transcript=$("$ancs" decode --btsnoop "$out/$run-nc.btsnoop" --json)
 for event in amsRegistration amsEntityUpdate amsEntityAttribute amsCommand ctsCurrentTime ctsLocalTimeInformation; do

@@ -24,7 +24,9 @@ struct ListenCommand: AsyncParsableCommand {
         Each notification is shown once it is ready: its attributes fetched and its app's name \
         known (or known to be unavailable). What the phone plays (AMS) is shown as a ♫ line, \
         and its clock and time zone (CTS) when the link comes up; --no-media leaves both out \
-        (the Bumble stack; BlueZ does not follow them yet).
+        (the Bumble stack; BlueZ does not follow them yet). On Linux with a session bus the \
+        phone's player is also org.mpris.MediaPlayer2.ancs: media keys and playerctl control it \
+        (--no-mpris: not).
 
         Commands on standard input, one per line:
           positive <uid>, negative <uid>  perform that action on the phone
@@ -58,6 +60,7 @@ struct ListenCommand: AsyncParsableCommand {
     var retryInterval: Double = 15
     @Option(help: "Seconds a request (and the probe) waits for the phone's answer.") var requestTimeout: Double = 35
     @Flag(help: "Do not follow the phone's player (AMS) or read its clock (CTS).") var noMedia = false
+    @Flag(help: "Linux: do not offer the phone's player on the session bus (MPRIS: media keys, playerctl).") var noMpris = false
     @Flag(help: "Print one JSON object per consumer event (the shape of `ancs demo --json`); status goes to stderr.") var json = false
     @Flag(help: "Also show each notification on the desktop (org.freedesktop.Notifications), its actions as buttons.") var notify = false
     @OptionGroup(title: "What is shown") var filters: DisplayFilterOptions
@@ -123,8 +126,26 @@ struct ListenCommand: AsyncParsableCommand {
                 view.show(event)
             }
         }
+        // The phone's player on the session bus, for the desktop's media keys
+        // and playerctl, when there is a session bus.
+        var playerUpdate: (@Sendable (NowPlaying, Double?, [RemoteCommandID]?) -> Void)?
+        var closePlayer: @Sendable () -> Void = {}
+        #if os(Linux)
+        if let media, !noMpris, ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil {
+            do {
+                let player = try await MPRISPlayer.start { command in
+                    Task { view.mediaCompleted(command, await media.perform(command)) }
+                }
+                view.status("the phone's player is \(player.busName) on the session bus (media keys, playerctl)")
+                playerUpdate = { playing, elapsed, supported in player.update(playing, elapsed: elapsed, supported: supported) }
+                closePlayer = { player.close() }
+            } catch {
+                view.status("the phone's player is not offered on the session bus: \(error)")
+            }
+        }
+        #endif
         let mediaRunning = media.map { media in Task { try? await media.run() } }
-        let mediaDisplay = media.map { media in Task { await Self.showMedia(media, view: view) } }
+        let mediaDisplay = media.map { media in Task { [playerUpdate] in await Self.showMedia(media, view: view, player: playerUpdate) } }
         let stopping = Mutex(false)
         let stop: @Sendable () -> Void = {
             guard stopping.withLock({ old in defer { old = true }; return !old }) else { return }
@@ -149,6 +170,7 @@ struct ListenCommand: AsyncParsableCommand {
         await link.close()
         mediaRunning?.cancel()
         await mediaDisplay?.value
+        closePlayer()
         desktop?.close()
         signals.cancel()
         input.cancel()
@@ -223,8 +245,12 @@ struct ListenCommand: AsyncParsableCommand {
     /// The media client's events, and the now-playing line: shown once the
     /// values of a change have come (one attribute per notification, within
     /// a connection interval or two), the events read on meanwhile.
-    static func showMedia(_ media: MediaClient, view: ConsumerView) async {
-        for await output in media.events where view.show(output) {
+    /// `player`: told what plays after each event (MPRIS).
+    static func showMedia(_ media: MediaClient, view: ConsumerView,
+                          player: (@Sendable (NowPlaying, Double?, [RemoteCommandID]?) -> Void)?) async {
+        for await output in media.events {
+            if let player { player(await media.nowPlaying, await media.elapsed, await media.supportedCommands) }
+            guard view.show(output) else { continue }
             Task {
                 try? await Task.sleep(for: .milliseconds(150))
                 view.showNowPlaying(await media.nowPlaying, elapsed: await media.elapsed)
