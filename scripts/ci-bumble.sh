@@ -5,7 +5,11 @@
 #   1. Bumble's own AncsClient against `ancs provide` at MTU 23 and 185;
 #   2. `ancs listen --stack bumble` against `ancs provide --stack bumble`,
 #      two processes on one virtual link;
-#   3. `ancs listen --stack bumble` following the music and clock of a phone
+#      provide also serves AMS and CTS (--media), and listen follows them;
+#   3. Bumble's own AmsClient against `ancs provide --media` at MTU 23: a
+#      title longer than one notification read whole, next track and
+#      play/pause performed (and reported by provide), CTS's time and zone;
+#   4. `ancs listen --stack bumble` following the music and clock of a phone
 #      built on Bumble's own AMS service (bumble_media_phone.py) at MTU 23:
 #      a title longer than one notification read whole, next track pressed
 #      through its MPRIS player (playerctl, on a session bus of its own) and
@@ -103,7 +107,7 @@ echo "-- ancs listen --stack bumble against ancs provide --stack bumble (two pro
 run=listen-provide
 start_link "$run"
 timeout 90 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --snoop "$out/$run-np.btsnoop" \
-  --sessions 1 --duration 60 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
+  --media --sessions 1 --duration 60 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
 provide=$!; pids+=($provide)
 sleep 1
 timeout 90 "$ancs" listen --stack "bumble:tcp-client:127.0.0.1:$port_b" --snoop "$out/$run-nc.btsnoop" \
@@ -125,6 +129,29 @@ print(f"ready objects: {len(ready)}, titles {sorted(titles & wanted)}, all with 
 sys.exit(0 if wanted <= titles and named else 1)
 PY
 then echo "PASS listen --json tells ready with titles and app names"; else fail "$run: listen --json ready objects" "$out/$run-listen.jsonl"; fi
+# provide --media: the demo's player and the computer's clock, followed by listen.
+if grep -q '"event":"mediaUpdated","attribute":"title","value":"Bohemian Rhapsody"' "$out/$run-listen.jsonl" \
+   && grep -q '"event":"timeZone","utcOffsetMinutes":0' "$out/$run-listen.jsonl" \
+   && grep -q '"event":"mediaRegistered"' "$out/$run-provide.jsonl"; then
+  echo "PASS listen follows provide's player and clock (AMS, CTS)"
+else fail "$run: listen did not follow provide's player and clock" "$out/$run-listen.jsonl"; fi
+
+echo "-- Bumble's AmsClient against ancs provide --media, MTU 23"
+run=amsclient
+start_link "$run"
+timeout 90 "$ancs" provide --stack "bumble:tcp-client:127.0.0.1:$port_a" --media --scenario Tests/ANCSBumbleTests/Scenarios/media.yaml \
+  --sessions 1 --duration 60 --json >"$out/$run-provide.jsonl" 2>"$out/$run-provide.err" &
+provide=$!; pids+=($provide)
+sleep 1
+timeout 90 "$ANCS_BUMBLE_PYTHON" -B -u Tests/ANCSBumbleTests/Interop/bumble_ams_client.py --transport "tcp-client:127.0.0.1:$port_b" --mtu 23 \
+  --expect-title "Ça plane pour moi — Émilie Sørensen live à Zürich, été 2026" --expect-time 2026-11-28T14:53 \
+  --expect-utc-offset-minutes 60 --json "$out/$run-client.json" 2>"$out/$run-client.err" | tee "$out/$run-client.log" \
+  || fail "$run: Bumble's AmsClient" "$out/$run-client.log"
+kill "$provide" 2>/dev/null || true; wait "$provide" 2>/dev/null || true
+cleanup; pids=()
+if grep -q '"event":"mediaCommand".*"command":"nextTrack","performed":true' "$out/$run-provide.jsonl"; then
+  echo "PASS provide reports the accessory's next track"
+else fail "$run: provide did not report the accessory's command" "$out/$run-provide.jsonl"; fi
 
 echo "-- ancs listen (AMS, CTS) against a phone built on Bumble's Ams service, MTU 23"
 run=listen-media

@@ -80,7 +80,8 @@ public final class BumbleClientTransport: GATTClientTransport, MediaClientTransp
             case .fatal: break  // the host exits; its exit reports the reason
             case .error(let text): FileHandle.standardError.write(Data("bumble host: \(text)\n".utf8))
             case .notice: break  // handled before
-            case .connected, .disconnected, .connectionMTU, .subscription, .write, .notified, .serviceChange, .bondsForgotten:
+            case .connected, .disconnected, .connectionMTU, .subscription, .write, .notified, .serviceChange, .bondsForgotten,
+                 .mediaSubscription, .mediaWrite, .mediaRead:
                 malformed(line)  // the serve role's
             }
         }

@@ -17,6 +17,12 @@ enum BumbleHostLine: Sendable, Hashable {
     case connectionMTU(ConnectionID, Int)
     case subscription(ConnectionID, ANCSCharacteristic, enabled: Bool)
     case write(ConnectionID, id: Int, value: [UInt8])
+    /// A CCCD of AMS or CTS written (with `media`).
+    case mediaSubscription(ConnectionID, MediaCharacteristic, enabled: Bool)
+    /// A write to an AMS characteristic, held until `reply <id>`.
+    case mediaWrite(ConnectionID, id: Int, AMSCharacteristic, value: [UInt8])
+    /// A read of an AMS or CTS characteristic, held until `reply-read <id>` (or `reply <id>`).
+    case mediaRead(ConnectionID, id: Int, MediaCharacteristic)
     /// The outcome of a `notify` line: `ok` or `failed <reason>`.
     case notified(id: Int, outcome: String)
     /// The outcome of an `unpublish` (published false) or `publish` line:
@@ -69,8 +75,22 @@ enum BumbleHostLine: Sendable, Hashable {
             guard let mtu = int(1) else { return nil }
             self = .mtu(mtu)
         case "subscription":
-            guard let connection = connection(1), fields.count > 3, let characteristic = ANCSCharacteristic(shortName: fields[2]) else { return nil }
-            self = .subscription(connection, characteristic, enabled: fields[3] == "on")
+            guard let connection = connection(1), fields.count > 3 else { return nil }
+            if let characteristic = ANCSCharacteristic(shortName: fields[2]) {
+                self = .subscription(connection, characteristic, enabled: fields[3] == "on")
+            } else if let characteristic = MediaCharacteristic(bumbleName: fields[2]) {
+                self = .mediaSubscription(connection, characteristic, enabled: fields[3] == "on")
+            } else {
+                return nil
+            }
+        case "media-write":
+            guard let connection = connection(1), let id = int(2), fields.count > 4,
+                  case .ams(let characteristic)? = MediaCharacteristic(bumbleName: fields[3]), let value = hexBytes(fields[4]) else { return nil }
+            self = .mediaWrite(connection, id: id, characteristic, value: value)
+        case "media-read":
+            guard let connection = connection(1), let id = int(2), fields.count > 3,
+                  let characteristic = MediaCharacteristic(bumbleName: fields[3]) else { return nil }
+            self = .mediaRead(connection, id: id, characteristic)
         case "write":
             guard let connection = connection(1), let id = int(2), fields.count > 3, let value = hexBytes(fields[3]) else { return nil }
             self = .write(connection, id: id, value: value)

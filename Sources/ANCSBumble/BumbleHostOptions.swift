@@ -24,6 +24,8 @@ public struct BumbleHostOptions: Sendable {
     public var reconnect: Bool
     /// consume: also discover AMS and CTS on each link, for a `MediaClient`
     /// (`BumbleClientTransport` is then its `MediaClientTransport` too).
+    /// serve: also publish AMS and CTS, for a `MediaServer`
+    /// (`BumbleServerTransport` is then its `MediaServerTransport` too).
     public var media: Bool = false
     /// serve: be the central, as an iPhone is: connect to the accessory
     /// advertising the ANCS solicitation (and again after a disconnection)
@@ -86,10 +88,10 @@ public struct BumbleHostOptions: Sendable {
         arguments += ["--pairing", pairing.rawValue]
         if askPairing { arguments.append("--ask-pairing") }
         if let scanTimeout { arguments += ["--scan-timeout", "\(scanTimeout)"] }
+        if media { arguments += ["--media-uuids", MediaCharacteristic.bumbleUUIDArgument] }
         if role == "consume" {
             if reconnect { arguments.append("--reconnect") }
             if peripheral { arguments.append("--peripheral") }
-            if media { arguments += ["--media-uuids", MediaCharacteristic.bumbleUUIDArgument] }
         } else {
             if central { arguments.append("--central") }
             if let allowNotificationsAfter, allowNotificationsAfter > 0 {

@@ -13,8 +13,15 @@ import Foundation
 /// let server = ProviderServer(transport: transport)
 /// try await server.run()
 /// ```
-public final class BumbleServerTransport: GATTServerTransport, Sendable {
+///
+/// With `BumbleHostOptions.media` the host also publishes AMS and CTS (before
+/// ANCS, which stays the last service), and the transport is a
+/// `MediaServerTransport` too: `mediaServerEvents` tells the same links,
+/// with AMS's and CTS's subscriptions, writes and reads, to a `MediaServer`.
+public final class BumbleServerTransport: GATTServerTransport, MediaServerTransport, Sendable {
     public let events: AsyncThrowingStream<GATTServerEvent, any Error>
+    /// AMS's and CTS's events; with `media` off it tells nothing and finishes with `events`.
+    public let mediaServerEvents: AsyncThrowingStream<MediaServerEvent, any Error>
     /// This device's address and the ANCS value handles, as the host reported them.
     public let ready: BumbleHostReady
 
@@ -28,8 +35,10 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     static let serviceChangeTimeout: Duration = .seconds(20)
 
     private init(host: HostProcess, ready: BumbleHostReady, events: AsyncThrowingStream<GATTServerEvent, any Error>,
+                 mediaServerEvents: AsyncThrowingStream<MediaServerEvent, any Error>,
                  notifications: PendingTable<String>, serviceChanges: PendingTable<String>) {
         self.host = host
+        self.mediaServerEvents = mediaServerEvents
         self.notifications = notifications
         self.serviceChanges = serviceChanges
         self.ready = ready
@@ -42,41 +51,67 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
                              progress: @Sendable (String) -> Void = { _ in },
                              notices: @escaping @Sendable (BumbleHostNotice) -> Void = { _ in }) async throws(TransportError) -> BumbleServerTransport {
         let (events, sink) = AsyncThrowingStream<GATTServerEvent, any Error>.makeStream()
+        let (mediaEvents, mediaSink) = AsyncThrowingStream<MediaServerEvent, any Error>.makeStream()
         let notifications = PendingTable<String>()
         let serviceChanges = PendingTable<String>()
         let (host, ready) = try await HostProcess.launch(
             role: "serve", options: options, environment: environment, progress: progress, sink: sink,
-            onExit: { _ in
+            onExit: { error in
                 notifications.close(with: "failed host-gone")
                 serviceChanges.close(with: "failed host-gone")
+                if let error { mediaSink.finish(throwing: error) } else { mediaSink.finish() }
             }
         ) { line, fields, host in
             if let notice = BumbleHostNotice(fields) { return notices(notice) }
-            BumbleServerTransport.handle(fields, line: line, sink: sink, notifications: notifications,
-                                         serviceChanges: serviceChanges, host: host)
+            BumbleServerTransport.handle(fields, line: line, sink: sink, mediaSink: options.media ? mediaSink : nil,
+                                         notifications: notifications, serviceChanges: serviceChanges, host: host)
         }
-        return BumbleServerTransport(host: host, ready: ready, events: events, notifications: notifications,
-                                     serviceChanges: serviceChanges)
+        return BumbleServerTransport(host: host, ready: ready, events: events, mediaServerEvents: mediaEvents,
+                                     notifications: notifications, serviceChanges: serviceChanges)
+    }
+
+    /// The answer to a held write or read, as the host's `reply` line.
+    private static func reply(_ host: HostProcess, _ id: Int, _ result: ATTResult) {
+        switch result {
+        case .success: host.send("reply \(id) ok")
+        case .attError(let code): host.send("reply \(id) att 0x\(Hex.string(code.rawValue, uppercase: true))")
+        case .transportFailure: host.send("reply \(id) failed")
+        }
     }
 
     private static func handle(_ fields: [Substring], line: String, sink: AsyncThrowingStream<GATTServerEvent, any Error>.Continuation,
+                               mediaSink: AsyncThrowingStream<MediaServerEvent, any Error>.Continuation?,
                                notifications: PendingTable<String>, serviceChanges: PendingTable<String>, host: HostProcess) {
         guard let parsed = BumbleHostLine(fields, line: line) else { return malformed(line) }
         switch parsed {
-        case .connected(let connection, let link): sink.yield(.linkUp(connection, link))
-        case .disconnected(let connection): sink.yield(.linkDown(connection))
-        case .connectionMTU(let connection, let mtu): sink.yield(.mtuChanged(connection, mtu))
+        case .connected(let connection, let link):
+            sink.yield(.linkUp(connection, link))
+            mediaSink?.yield(.linkUp(connection, link))
+        case .disconnected(let connection):
+            sink.yield(.linkDown(connection))
+            mediaSink?.yield(.linkDown(connection))
+        case .connectionMTU(let connection, let mtu):
+            sink.yield(.mtuChanged(connection, mtu))
+            mediaSink?.yield(.mtuChanged(connection, mtu))
         case .subscription(let connection, let characteristic, let enabled):
             sink.yield(.subscriptionChanged(connection, characteristic, enabled: enabled))
         case .write(let connection, let id, let value):
-            let reply = ATTResponder { result in
+            sink.yield(.controlPointWrite(connection, value, reply: ATTResponder { reply(host, id, $0) }))
+        case .mediaSubscription(let connection, let characteristic, let enabled):
+            guard let mediaSink else { return malformed(line) }
+            mediaSink.yield(.subscriptionChanged(connection, characteristic, enabled: enabled))
+        case .mediaWrite(let connection, let id, let characteristic, let value):
+            guard let mediaSink else { return reply(host, id, .transportFailure) }
+            mediaSink.yield(.write(connection, characteristic, value, reply: ATTResponder { reply(host, id, $0) }))
+        case .mediaRead(let connection, let id, let characteristic):
+            guard let mediaSink else { return reply(host, id, .transportFailure) }
+            mediaSink.yield(.read(connection, characteristic, reply: ATTReadResponder { result in
                 switch result {
-                case .success: host.send("reply \(id) ok")
-                case .attError(let code): host.send("reply \(id) att 0x\(Hex.string(code.rawValue, uppercase: true))")
-                case .transportFailure: host.send("reply \(id) failed")
+                case .value(let bytes): host.send("reply-read \(id) \(hexString(bytes))")
+                case .attError(let code): reply(host, id, .attError(code))
+                case .transportFailure: reply(host, id, .transportFailure)
                 }
-            }
-            sink.yield(.controlPointWrite(connection, value, reply: reply))
+            }))
         case .notified(let id, let outcome): notifications.resolve(id, outcome)
         case .serviceChange(let id, _, let outcome), .bondsForgotten(let id, let outcome): serviceChanges.resolve(id, outcome)
         case .fatal: break  // the host exits; its exit reports the reason
@@ -92,6 +127,18 @@ public final class BumbleServerTransport: GATTServerTransport, Sendable {
     public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
         let host = self.host
         let line = "\(connection.rawValue) \(characteristic.shortName) \(hexString(value))"
+        let result = await notifications.perform(
+            timeout: Self.notifyTimeout, expired: "failed timed-out", { id in host.send("notify \(id) \(line)") },
+            failed: "failed host-gone")
+        guard result == "ok" else {
+            throw TransportError(.notSent, "\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
+        }
+    }
+
+    /// Sends one AMS or CTS notification, in call order with ANCS's (with `media`).
+    public func notify(_ connection: ConnectionID, _ characteristic: MediaCharacteristic, _ value: [UInt8]) async throws(TransportError) {
+        let host = self.host
+        let line = "\(connection.rawValue) \(characteristic.bumbleName) \(hexString(value))"
         let result = await notifications.perform(
             timeout: Self.notifyTimeout, expired: "failed timed-out", { id in host.send("notify \(id) \(line)") },
             failed: "failed host-gone")

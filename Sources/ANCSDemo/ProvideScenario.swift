@@ -20,6 +20,12 @@ public struct ProvideScenario: Sendable {
         case remove(key: String)
         /// A fault of real iPhones (docs/PROVIDE.md: "Act as an iPhone", faults).
         case fault(Fault)
+        /// A button of the phone's player pressed on the phone (AMS; with `--media`).
+        case player(RemoteCommandID)
+        /// The player's volume set on the phone, 0 to 1 (AMS).
+        case volume(Double)
+        /// The phone's clock set, and its zone when given (CTS).
+        case clock(CurrentTime, LocalTimeInformation?)
     }
 
     /// What iPhones do in the field that stops an accessory's notifications.
@@ -60,11 +66,22 @@ public struct ProvideScenario: Sendable {
     public var apps: [(identifier: String, displayName: String)] = []
     public var preExisting: [(key: String, notification: ProviderNotification)] = []
     public var timeline: [(at: Duration, step: Step)] = []
+    /// The phone's player (AMS) when the run starts; nil: the demo's.
+    public var player: MediaPlayer?
+    /// The phone's clock (CTS) when the run starts, and its zone; nil: the
+    /// computer's clock, in UTC.
+    public var phoneTime: CurrentTime?
+    public var zone: LocalTimeInformation?
 
     /// The demo scenario, less the accessory's own actions.
     public init(demo: DemoScenario) {
         apps = demo.apps
         preExisting = demo.preExisting.map { ($0.key, $0.notification.providerNotification) }
+        player = demo.player
+        for (at, step) in demo.mediaTimeline {
+            if case .onPhone(let command) = step { timeline.append((at, .player(command))) }
+        }
+        timeline.sort { $0.at < $1.at }
         for (at, step) in demo.timeline {
             switch step {
             case .add(let key, let notification): timeline.append((at, .add(key: key, notification.providerNotification)))
@@ -79,7 +96,7 @@ public struct ProvideScenario: Sendable {
 
     /// One line: what the scenario holds.
     public var summary: String {
-        var adds = 0, modifies = 0, removes = 0
+        var adds = 0, modifies = 0, removes = 0, media = 0
         var faults: [String] = []
         for (_, step) in timeline {
             switch step {
@@ -87,6 +104,7 @@ public struct ProvideScenario: Sendable {
             case .modify: modifies += 1
             case .remove: removes += 1
             case .fault(let fault): faults.append(fault.name)
+            case .player, .volume, .clock: media += 1
             }
         }
         let failing = (preExisting.map(\.notification) + timeline.compactMap { if case .add(_, let n) = $0.step { n } else { nil } })
@@ -95,6 +113,7 @@ public struct ProvideScenario: Sendable {
         return "scenario: \(apps.count) apps, \(preExisting.count) pre-existing, \(adds) added, \(modifies) modified, "
             + "\(removes) removed over \(seconds) s, \(failing) with failing actions"
             + (faults.isEmpty ? "" : ", faults: \(faults.joined(separator: ", "))")
+            + (player.map { ", a player of \($0.tracks.count) tracks" } ?? "") + (media > 0 ? ", \(media) player and clock steps" : "")
     }
 
     /// Sharing is off before the first session: a `sharing: off` step at 0
@@ -343,6 +362,97 @@ struct ScenarioReader {
         return (key, notification)
     }
 
+    static let mediaKinds = ["player", "volume", "time"]
+
+    /// `player: {name, state: playing|paused, volume, tracks: [{artist, album, title, duration}]}`.
+    func player(_ value: Any?, _ place: String) throws(ScenarioError) -> MediaPlayer {
+        let fields = try object(value, place)
+        if let unknown = fields.keys.sorted().first(where: { !["name", "state", "volume", "tracks"].contains($0) }) {
+            throw fail(place, "unknown field `\(unknown)` (known: name, state, volume, tracks)")
+        }
+        var tracks: [MediaTrack] = []
+        for (index, entry) in try list(fields["tracks"], place + ".tracks").enumerated() {
+            let where_ = "\(place).tracks[\(index)]"
+            let track = try object(entry, where_)
+            if let unknown = track.keys.sorted().first(where: { !["artist", "album", "title", "duration"].contains($0) }) {
+                throw fail(where_, "unknown field `\(unknown)` (known: artist, album, title, duration)")
+            }
+            guard let title = try string(track["title"], where_ + ".title") else { throw fail(where_, "`title` is required") }
+            tracks.append(MediaTrack(artist: try string(track["artist"], where_ + ".artist") ?? "",
+                                     album: try string(track["album"], where_ + ".album") ?? "", title: title,
+                                     duration: try number(track["duration"], where_ + ".duration", in: 0...86_400) ?? 0))
+        }
+        guard !tracks.isEmpty else { throw fail(place, "`tracks` needs at least one track") }
+        let state: PlaybackState
+        switch try string(fields["state"], place + ".state") {
+        case nil, "paused": state = .paused
+        case "playing": state = .playing
+        case let other?: throw fail(place + ".state", "`\(other)` is not playing or paused")
+        }
+        return MediaPlayer(name: try string(fields["name"], place + ".name") ?? "Music", tracks: tracks, state: state,
+                           volume: try number(fields["volume"], place + ".volume", in: 0...1) ?? 0.5)
+    }
+
+    func number(_ value: Any?, _ place: String, in range: ClosedRange<Double>) throws(ScenarioError) -> Double? {
+        let number: Double
+        switch value {
+        case nil: return nil
+        case let value as Double: number = value
+        case let value as Int: number = Double(value)
+        default: throw fail(place, "expected a number")
+        }
+        guard range.contains(number) else { throw fail(place, "\(number) is not within \(range.lowerBound)…\(range.upperBound)") }
+        return number
+    }
+
+    /// `time: "2026-11-28T14:53:07"` or `{at: "…", utcOffsetMinutes: 60}`.
+    func clock(_ value: Any?, _ place: String) throws(ScenarioError) -> (CurrentTime, LocalTimeInformation?) {
+        var text = value as? String
+        var zone: LocalTimeInformation?
+        if let fields = value as? [String: Any] {
+            if let unknown = fields.keys.sorted().first(where: { !["at", "utcOffsetMinutes"].contains($0) }) {
+                throw fail(place, "unknown field `\(unknown)` (known: at, utcOffsetMinutes)")
+            }
+            text = try string(fields["at"], place + ".at")
+            if let minutes = try number(fields["utcOffsetMinutes"], place + ".utcOffsetMinutes", in: -720...840) {
+                guard minutes.truncatingRemainder(dividingBy: 15) == 0 else { throw fail(place + ".utcOffsetMinutes", "must be a multiple of 15") }
+                zone = LocalTimeInformation(utcOffsetMinutes: Int(minutes))
+            }
+        }
+        guard let text else { throw fail(place, "expected \"yyyy-MM-ddTHH:mm:ss\" or {at, utcOffsetMinutes}") }
+        let digits = text.split(whereSeparator: { "-T:".contains($0) }).map { Int($0) }
+        guard digits.count == 6, let year = digits[0], let month = digits[1], let day = digits[2],
+              let hour = digits[3], let minute = digits[4], let second = digits[5],
+              (1582...9999).contains(year), (1...12).contains(month), (1...31).contains(day),
+              (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second) else {
+            throw fail(place, "`\(text)` is not yyyy-MM-ddTHH:mm:ss")
+        }
+        // The day of the week (Sakamoto's method, 0 Sunday), as CTS's 1 Monday … 7 Sunday.
+        let offsets = [0, 3, 2, 5, 0, 3, 5, 1, 4, 6, 2, 4]
+        let y = month < 3 ? year - 1 : year
+        let weekday = (y + y / 4 - y / 100 + y / 400 + offsets[month - 1] + day) % 7
+        return (CurrentTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second,
+                            dayOfWeek: weekday == 0 ? 7 : weekday), zone)
+    }
+
+    /// A media step: `player: play|pause|nextTrack|…` (a button on the phone),
+    /// `volume: 0…1`, `time: …` (as the top level's).
+    func mediaStep(_ kind: String, _ value: Any?, _ place: String) throws(ScenarioError) -> ProvideScenario.Step {
+        switch kind {
+        case "player":
+            guard let name = try string(value, place), let command = RemoteCommandID(name: name), command.name != nil else {
+                throw fail(place, "expected an AMS command: \(RemoteCommandID.all.compactMap(\.name).joined(separator: ", "))")
+            }
+            return .player(command)
+        case "volume":
+            guard let volume = try number(value, place, in: 0...1) else { throw fail(place, "expected a number") }
+            return .volume(volume)
+        default:
+            let (time, zone) = try clock(value, place)
+            return .clock(time, zone)
+        }
+    }
+
     static let faultKinds = ["sharing", "notificationSource", "forgetSubscriptions", "lose", "forgetBond", "removeANCS", "addANCS"]
 
     /// A fault step's value: `sharing: on|off` (or true/false),
@@ -388,10 +498,12 @@ struct ScenarioReader {
 
     func scenario(_ document: Any) throws(ScenarioError) -> ProvideScenario {
         let root = try object(document, "top level")
-        if let unknown = root.keys.sorted().first(where: { !["apps", "preExisting", "timeline"].contains($0) }) {
-            throw fail("top level", "unknown field `\(unknown)` (known: apps, preExisting, timeline)")
+        if let unknown = root.keys.sorted().first(where: { !["apps", "preExisting", "timeline", "player", "time"].contains($0) }) {
+            throw fail("top level", "unknown field `\(unknown)` (known: apps, preExisting, timeline, player, time)")
         }
         var scenario = ProvideScenario()
+        if root["player"] != nil { scenario.player = try player(root["player"], "player") }
+        if root["time"] != nil { (scenario.phoneTime, scenario.zone) = try clock(root["time"], "time") }
         for (index, entry) in try list(root["apps"], "apps").enumerated() {
             let place = "apps[\(index)]"
             let app = try object(entry, place)
@@ -426,7 +538,7 @@ struct ScenarioReader {
             let at = try seconds(step["at"], place + ".at")
             guard at >= last else { throw fail(place, "steps must be in time order") }
             last = at
-            let kinds = ["add", "modify", "remove"] + Self.faultKinds
+            let kinds = ["add", "modify", "remove"] + Self.faultKinds + Self.mediaKinds
             if let unknown = step.keys.sorted().first(where: { !(["at", "message"] + kinds).contains($0) }) {
                 throw fail(place, "unknown field `\(unknown)` (known: at, \(kinds.joined(separator: ", ")), message)")
             }
@@ -435,6 +547,11 @@ struct ScenarioReader {
                 if actions.isEmpty { throw fail(place, "a step is one of \(kinds.map { "`\($0)`" }.joined(separator: ", "))") }
                 let named = actions.contains { Self.faultKinds.contains($0) } ? kinds.map { "`\($0)`" }.joined(separator: ", ") : "`add`, `modify` or `remove`"
                 throw fail(place, "a step has one of \(named), this one has \(actions.map { "`\($0)`" }.joined(separator: " and ")): make them two steps")
+            }
+            if let kind = Self.mediaKinds.first(where: { step[$0] != nil }) {
+                if step["message"] != nil { throw fail(place, "`message` goes with `modify`") }
+                scenario.timeline.append((at, try mediaStep(kind, step[kind], place + "." + kind)))
+                continue
             }
             if let kind = Self.faultKinds.first(where: { step[$0] != nil }) {
                 if step["message"] != nil { throw fail(place, "`message` goes with `modify`") }

@@ -188,25 +188,32 @@ public protocol GATTServerTransport: Sendable {
 /// later calls do nothing. Dropping it unanswered leaves the client waiting
 /// for its ATT timeout, so answer every write.
 public struct ATTResponder: Sendable {
-    private final class Once: Sendable {
-        let respond: Mutex<(@Sendable (ATTResult) -> Void)?>
-        init(_ respond: @escaping @Sendable (ATTResult) -> Void) { self.respond = Mutex(respond) }
-    }
-    private let once: Once
+    private let once: ATTOnce<ATTResult>
 
     /// - Parameter respond: sends the response (the D-Bus method return, the reply line).
     public init(_ respond: @escaping @Sendable (ATTResult) -> Void) {
-        once = Once(respond)
+        once = ATTOnce(respond)
     }
 
-    public func callAsFunction(_ result: ATTResult) {
-        let respond = once.respond.withLock { respond in
+    public func callAsFunction(_ result: ATTResult) { once(result) }
+
+    /// Whether the response has been sent.
+    public var hasResponded: Bool { once.hasResponded }
+}
+
+/// A response sent at most once, whoever calls first (`ATTResponder`, `ATTReadResponder`).
+final class ATTOnce<Result: Sendable>: Sendable {
+    private let respond: Mutex<(@Sendable (Result) -> Void)?>
+
+    init(_ respond: @escaping @Sendable (Result) -> Void) { self.respond = Mutex(respond) }
+
+    func callAsFunction(_ result: Result) {
+        let respond = respond.withLock { respond in
             defer { respond = nil }
             return respond
         }
         respond?(result)
     }
 
-    /// Whether the response has been sent.
-    public var hasResponded: Bool { once.respond.withLock { $0 == nil } }
+    var hasResponded: Bool { respond.withLock { $0 == nil } }
 }

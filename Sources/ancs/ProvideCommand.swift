@@ -3,6 +3,7 @@ import ANCSBumble
 import ANCSDemo
 import ANCSFormat
 import ANCSRuntime
+import ANCSTerminal
 import ArgumentParser
 import Foundation
 import Synchronization
@@ -70,6 +71,8 @@ struct ProvideCommand: AsyncParsableCommand {
             + "0x03 Write Not Permitted, no Notification Source event) and turn it on this many seconds after the timeline starts.",
         valueName: "seconds"))
     var shareAfter: Double?
+    @Flag(help: "Also serve AMS and CTS, as an iPhone does: the scenario's player (the demo's by default) and clock (the computer's, in UTC, by default); the accessory's commands are reported.")
+    var media = false
 
     func validate() throws {
         guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be between 23 and 517, got \(mtu)") }
@@ -111,13 +114,18 @@ struct ProvideCommand: AsyncParsableCommand {
         let view = ProvideView(json: json)
         let answers = PairingAnswers()
         let server = try await startBumbleServer(transport: transport, options: bumble, mtu: mtu, central: central, peer: peer,
-                                                 askPairing: askPairing, allowNotificationsAfter: allowNotificationsAfter,
+                                                 askPairing: askPairing, allowNotificationsAfter: allowNotificationsAfter, media: media,
                                                  notices: { notice in
             view.show(notice)
             if case .pairingConfirmation(let connection, _) = notice { answers.ask(connection) }
         })
         answers.server.withLock { $0 = server }
         let provider = ProviderServer(transport: server)
+        let player = media ? MediaServer(transport: server, player: play.player ?? DemoScenario.standard.player,
+                                         time: play.phoneTime ?? Self.utcNow(), zone: play.zone ?? LocalTimeInformation(utcOffsetMinutes: 0))
+                           : nil
+        let playing = player.map { player in Task { try? await player.run() } }
+        let playerEvents = player.map { player in Task { for await event in player.events { view.show(event) } } }
         // Ctrl-C or SIGTERM ends the run as --duration does: the stack closed,
         // exit 0. Watched before "ready" is printed: a bench may stop the
         // provider the moment it reads it.
@@ -175,6 +183,12 @@ struct ProvideCommand: AsyncParsableCommand {
                         case .removeANCS(let indicated): view.serviceChange(try await server.unpublishANCS(serviceChanged: indicated))
                         case .addANCS(let indicated): view.serviceChange(try await server.publishANCS(serviceChanged: indicated))
                         }
+                    case .player, .volume, .clock:
+                        guard let player else {
+                            view.line("scenario: a player or clock step, skipped (no --media)", json: .object([("event", .string("mediaSkipped"))]))
+                            continue
+                        }
+                        await view.mediaStep(step, on: player)
                     }
                 } catch {
                     view.line("scenario: \(error)", json: .object([("event", .string("scenarioError")), ("error", .string("\(error)"))]))
@@ -241,6 +255,19 @@ struct ProvideCommand: AsyncParsableCommand {
             throw CommandFailure("provide: \(error)")
         }
         _ = await events.value
+        playing?.cancel()
+        await playerEvents?.value
+    }
+
+    /// The computer's clock now, in UTC, as CTS tells it.
+    static func utcNow() -> CurrentTime {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday], from: Date())
+        // Calendar's weekday is 1 for Sunday; CTS's day of week is 1 for Monday … 7 for Sunday.
+        let weekday = parts.weekday.map { ($0 + 5) % 7 + 1 } ?? 0
+        return CurrentTime(year: parts.year ?? 0, month: parts.month ?? 0, day: parts.day ?? 0, hour: parts.hour ?? 0,
+                           minute: parts.minute ?? 0, second: parts.second ?? 0, dayOfWeek: weekday)
     }
 }
 
@@ -277,6 +304,48 @@ final class PairingAnswers: Sendable {
 /// What `ancs provide` shows.
 struct ProvideView: Sendable {
     var json: Bool
+
+    /// Plays a player or clock step on the phone, and reports it.
+    func mediaStep(_ step: ProvideScenario.Step, on player: MediaServer) async {
+        switch step {
+        case .player(let command):
+            await player.performOnPhone(command)
+            let playing = await player.player
+            let title = playing.tracks.indices.contains(playing.index) ? playing.tracks[playing.index].title : ""
+            line("scenario: \(TerminalLine.command(command)) pressed on the phone: “\(title)”, \(playing.state)",
+                 json: .object([("event", .string("player")), ("command", .string(command.description)), ("title", .string(title)),
+                                ("state", .string(playing.state.description))]))
+        case .volume(let volume):
+            await player.updatePlayer { $0.volume = volume }
+            line("scenario: volume \(volume) on the phone", json: .object([("event", .string("volume")), ("volume", .double(volume))]))
+        case .clock(let time, let zone):
+            await player.setTime(time, zone: zone)
+            line("scenario: the phone's clock set to \(time.date)\(zone.map { " \($0)" } ?? "")",
+                 json: .object([("event", .string("clock")), ("time", .string(time.date.description))]
+                               + (zone?.utcOffsetMinutes.map { [("utcOffsetMinutes", JSON.integer($0))] } ?? [])))
+        default:
+            break
+        }
+    }
+
+    /// What an accessory did with the phone's player.
+    func show(_ event: AMSServerEvent) {
+        switch event {
+        case .command(let connection, let command, let performed):
+            line("accessory \(connection.rawValue): \(TerminalLine.command(command))\(performed ? "" : " (not supported now)")",
+                 json: .object([("event", .string("mediaCommand")), ("connection", .integer(Int(connection.rawValue))),
+                                ("command", .string(command.description)), ("performed", .bool(performed))]))
+        case .registered(let connection, let registration):
+            line("accessory \(connection.rawValue): registered for \(registration.entity) \(registration.attributeIDs)",
+                 json: .object([("event", .string("mediaRegistered")), ("connection", .integer(Int(connection.rawValue))),
+                                ("entity", .string(registration.entity.description)),
+                                ("attributes", .array(registration.attributeIDs.map { .integer(Int($0)) }))]))
+        case .refused(let connection, let characteristic, let code):
+            line("accessory \(connection.rawValue): \(characteristic) write refused with \(code)",
+                 json: .object([("event", .string("mediaRefused")), ("connection", .integer(Int(connection.rawValue))),
+                                ("characteristic", .string(characteristic.identifier)), ("code", .integer(Int(code.rawValue)))]))
+        }
+    }
 
     func ready(address: String, transport: String, scenario: ProvideScenario) {
         line("provide: ready as \(address) on bumble:\(transport), \(scenario.preExisting.count) notifications waiting, "

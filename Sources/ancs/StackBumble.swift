@@ -64,9 +64,10 @@ struct BumbleStackOptions: ParsableArguments {
 /// Starts the Bumble host as an NP (GATT server) and returns its transport.
 /// `central`: connect to the accessory, as an iPhone does, instead of advertising.
 func startBumbleServer(transport: String, options: BumbleStackOptions, mtu: Int?, central: Bool = false, peer: String? = nil,
-                       askPairing: Bool = false, allowNotificationsAfter: Double = 0,
+                       askPairing: Bool = false, allowNotificationsAfter: Double = 0, media: Bool = false,
                        notices: @escaping @Sendable (BumbleHostNotice) -> Void) async throws -> BumbleServerTransport {
     var host = options.hostOptions(transport: transport, mtu: mtu)
+    host.media = media
     host.askPairing = askPairing
     host.allowNotificationsAfter = allowNotificationsAfter
     host.central = central

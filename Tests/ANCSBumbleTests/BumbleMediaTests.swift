@@ -48,7 +48,7 @@ struct BumbleMediaLineTests {
         #expect(!options.arguments(role: "consume").contains("--media-uuids"))
         options.media = true
         #expect(options.arguments(role: "consume").contains("--media-uuids"))
-        #expect(!options.arguments(role: "serve").contains("--media-uuids"))
+        #expect(options.arguments(role: "serve").contains("--media-uuids"))
     }
 }
 

@@ -24,12 +24,13 @@ struct ProvideScenarioTests {
     @Test func theDemoScenarioByDefault() throws {
         let output = try ANCSExecutable.run(["provide", "--check"])
         #expect(output.status == 0, "\(output.stderr)")
-        #expect(output.stdout == "scenario: 12 apps, 2 pre-existing, 9 added, 1 modified, 1 removed over 13.9 s, 0 with failing actions\n")
+        #expect(output.stdout == "scenario: 12 apps, 2 pre-existing, 9 added, 1 modified, 1 removed over 13.9 s, 0 with failing actions, "
+                 + "a player of 3 tracks, 1 player and clock steps\n")
     }
 
     @Test func failActionsInjectsErrorsEverywhere() throws {
         let output = try ANCSExecutable.run(["provide", "--check", "--fail-actions"])
-        #expect(output.stdout.hasSuffix("11 with failing actions\n"), "\(output.stdout)")
+        #expect(output.stdout.contains("11 with failing actions"), "\(output.stdout)")
     }
 
     @Test func jsonAndYAMLReadTheSame() throws {
@@ -39,6 +40,32 @@ struct ProvideScenarioTests {
         #expect(json.status == 0, "\(json.stderr)")
         #expect(yaml.stdout == "scenario: 2 apps, 1 pre-existing, 1 added, 1 modified, 1 removed over 4.0 s, 1 with failing actions\n")
         #expect(json.stdout == yaml.stdout)
+    }
+
+    /// The phone's player and clock (`--media`): tracks, steps, the time and its zone.
+    @Test func aPlayerAndAClock() throws {
+        let output = try ANCSExecutable.run(["provide", "--check", "--scenario", ScenarioFiles.scenario("media.yaml")])
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stdout == "scenario: 1 apps, 0 pre-existing, 1 added, 0 modified, 0 removed over 3.0 s, 0 with failing actions, "
+                 + "a player of 3 tracks, 2 player and clock steps\n")
+    }
+
+    @Test(arguments: [
+        ("player:\n  tracks: []\n", "yaml", "player: `tracks` needs at least one track"),
+        ("player:\n  tracks: [{artist: a}]\n", "yaml", "player.tracks[0]: `title` is required"),
+        ("player:\n  state: loud\n  tracks: [{title: t}]\n", "yaml", "player.state: `loud` is not playing or paused"),
+        ("player:\n  volume: 2\n  tracks: [{title: t}]\n", "yaml", "player.volume: 2.0 is not within 0.0…1.0"),
+        ("timeline:\n  - {at: 1, player: dance}\n", "yaml", "timeline[0].player: expected an AMS command"),
+        ("timeline:\n  - {at: 1, player: play, volume: 1}\n", "yaml", "timeline[0]: a step has one of"),
+        ("time: \"2026-13-01T00:00:00\"\n", "yaml", "time: `2026-13-01T00:00:00` is not yyyy-MM-ddTHH:mm:ss"),
+        ("time: {at: \"2026-11-28T14:53:07\", utcOffsetMinutes: 61}\n", "yaml", "time.utcOffsetMinutes: must be a multiple of 15"),
+    ])
+    func aBadPlayerOrClockIsNamed(_ text: String, _ ext: String, _ message: String) throws {
+        let file = try ScenarioFiles.write(text, ext)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let output = try ANCSExecutable.run(["provide", "--check", "--scenario", file.path])
+        #expect(output.status != 0)
+        #expect(output.stderr.contains(message), "\(output.stderr)")
     }
 
     @Test(arguments: [

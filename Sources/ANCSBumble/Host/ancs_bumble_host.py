@@ -1,7 +1,7 @@
 """The Bumble host of swift-ancs: a Bluetooth LE host process driven over a
 line protocol on stdin/stdout (see PROTOCOL.md beside this file).
 
-    ancs_bumble_host.py serve   --transport SPEC [options]   # the NP: an iPhone's ANCS GATT server
+    ancs_bumble_host.py serve   --transport SPEC [options]   # the NP: an iPhone's ANCS (AMS, CTS) GATT server
     ancs_bumble_host.py consume --transport SPEC [options]   # the NC: an accessory's ANCS (AMS, CTS) GATT client
     ancs_bumble_host.py link    --hci SPEC --hci SPEC ...    # virtual controllers on one virtual link
 
@@ -29,6 +29,10 @@ def main():
         sub.add_argument('--transport', required=True, help='Bumble transport: usb:0, serial:/dev/ttyACM0,115200, tcp-client:127.0.0.1:9001, ...')
         sub.add_argument('--ancs-uuids', required=True,
                          help='the ANCS service, Notification Source, Control Point and Data Source UUIDs, comma-separated')
+        sub.add_argument('--media-uuids',
+                         help=f'also {"publish" if role == "serve" else "discover"} AMS and CTS: the AMS service, Remote '
+                              'Command, Entity Update, Entity Attribute, the CTS service, Current Time and Local Time '
+                              'Information UUIDs, comma-separated')
         sub.add_argument('--address', default='F0:F0:F0:F0:F0:F0' if role == 'serve' else 'F1:F1:F1:F1:F1:F1',
                          help='random static address of this device')
         sub.add_argument('--name', default='swift-ancs NP' if role == 'serve' else 'swift-ancs NC')
@@ -51,9 +55,6 @@ def main():
                                   '(0: allowed at once)')
         else:
             sub.add_argument('--reconnect', action='store_true', help='connect again after a disconnection')
-            sub.add_argument('--media-uuids',
-                             help='also discover AMS and CTS: the AMS service, Remote Command, Entity Update, Entity '
-                                  'Attribute, the CTS service, Current Time and Local Time Information UUIDs, comma-separated')
             sub.add_argument('--peripheral', action='store_true',
                              help='advertise the ANCS solicitation and wait for the phone, as an accessory does, instead of scanning')
     link = roles.add_parser('link')
@@ -70,7 +71,7 @@ def main():
     if len(uuids) != 4:
         parser.error('--ancs-uuids needs four UUIDs: service, Notification Source, Control Point, Data Source')
     ANCS.configure(uuids)
-    if getattr(args, 'media_uuids', None):
+    if args.media_uuids:
         media = [uuid.strip() for uuid in args.media_uuids.split(',')]
         if len(media) != 7:
             parser.error('--media-uuids needs seven UUIDs: AMS, Remote Command, Entity Update, Entity Attribute, '

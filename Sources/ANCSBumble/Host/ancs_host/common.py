@@ -31,9 +31,9 @@ ANCS = AncsUUIDs()
 
 
 class MediaUUIDs:
-    """The AMS and CTS UUIDs (consume --media-uuids, from the Swift side as
-    the ANCS ones are), as Bumble UUIDs; `services` is empty until `configure`,
-    and then the host discovers neither."""
+    """The AMS and CTS UUIDs (--media-uuids, from the Swift side as the ANCS
+    ones are), as Bumble UUIDs; `services` is empty until `configure`, and
+    then the host neither discovers (consume) nor publishes (serve) them."""
 
     def __init__(self):
         self.services = {}  # 'ams'|'cts' -> (service UUID, {short name: UUID}, required names)
@@ -61,15 +61,17 @@ def short_form(uuid):
 
 
 # The media characteristics' short names (PROTOCOL.md): those that notify,
-# those written with `write-to`, those read with `read`.
+# those written (consume `write-to`, serve `media-write`), those read
+# (consume `read`, serve `media-read`).
 MEDIA_SERVICES = ('ams', 'cts')
 MEDIA_NOTIFYING = ('rc', 'eu', 'ct')
 MEDIA_WRITABLE = ('rc', 'eu', 'ea')
 MEDIA_READABLE = ('ea', 'ct', 'lt')
 MEDIA = MediaUUIDs()
-# A Control Point write not answered by the Swift process within this time is
-# answered with 0x0E (Unlikely Error), before the client's 30 s ATT timeout.
-WRITE_ANSWER_TIMEOUT = 25.0
+# A write or read held for the Swift process (serve) and not answered within
+# this time is answered with 0x0E (Unlikely Error), before the client's 30 s
+# ATT timeout.
+ANSWER_TIMEOUT = 25.0
 ATT_UNLIKELY_ERROR = 0x0E
 # A Service Changed indication not confirmed within this time counts as not delivered.
 INDICATION_TIMEOUT = 10.0

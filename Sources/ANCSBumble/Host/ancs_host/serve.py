@@ -1,29 +1,49 @@
-"""serve: the Notification Provider (an iPhone's ANCS GATT server)."""
+"""serve: the Notification Provider (an iPhone's ANCS GATT server), and with
+--media-uuids the phone's AMS and CTS servers too."""
 import asyncio
 import contextlib
 import struct
 
-from bumble.att import ATT_INSUFFICIENT_AUTHORIZATION_ERROR, ATT_Error, Attribute, AttributeValueV2, is_enhanced_bearer
+from bumble.att import (
+    ATT_INSUFFICIENT_AUTHORIZATION_ERROR, ATT_READ_NOT_PERMITTED_ERROR, ATT_Error, Attribute, AttributeValueV2,
+    is_enhanced_bearer)
 from bumble.device import Peer
 from bumble.gatt import (
     GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, GATT_GENERIC_ATTRIBUTE_SERVICE,
     GATT_SERVICE_CHANGED_CHARACTERISTIC, Characteristic, CharacteristicValue, Descriptor, Service)
 
 from .common import (
-    ANCS, ATT_UNLIKELY_ERROR, INDICATION_TIMEOUT, NOTIFYING, WRITE_ANSWER_TIMEOUT, LinkFailure, emit, hex_or_dash,
-    log, one_line, parse_hex, status)
+    ANCS, ANSWER_TIMEOUT, ATT_UNLIKELY_ERROR, INDICATION_TIMEOUT, MEDIA, MEDIA_NOTIFYING, MEDIA_READABLE, MEDIA_SERVICES,
+    MEDIA_WRITABLE, NOTIFYING, LinkFailure, emit, hex_or_dash, log, one_line, parse_hex, status)
 from .session import Session
+
+
+def connection_of(bearer):
+    return bearer.connection if is_enhanced_bearer(bearer) else bearer
+
+
+class Held:
+    """A request held until the Swift side answers it: a write (`reply`) or
+    a read (`reply-read`, or `reply` with an error)."""
+
+    def __init__(self, handle, read):
+        loop = asyncio.get_running_loop()
+        self.handle = handle  # the link's connection handle
+        self.read = read
+        self.answer = loop.create_future()    # 0, an ATT error code, or a read's value
+        self.answered = loop.create_future()  # done once the ATT response has been sent
 
 
 class Server(Session):
     def __init__(self, args):
         super().__init__(args)
         self.connections = {}       # handle -> Connection, once announced
-        self.pending_writes = {}    # id -> Future
-        self.answered_writes = {}   # id -> Future, done once the ATT response has been sent
-        self.write_connections = {}  # id -> connection handle of the write
-        self.next_write = 1
+        self.held = {}              # id -> Held, until answered
+        self.next_request = 1
         self.service = None          # ANCS while it is published (unpublish/publish)
+        self.media = {}              # --media-uuids: AMS's and CTS's characteristics by short name
+        self.read_requests = {}      # bearer -> (handle, offset) of the Read or Read Blob being served
+        self.long_reads = {}         # (connection handle, short name) -> the value of the last read at offset 0
         self.service_changed = None  # the Service Changed characteristic (GATT service 0x1801)
         self.service_changed_peers = set()  # peers that asked for Service Changed indications
         self.allowed_at = {}         # peer -> loop time from which its subscriptions are allowed
@@ -75,7 +95,7 @@ class Server(Session):
         accessory). Bumble's subscription event cannot refuse a write: the
         CCCD's own write raises the ATT error, and Bumble answers with it."""
         def write(bearer, data):
-            connection = bearer.connection if is_enhanced_bearer(bearer) else bearer
+            connection = connection_of(bearer)
             if data and data[0] & 0x03 and self.args.allow_notifications_after > 0:
                 peer = self.peer_key(connection)
                 if peer not in self.allowed_at:
@@ -86,19 +106,21 @@ class Server(Session):
             return value.write(bearer, data)
         return AttributeValueV2(value.read, write=write)
 
+    def with_cccd(self, characteristic, name):
+        """`characteristic` with a CCCD that needs an encrypted link; ANCS's
+        (ns, ds) also wait for --allow-notifications-after, the media ones never."""
+        value = self.device.gatt_server.make_descriptor_value(characteristic)
+        characteristic.descriptors = [Descriptor(
+            GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR,
+            Attribute.READABLE | Attribute.WRITEABLE | Attribute.READ_REQUIRES_ENCRYPTION | Attribute.WRITE_REQUIRES_ENCRYPTION,
+            self.authorizing(name, value) if name in NOTIFYING else value)]
+        return characteristic
+
     def build_service(self):
-        encrypted_cccd = (Attribute.READABLE | Attribute.WRITEABLE
-                          | Attribute.READ_REQUIRES_ENCRYPTION | Attribute.WRITE_REQUIRES_ENCRYPTION)
-
-        def notifying(name, uuid):
-            characteristic = Characteristic(uuid, Characteristic.Properties.NOTIFY,
-                                            Attribute.READ_REQUIRES_ENCRYPTION, b'')
-            characteristic.descriptors = [Descriptor(
-                GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, encrypted_cccd,
-                self.authorizing(name, self.device.gatt_server.make_descriptor_value(characteristic)))]
-            return characteristic
-
-        self.notifying = {name: notifying(name, ANCS.uuids[name]) for name in NOTIFYING}
+        self.notifying = {
+            name: self.with_cccd(Characteristic(ANCS.uuids[name], Characteristic.Properties.NOTIFY,
+                                                Attribute.READ_REQUIRES_ENCRYPTION, b''), name)
+            for name in NOTIFYING}
         self.cp = Characteristic(
             ANCS.uuids['cp'], Characteristic.Properties.WRITE,
             Attribute.WRITEABLE | Attribute.WRITE_REQUIRES_ENCRYPTION,
@@ -108,6 +130,82 @@ class Server(Session):
         for name, characteristic in self.notifying.items():
             characteristic.on('subscription', self.subscription_handler(name))
 
+    def build_media(self):
+        """--media-uuids: AMS and CTS, added once, before ANCS (which must stay
+        the last service for unpublish and publish). Writes and reads are
+        held until the Swift side answers (`media-write`, `media-read`)."""
+        if not MEDIA.enabled:
+            return
+
+        def not_readable(_bearer):
+            # Bumble checks neither the Read property nor READABLE: a value
+            # without a read function raises a non-ATT error in the server's
+            # task, and the client would get no answer at all.
+            raise ATT_Error(ATT_READ_NOT_PERMITTED_ERROR)
+
+        def characteristic(name, uuid):
+            readable, writable = name in MEDIA_READABLE, name in MEDIA_WRITABLE
+            properties, permissions = Characteristic.Properties(0), Attribute.Permissions(0)
+            if readable:
+                properties |= Characteristic.Properties.READ
+                permissions |= Attribute.READABLE | Attribute.READ_REQUIRES_ENCRYPTION
+            if writable:
+                properties |= Characteristic.Properties.WRITE
+                permissions |= Attribute.WRITEABLE | Attribute.WRITE_REQUIRES_ENCRYPTION
+            if name in MEDIA_NOTIFYING:
+                properties |= Characteristic.Properties.NOTIFY
+            made = Characteristic(uuid, properties, permissions, AttributeValueV2(
+                read=self.media_reader(name) if readable else not_readable,
+                write=self.media_writer(name) if writable else None))
+            if name in MEDIA_NOTIFYING:
+                self.with_cccd(made, name)  # before the service is added, which would add a CCCD of its own
+                made.on('subscription', self.subscription_handler(name))
+            return made
+
+        for service in MEDIA_SERVICES:
+            service_uuid, uuids, _required = MEDIA.services[service]
+            characteristics = {name: characteristic(name, uuid) for name, uuid in uuids.items()}
+            self.media.update(characteristics)
+            self.device.add_service(Service(service_uuid, list(characteristics.values())))
+        self.watch_read_offsets()
+
+    def watch_read_offsets(self):
+        """Bumble 0.0.236 calls a characteristic's read function alike for a
+        Read and for each Read Blob, without the offset: it cuts the value it
+        gets at the blob's offset itself. Its server's two handlers (looked up
+        by name for each PDU) are wrapped to note, per bearer, the request
+        being served (a client has one outstanding per bearer), so
+        `media_reader` tells a read at offset 0 (a new read, even right after
+        a long one) from the Read Blobs that follow it."""
+        server = self.device.gatt_server
+        for handler in ('on_att_read_request', 'on_att_read_blob_request'):
+            serve = getattr(server, handler)
+
+            def noting(bearer, request, serve=serve):
+                self.read_requests[bearer] = (request.attribute_handle, getattr(request, 'value_offset', 0))
+                return serve(bearer, request)
+            setattr(server, handler, noting)
+
+    def media_reader(self, name):
+        """A read at offset 0 asks the Swift side (`media-read`) for the whole
+        value; the Read Blobs after it on that link are answered from that
+        value, so one long read sees one value, as a server must give it."""
+        async def read(bearer):
+            connection = connection_of(bearer)
+            handle, offset = self.read_requests.pop(bearer, (None, 0))
+            key = (connection.handle, name)
+            if handle == self.media[name].handle and offset > 0 and key in self.long_reads:
+                return self.long_reads[key]
+            self.long_reads.pop(key, None)  # a read that fails leaves no value for stray blobs
+            self.long_reads[key] = value = await self.hold(connection, True, 'media-read', name)
+            return value
+        return read
+
+    def media_writer(self, name):
+        async def write(bearer, value):
+            await self.hold(connection_of(bearer), False, 'media-write', name, hex_or_dash(value))
+        return write
+
     def subscription_handler(self, name):
         def on_subscription(connection, notify, _indicate):
             if connection.handle in self.connections:
@@ -115,31 +213,50 @@ class Server(Session):
         return on_subscription
 
     async def on_control_point_write(self, connection, value):
+        await self.hold(connection, False, 'write', hex_or_dash(value))
+
+    async def hold(self, connection, read, line, *fields):
+        """Tells the Swift side of a write or read request (`line <conn> <id>
+        fields...`) and holds the ATT response until its answer: returns a
+        read's value, raises the ATT error answered. No answer within 25 s,
+        or the link lost, is 0x0E (Unlikely Error)."""
         if connection.handle not in self.connections:
             await self.announce(connection)
-        write_id = self.next_write
-        self.next_write += 1
+        request = self.next_request
+        self.next_request += 1
+        held = Held(connection.handle, read)
+        self.held[request] = held
+        emit(line, connection.handle, request, *fields)
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        answered = loop.create_future()
-        self.pending_writes[write_id] = future
-        self.answered_writes[write_id] = answered
-        self.write_connections[write_id] = connection.handle
-        emit('write', connection.handle, write_id, hex_or_dash(value))
         try:
-            code = await asyncio.wait_for(future, WRITE_ANSWER_TIMEOUT)
+            answer = await asyncio.wait_for(held.answer, ANSWER_TIMEOUT)
         except asyncio.TimeoutError:
-            log.warning('write %d not answered in %.0f s', write_id, WRITE_ANSWER_TIMEOUT)
-            self.answered_writes.pop(write_id, None)
-            code = ATT_UNLIKELY_ERROR
+            log.warning('%s %d not answered in %.0f s', line, request, ANSWER_TIMEOUT)
+            answer = ATT_UNLIKELY_ERROR
         finally:
-            self.pending_writes.pop(write_id, None)
-            self.write_connections.pop(write_id, None)
+            self.held.pop(request, None)
             # Bumble sends the ATT response in the same step of this task, once
             # this handler returns or raises: a callback scheduled now runs after it.
-            loop.call_soon(lambda: answered.done() or answered.set_result(None))
-        if code:
-            raise ATT_Error(code)
+            loop.call_soon(lambda: held.answered.done() or held.answered.set_result(None))
+        if isinstance(answer, int):
+            if answer:
+                raise ATT_Error(answer)
+            return None
+        return answer
+
+    def answer(self, request, answer):
+        """Answers held request `request` (`reply`, `reply-read`); returns
+        it, or None when it is no longer held (answered late, link lost)."""
+        held = self.held.get(request)
+        if held is None or held.answer.done():
+            return None
+        if isinstance(answer, bytes) != held.read and not (isinstance(answer, int) and answer):
+            # A read needs a value, a write none: the request fails rather than waiting 25 s.
+            wanted = f'read {request} needs reply-read' if held.read else f'write {request} takes reply'
+            emit('error', f'{wanted} (or an error): answered 0x0E')
+            answer = ATT_UNLIKELY_ERROR
+        held.answer.set_result(answer)
+        return held
 
     async def announce(self, connection):
         if connection.handle in self.connections:
@@ -164,11 +281,13 @@ class Server(Session):
         def on_disconnection(reason):
             if self.connections.pop(connection.handle, None) is not None:
                 emit('disconnected', connection.handle)
-            # Writes still held for this link have no one to answer to.
-            for write_id, handle in list(self.write_connections.items()):
-                future = self.pending_writes.get(write_id)
-                if handle == connection.handle and future is not None and not future.done():
-                    future.set_result(ATT_UNLIKELY_ERROR)
+            # Requests still held for this link have no one to answer to.
+            for held in list(self.held.values()):
+                if held.handle == connection.handle and not held.answer.done():
+                    held.answer.set_result(ATT_UNLIKELY_ERROR)
+            self.read_requests.pop(connection, None)
+            for key in [key for key in self.long_reads if key[0] == connection.handle]:
+                del self.long_reads[key]
             if not self.args.central:
                 asyncio.get_running_loop().create_task(self.advertise())
 
@@ -179,19 +298,21 @@ class Server(Session):
 
     async def handle(self, fields):
         command = fields[0]
-        if command == 'reply':
-            future = self.pending_writes.get(int(fields[1]))
-            code = 0 if fields[2] == 'ok' else (int(fields[3], 16) if fields[2] == 'att' else ATT_UNLIKELY_ERROR)
-            if future is not None and not future.done():
-                future.set_result(code)
+        if command in ('reply', 'reply-read'):
+            if command == 'reply-read':
+                answer = parse_hex(fields[2])
+            else:
+                answer = 0 if fields[2] == 'ok' else (int(fields[3], 16) if fields[2] == 'att' else ATT_UNLIKELY_ERROR)
+            held = self.answer(int(fields[1]), answer)
             # The response goes out before anything sent after this line
-            # (Data Source notifications the command causes).
-            answered = self.answered_writes.pop(int(fields[1]), None)
-            if answered is not None:
+            # (the notifications the command causes).
+            if held is not None:
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(answered), 5)
+                    await asyncio.wait_for(asyncio.shield(held.answered), 5)
         elif command == 'notify':
             request, handle, name, value = int(fields[1]), int(fields[2]), fields[3], parse_hex(fields[4])
+            if name not in NOTIFYING + MEDIA_NOTIFYING:
+                raise KeyError(name)
             emit('notified', request, await self.notify(handle, name, value))
         elif command == 'disconnect':
             connection = self.connections.get(int(fields[1]))
@@ -265,7 +386,7 @@ class Server(Session):
             emit('unpublished', request, 'failed', 'not-the-last-service')
             return
         for bearer, cccds in server.subscribers.items():
-            connection = bearer.connection if is_enhanced_bearer(bearer) else bearer
+            connection = connection_of(bearer)
             for name, characteristic in self.notifying.items():
                 value = cccds.pop(characteristic.handle, None)
                 if value and value[0] & 0x01 and connection.handle in self.connections:
@@ -291,9 +412,12 @@ class Server(Session):
         connection = self.connections.get(handle)
         if connection is None:
             return 'failed not-connected'
-        if self.service is None:
+        if name in MEDIA_NOTIFYING:
+            characteristic = self.media.get(name)
+        else:
+            characteristic = self.notifying[name] if self.service is not None else None
+        if characteristic is None:  # ANCS unpublished, or AMS and CTS without --media-uuids
             return 'failed not-published'
-        characteristic = self.notifying[name]
         cccd = self.device.gatt_server.subscribers.get(connection, {}).get(characteristic.handle)
         if not cccd or cccd[0] & 0x01 == 0:
             return 'failed not-subscribed'
@@ -310,6 +434,7 @@ class Server(Session):
         device = self.device
         device.gatt_server.max_mtu = self.args.mtu
         self.find_service_changed()
+        self.build_media()
         self.build_service()
         device.on('connection', self.on_connection)
         await device.power_on()
