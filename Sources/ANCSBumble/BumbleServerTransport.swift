@@ -125,25 +125,23 @@ public final class BumbleServerTransport: GATTServerTransport, MediaServerTransp
     /// Sends one notification, in call order; throws when the host could
     /// not send it (no connection, not subscribed, longer than MTU − 3, host gone).
     public func notify(_ connection: ConnectionID, _ characteristic: ANCSCharacteristic, _ value: [UInt8]) async throws(TransportError) {
-        let host = self.host
-        let line = "\(connection.rawValue) \(characteristic.shortName) \(hexString(value))"
-        let result = await notifications.perform(
-            timeout: Self.notifyTimeout, expired: "failed timed-out", { id in host.send("notify \(id) \(line)") },
-            failed: "failed host-gone")
-        guard result == "ok" else {
-            throw TransportError(.notSent, "\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
-        }
+        try await notify(connection, characteristic.shortName, value, what: "\(characteristic)")
     }
 
     /// Sends one AMS or CTS notification, in call order with ANCS's (with `media`).
     public func notify(_ connection: ConnectionID, _ characteristic: MediaCharacteristic, _ value: [UInt8]) async throws(TransportError) {
+        try await notify(connection, characteristic.bumbleName, value, what: "\(characteristic)")
+    }
+
+    /// A `notify` line for the characteristic of that short name, and its `notified` answer.
+    private func notify(_ connection: ConnectionID, _ name: String, _ value: [UInt8], what: String) async throws(TransportError) {
         let host = self.host
-        let line = "\(connection.rawValue) \(characteristic.bumbleName) \(hexString(value))"
+        let line = "\(connection.rawValue) \(name) \(hexString(value))"
         let result = await notifications.perform(
             timeout: Self.notifyTimeout, expired: "failed timed-out", { id in host.send("notify \(id) \(line)") },
             failed: "failed host-gone")
         guard result == "ok" else {
-            throw TransportError(.notSent, "\(characteristic) notification to \(connection) not sent: \(result.dropFirst(7))")
+            throw TransportError(.notSent, "\(what) notification to \(connection) not sent: \(result.dropFirst(7))")
         }
     }
 

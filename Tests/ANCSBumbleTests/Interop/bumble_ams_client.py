@@ -29,64 +29,20 @@ AmsClient as Bumble 0.0.236 has it, and what these steps rely on:
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import struct
 import sys
 
-from bumble import core, hci
-from bumble.core import AdvertisingData
-from bumble.device import Device, Peer
+from bumble import core
+from bumble.device import Peer
 from bumble.gatt import (
     GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, GATT_CURRENT_TIME_CHARACTERISTIC, GATT_CURRENT_TIME_SERVICE)
-from bumble.keys import JsonKeyStore
-from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.profiles.ams import AmsClient, EntityId, PlayerAttributeId, RemoteCommandId, TrackAttributeId
-from bumble.transport import open_transport
 
-ANCS = '7905F431-B5CE-4E99-A40F-4B1E122D00D0'
+from interop import Expect, accessory, check, exchange_mtu, find_phone, pair, step, tally, watch_dropped_exceptions
+
 LOCAL_TIME_INFORMATION = core.UUID('2A0F')
-results = []
 record = {'titles': [], 'commands': [], 'supported': [], 'time': None, 'utcOffsetMinutes': None}
-# Exceptions of tasks nobody awaits (AmsClient's Entity Update handlers), told with a failing step.
-dropped = []
-
-
-async def step(name, coroutine, timeout):
-    seen = len(dropped)
-    try:
-        detail = await asyncio.wait_for(coroutine, timeout)
-    except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
-        reason = f'timed out after {timeout} s' if isinstance(error, asyncio.TimeoutError) else f'{type(error).__name__}: {error}'
-        gc.collect()  # a failed task's exception is reported when the task is collected
-        if len(dropped) > seen:
-            reason += f' (an AmsClient task failed: {"; ".join(dropped[seen:])})'
-        print(f'FAIL {name} {reason}', flush=True)
-        results.append((name, False))
-        return None
-    print(f'PASS {name} {detail if detail is not None else ""}'.rstrip(), flush=True)
-    results.append((name, True))
-    return detail
-
-
-def described(context):
-    """An exception the loop was told of, on one line (Bumble's ATT errors print their PDU over several)."""
-    error = context.get('exception')
-    if error is None:
-        return context.get('message', '?')
-    code = getattr(error, 'error_code', None)
-    if isinstance(code, int):
-        return f'{type(error).__name__} 0x{code:02X}'
-    return f'{type(error).__name__}: {" ".join(str(error).split())}'
-
-
-class Expect(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Expect(message)
 
 
 class Told:
@@ -149,33 +105,11 @@ async def main():
     parser.add_argument('--expect-utc-offset-minutes', type=int, help='the time zone told, in minutes')
     parser.add_argument('--known-bugs', action='store_true', help='also show AmsClient bugs (the step passes when the bug shows)')
     args = parser.parse_args()
-    loop = asyncio.get_running_loop()
-    loop.set_exception_handler(lambda _loop, context: dropped.append(described(context)))
+    watch_dropped_exceptions()
 
-    transport = await open_transport(args.transport)
-    device = Device.with_hci('bumble AMS client', hci.Address(args.address), transport.source, transport.sink)
-    if args.keys:
-        device.keystore = JsonKeyStore(None, args.keys)
-    config = PairingConfig(sc=True, mitm=False, bonding=True, identity_address_type=hci.AddressType.RANDOM_DEVICE,
-                           delegate=PairingDelegate(PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
-    device.pairing_config_factory = lambda connection: config
-    await device.power_on()
+    device = await accessory(args.transport, 'bumble AMS client', args.address, args.keys)
 
-    async def find():
-        found = loop.create_future()
-
-        def on_advertisement(advertisement):
-            solicited = advertisement.data.get(AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS) or []
-            if advertisement.is_connectable and any(str(u).upper() == ANCS for u in solicited) and not found.done():
-                found.set_result(advertisement.address)
-        device.on('advertisement', on_advertisement)
-        await device.start_scanning(filter_duplicates=True)
-        address = await found
-        device.remove_listener('advertisement', on_advertisement)
-        await device.stop_scanning()
-        return address
-
-    address = await step('scan: an advertiser solicits ANCS', find(), 15)
+    address = await step('scan: an advertiser solicits ANCS', find_phone(device), 15)
     if address is None:
         return await finish(args)
     state = {}
@@ -207,18 +141,10 @@ async def main():
         raise Expect('an unencrypted read of Local Time Information succeeded')
     await step('encryption required', discover_cts(), 10)
 
-    async def pair():
-        await connection.pair()
-        check(connection.is_encrypted, 'not encrypted after pairing')
-        return 'LE Secure Connections, bonded' if connection.sc else 'legacy pairing'
-    await step('pair', pair(), 20)
+    await step('pair', pair(connection), 20)
 
     if args.mtu > 23:
-        async def mtu():
-            value = await peer.request_mtu(args.mtu)
-            check(value == args.mtu, f'MTU {value}')
-            return f'MTU {value}'
-        await step(f'exchange MTU {args.mtu}', mtu(), 10)
+        await step(f'exchange MTU {args.mtu}', exchange_mtu(peer, args.mtu), 10)
 
     async def start():
         client = await AmsClient.for_peer(peer)
@@ -313,9 +239,7 @@ async def finish(args, connection=None):
     if args.json:
         with open(args.json, 'w') as output:
             json.dump(record, output, indent=1, ensure_ascii=False)
-    failed = [name for name, ok in results if not ok]
-    print(f'{len(results) - len(failed)}/{len(results)} steps passed', flush=True)
-    return 1 if failed else 0
+    return tally()
 
 
 if __name__ == '__main__':

@@ -12,44 +12,14 @@ import contextlib
 import json
 import sys
 
-from bumble import hci
-from bumble.core import AdvertisingData
-from bumble.device import Device, Peer
-from bumble.keys import JsonKeyStore
-from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.device import Peer
 from bumble.profiles.ancs import (
     AncsClient, AppAttributeId, CommandError, EventFlags, EventId, NotificationAttributeId,
 )
-from bumble.transport import open_transport
 
-ANCS = '7905F431-B5CE-4E99-A40F-4B1E122D00D0'
-results = []
+from interop import Expect, accessory, check, exchange_mtu, find_phone, pair, step, tally
+
 record = {'events': [], 'attributes': {}, 'errors': []}
-
-
-async def step(name, coroutine, timeout):
-    try:
-        detail = await asyncio.wait_for(coroutine, timeout)
-    except asyncio.TimeoutError:
-        print(f'FAIL {name} timed out after {timeout} s', flush=True)
-        results.append((name, False))
-        return None
-    except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
-        print(f'FAIL {name} {type(error).__name__}: {error}', flush=True)
-        results.append((name, False))
-        return None
-    print(f'PASS {name} {detail if detail is not None else ""}'.rstrip(), flush=True)
-    results.append((name, True))
-    return detail
-
-
-class Expect(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Expect(message)
 
 
 DISPLAY = [
@@ -75,30 +45,9 @@ async def main():
                         help='reproduce AncsClient bugs against the ancsclient-bugs.yaml scenario instead of the demo steps')
     args = parser.parse_args()
 
-    transport = await open_transport(args.transport)
-    device = Device.with_hci('bumble ANCS client', hci.Address(args.address), transport.source, transport.sink)
-    if args.keys:
-        device.keystore = JsonKeyStore(None, args.keys)
-    config = PairingConfig(sc=True, mitm=False, bonding=True, identity_address_type=hci.AddressType.RANDOM_DEVICE,
-                           delegate=PairingDelegate(PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
-    device.pairing_config_factory = lambda connection: config
-    await device.power_on()
+    device = await accessory(args.transport, 'bumble ANCS client', args.address, args.keys)
 
-    async def find():
-        found = asyncio.get_running_loop().create_future()
-
-        def on_advertisement(advertisement):
-            solicited = advertisement.data.get(AdvertisingData.LIST_OF_128_BIT_SERVICE_SOLICITATION_UUIDS) or []
-            if advertisement.is_connectable and any(str(u).upper() == ANCS for u in solicited) and not found.done():
-                found.set_result(advertisement.address)
-        device.on('advertisement', on_advertisement)
-        await device.start_scanning(filter_duplicates=True)
-        address = await found
-        device.remove_listener('advertisement', on_advertisement)
-        await device.stop_scanning()
-        return address
-
-    address = await step('scan: an advertiser solicits ANCS', find(), 15)
+    address = await step('scan: an advertiser solicits ANCS', find_phone(device), 15)
     if address is None:
         return 1
     state = {}
@@ -131,18 +80,10 @@ async def main():
         raise Expect('an unencrypted Control Point write succeeded')
     await step('encryption required', unencrypted_write(), 10)
 
-    async def pair():
-        await connection.pair()
-        check(connection.is_encrypted, 'not encrypted after pairing')
-        return 'LE Secure Connections, bonded' if connection.sc else 'legacy pairing'
-    await step('pair', pair(), 20)
+    await step('pair', pair(connection), 20)
 
     if args.mtu > 23:
-        async def mtu():
-            value = await peer.request_mtu(args.mtu)
-            check(value == args.mtu, f'MTU {value}')
-            return f'MTU {value}'
-        await step(f'exchange MTU {args.mtu}', mtu(), 10)
+        await step(f'exchange MTU {args.mtu}', exchange_mtu(peer, args.mtu), 10)
 
     events = asyncio.Queue()
 
@@ -260,9 +201,7 @@ async def main():
     if args.json:
         with open(args.json, 'w') as output:
             json.dump(record, output, indent=1)
-    failed = [name for name, ok in results if not ok]
-    print(f'{len(results) - len(failed)}/{len(results)} steps passed', flush=True)
-    return 1 if failed else 0
+    return tally()
 
 
 async def known_bugs(client, events, step):
@@ -318,9 +257,7 @@ async def known_bugs(client, events, step):
         check(values and values[0].value == 'On my way ', f'{values}')
         return 'the same request cut at a character boundary is answered'
     await step('control: cut at a character boundary', still_works(), 5)
-    failed = [name for name, ok in results if not ok]
-    print(f'{len(results) - len(failed)}/{len(results)} steps passed', flush=True)
-    return 1 if failed else 0
+    return tally()
 
 
 if __name__ == '__main__':
