@@ -39,7 +39,7 @@ from bumble.gatt import (
     GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, GATT_CURRENT_TIME_CHARACTERISTIC, GATT_CURRENT_TIME_SERVICE)
 from bumble.profiles.ams import AmsClient, EntityId, PlayerAttributeId, RemoteCommandId, TrackAttributeId
 
-from interop import Expect, accessory, check, exchange_mtu, find_phone, pair, step, tally, watch_dropped_exceptions
+from interop import accessory, check, exchange_mtu, find_phone, pair, refused_unencrypted, step, tally, watch_dropped_exceptions
 
 LOCAL_TIME_INFORMATION = core.UUID('2A0F')
 record = {'titles': [], 'commands': [], 'supported': [], 'time': None, 'utcOffsetMinutes': None}
@@ -132,13 +132,8 @@ async def main():
             state['ct' if characteristic.uuid == GATT_CURRENT_TIME_CHARACTERISTIC else 'lt'] = characteristic
         check('ct' in state, 'no Current Time characteristic')
         check('lt' in state, 'no Local Time Information characteristic')
-        try:
-            await state['lt'].read_value()
-        except Exception as error:  # noqa: BLE001
-            code = getattr(error, 'error_code', None)
-            check(code == 0x0F, f'expected Insufficient Encryption, got {error}')
-            return 'CTS discovered unencrypted; a read of Local Time Information refused with 0x0F Insufficient Encryption'
-        raise Expect('an unencrypted read of Local Time Information succeeded')
+        refused = await refused_unencrypted(state['lt'].read_value(), 'read of Local Time Information')
+        return f'CTS discovered unencrypted; a {refused}'
     await step('encryption required', discover_cts(), 10)
 
     await step('pair', pair(connection), 20)

@@ -17,7 +17,7 @@ from bumble.profiles.ancs import (
     AncsClient, AppAttributeId, CommandError, EventFlags, EventId, NotificationAttributeId,
 )
 
-from interop import Expect, accessory, check, exchange_mtu, find_phone, pair, step, tally
+from interop import Expect, accessory, check, exchange_mtu, find_phone, pair, refused_unencrypted, step, tally
 
 record = {'events': [], 'attributes': {}, 'errors': []}
 
@@ -70,15 +70,8 @@ async def main():
     if client is None:
         return 1
 
-    async def unencrypted_write():
-        try:
-            await client._ancs_proxy.control_point.write_value(bytes([0, 0, 0, 0, 0, 1]), with_response=True)
-        except Exception as error:  # noqa: BLE001
-            code = getattr(error, 'error_code', None)
-            check(code == 0x0F, f'expected Insufficient Encryption, got {error}')
-            return 'Control Point write refused with 0x0F Insufficient Encryption'
-        raise Expect('an unencrypted Control Point write succeeded')
-    await step('encryption required', unencrypted_write(), 10)
+    unencrypted_write = client._ancs_proxy.control_point.write_value(bytes([0, 0, 0, 0, 0, 1]), with_response=True)
+    await step('encryption required', refused_unencrypted(unencrypted_write, 'Control Point write'), 10)
 
     await step('pair', pair(connection), 20)
 

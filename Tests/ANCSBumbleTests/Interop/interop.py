@@ -98,6 +98,18 @@ async def find_phone(device):
     return address
 
 
+async def refused_unencrypted(operation, what):
+    """`operation` (a read or write before pairing) must fail with 0x0F
+    Insufficient Encryption; the step's detail says what was refused."""
+    try:
+        await operation
+    except Exception as error:  # noqa: BLE001
+        code = getattr(error, 'error_code', None)
+        check(code == 0x0F, f'expected Insufficient Encryption, got {error}')
+        return f'{what} refused with 0x0F Insufficient Encryption'
+    raise Expect(f'an unencrypted {what} succeeded')
+
+
 async def pair(connection):
     await connection.pair()
     check(connection.is_encrypted, 'not encrypted after pairing')
