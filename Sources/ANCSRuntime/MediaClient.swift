@@ -83,7 +83,7 @@ public actor MediaClient {
     public private(set) var link: LinkInfo?
     private var amsPublished = false
 
-    private enum RunPhase { case notStarted, running, finished }
+    private enum RunPhase { case notStarted, running, stopping, finished }
 
     enum Operation: Sendable {
         case ams(AMSClientAction)
@@ -139,10 +139,22 @@ public actor MediaClient {
         }
     }
 
+    /// Leaves the phone's AMS and CTS as an accessory should: their
+    /// notifications turned off (after any operation already on the air),
+    /// commands waiting ended with `.sessionEnded`; `run()` then returns.
+    /// Cancel the task running `run()` to leave at once.
+    public func stop() {
+        guard phase == .running else { return }
+        let now = time.now()
+        perform(ams.stop(at: now).map { .ams($0) } + cts.stop(at: now).map { .cts($0) })
+        phase = .stopping
+        operationSink.finish()  // what was queued is still issued, then the worker ends
+    }
+
     // MARK: - Running
 
-    /// Consumes the transport's events until its stream finishes or the
-    /// calling task is cancelled; then the sessions end (commands waiting
+    /// Consumes the transport's events until its stream finishes, `stop()`
+    /// has done its work, or the calling task is cancelled; then the sessions end (commands waiting
     /// end with `.sessionEnded`) and `events` finishes. Throws what ended the
     /// transport's stream, if it failed. Runs once.
     public func run() async throws {
@@ -166,6 +178,7 @@ public actor MediaClient {
                 case .ams(.write(let characteristic, let bytes, _)): result = .att(await transport.write(characteristic, bytes))
                 case .ams(.read(let characteristic, _)): result = .read(await transport.read(.ams(characteristic)))
                 case .cts(.subscribe(let characteristic)): result = .att(await transport.subscribe(.cts(characteristic)))
+                case .cts(.unsubscribe(let characteristic)): result = .att(await transport.unsubscribe(.cts(characteristic)))
                 case .cts(.read(let characteristic, _)): result = .read(await transport.read(.cts(characteristic)))
                 case .ams(.emit), .cts(.emit): continue  // not operations: told where they are made
                 }

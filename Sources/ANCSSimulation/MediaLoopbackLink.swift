@@ -22,6 +22,8 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
         var inFlight = 0
         var mostInFlight = 0
         var commands: [RemoteCommandID] = []
+        /// The characteristics whose notifications the link's client turned on.
+        var subscribed: Set<MediaCharacteristic> = []
         var closed = false
     }
 
@@ -65,6 +67,7 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
         state.ams.linkDown(connection)
         state.cts.linkDown(connection)
         state.connection = nil
+        state.subscribed = []
         sink.yield(.linkDown)
     }
 
@@ -121,6 +124,8 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
     public var player: MediaPlayer { state.withLock { $0.ams.player } }
     /// The commands the accessory sent, in order.
     public var commands: [RemoteCommandID] { state.withLock { $0.commands } }
+    /// What the link's client has subscribed to now (the CCCDs it turned on and not off).
+    public var subscriptions: Set<MediaCharacteristic> { state.withLock { $0.subscribed } }
     /// The most operations the client had outstanding at once (1 if it keeps ATT's rule).
     public var mostOperationsInFlight: Int { state.withLock { $0.mostInFlight } }
 
@@ -169,6 +174,7 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
                 deliver(state.ams.setSubscription(connection, ams, enabled: true), &state)
             case .cts: state.cts.setSubscription(connection, enabled: true)
             }
+            state.subscribed.insert(characteristic)
             return .success
         }
     }
@@ -181,6 +187,7 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
             case .ams(let ams): _ = state.ams.setSubscription(connection, ams, enabled: false)
             case .cts: state.cts.setSubscription(connection, enabled: false)
             }
+            state.subscribed.remove(characteristic)
             return .success
         }
     }

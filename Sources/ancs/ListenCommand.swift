@@ -150,10 +150,12 @@ struct ListenCommand: AsyncParsableCommand {
         let stop: @Sendable () -> Void = {
             guard stopping.withLock({ old in defer { old = true }; return !old }) else { return }
             Task { await client.stop() }
+            Task { await media?.stop() }
             // If the phone does not answer the unsubscriptions, leave anyway.
             Task {
                 try? await Task.sleep(for: .seconds(3))
                 running.cancel()
+                mediaRunning?.cancel()
             }
         }
         let signals = SignalWatch([SIGINT, SIGTERM], stop)
@@ -167,8 +169,16 @@ struct ListenCommand: AsyncParsableCommand {
         }
         let failure = await running.value
         await display.value
+        // AMS and CTS are left as ANCS is (their notifications off), before the link closes.
+        // A phone that does not answer is not waited for longer than ANCS's 3 s.
+        await media?.stop()
+        let leaving = Task { [mediaRunning] in
+            try? await Task.sleep(for: .seconds(3))
+            mediaRunning?.cancel()
+        }
+        _ = await mediaRunning?.value
+        leaving.cancel()
         await link.close()
-        mediaRunning?.cancel()
         await mediaDisplay?.value
         closePlayer()
         desktop?.close()

@@ -24,14 +24,16 @@ import ANCSSimulation
         let link: MediaLoopbackLink
         let client: MediaClient
         let outputs = Box<[MediaClientOutput]>()
+        /// Set when the client's `run()` returns.
+        let ran = Box<Bool>()
 
         init(delay: Duration, player: MediaPlayer = MediaPlayer(tracks: MediaClientTests.tracks, state: .playing), mtu: Int = 185) {
             link = MediaLoopbackLink(player: player, time: MediaClientTests.saturday, zone: MediaClientTests.paris,
                                      clock: simulation.clock, delay: delay)
             client = MediaClient(transport: link, clock: simulation.clock, executor: simulation.executor)
-            let client = self.client, outputs = self.outputs
+            let client = self.client, outputs = self.outputs, ran = self.ran
             outputs.value = []
-            simulation.spawn { try await client.run() }
+            simulation.spawn { try await client.run(); ran.value = true }
             simulation.spawn { for await output in client.events { outputs.value!.append(output) } }
             link.connect(mtu: mtu)
             simulation.runUntilIdle()
@@ -175,6 +177,30 @@ import ANCSSimulation
         #expect(result.value == .some(.sessionEnded))
         #expect(setup.outputs.value?.contains(.ams(.ended(.linkDown))) == true)
         #expect(setup.run { await $0.link } == .some(nil))
+    }
+
+    @Test(arguments: [Duration.zero, .seconds(2)])
+    func stopTurnsEveryNotificationOffThenRunReturns(delay: Duration) {
+        let setup = Setup(delay: delay)
+        #expect(setup.link.subscriptions == [.ams(.remoteCommand), .ams(.entityUpdate), .cts(.currentTime)])
+        let client = setup.client
+        let result = Box<AMSClientError?>()
+        setup.simulation.spawn { result.value = await client.perform(.pause) }
+        // Stopped with the command on the air (on the slow link): it ends, the CCCDs are written off after it.
+        setup.simulation.run(for: .milliseconds(500))
+        setup.simulation.spawn {
+            await client.stop()
+            await client.stop()  // a second stop changes nothing
+        }
+        setup.simulation.runUntilIdle()
+        #expect(setup.link.subscriptions.isEmpty)
+        // Done before the stop on the quick link; on the slow one still on the air, so ended by it.
+        #expect(result.value == (delay == .zero ? .some(nil) : .some(.sessionEnded)))
+        #expect(setup.outputs.value?.contains(.ams(.ended(.stopped))) == true)
+        #expect(setup.link.mostOperationsInFlight == 1)
+        // run() returned: the client's events finished, and a command now ends at once.
+        #expect(setup.ran.value == true)
+        #expect(setup.run { await $0.perform(.play) } == .some(.notReady))
     }
 
     @Test func thePhonesClockNotifiedAndItsZoneReadAgain() {

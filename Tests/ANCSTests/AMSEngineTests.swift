@@ -441,6 +441,7 @@ let queenTracks = [
                 switch action {
                 case .emit(let event): events.append(event)
                 case .subscribe: server.setSubscription(link, enabled: true)
+                case .unsubscribe: server.setSubscription(link, enabled: false)
                 case .read(let characteristic, let token):
                     reads.append(characteristic)
                     run(client.readCompleted(token, server.read(characteristic, at: now), at: now))
@@ -462,6 +463,35 @@ let queenTracks = [
         #expect(reads == [.currentTime, .localTimeInformation, .localTimeInformation])
         #expect(client.localTimeInformation?.utcOffsetMinutes == -300)
         #expect(client.currentTime?.hour == 17)
+    }
+
+    @Test func stopTurnsTheNotificationsOffAndReadsNothingMore() {
+        var client = CTSClient()
+        var now = Timestamp.zero
+        var reads: [WriteToken] = []
+        var events: [CTSClientEvent] = []
+        func run(_ actions: [CTSClientAction]) {
+            for action in actions {
+                if case .read(_, let token) = action { reads.append(token) }
+                if case .emit(let event) = action { events.append(event) }
+            }
+        }
+        #expect(client.stop(at: now).isEmpty)  // never linked: nothing to undo
+        run(client.linkUp(at: now))
+        #expect(reads.count == 1)
+        // Stopped with the time's read on the air: off, and its answer not told.
+        #expect(client.stop(at: now) == [.unsubscribe(.currentTime)])
+        #expect(client.stop(at: now).isEmpty)
+        run(client.readCompleted(reads[0], .value(Self.saturday.encode()), at: now))
+        run(client.received(currentTime: Self.saturday.encode(), at: now))
+        now = now + .seconds(60)
+        run(client.tick(at: now))
+        #expect(reads.count == 1)
+        #expect(events.isEmpty)
+        #expect(client.nextDeadline == nil)
+        // A new link starts again.
+        run(client.linkUp(at: now))
+        #expect(reads.count == 2)
     }
 
     @Test func aReadUnansweredTimesOutAndALateAnswerIsIgnored() {

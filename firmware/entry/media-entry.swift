@@ -74,6 +74,7 @@ public func ancsCTSInput(_ storage: UnsafeMutableRawPointer, _ kind: Int32, _ by
     case 1: actions = client.pointee.readCompleted(WriteToken(rawValue: UInt32(count)), readResult(input), at: now)
     case 2: actions = client.pointee.received(currentTime: Array(input), at: now)
     case 3: actions = client.pointee.linkDown(at: now)
+    case 4: actions = client.pointee.stop(at: now)
     default: actions = client.pointee.tick(at: now)
     }
     mediaActionCount &+= Int32(actions.count)

@@ -8,6 +8,7 @@
 //   a time, each ending with its value, an error, or requestTimeout), and
 //   Current Time's notifications on. A notification whose Adjust Reason says
 //   the zone or daylight saving changed reads Local Time Information again.
+//   stop ──► Current Time's notifications off; nothing more read.
 
 /// Why a CTS read failed.
 public enum CTSClientError: Error, Hashable, Sendable {
@@ -30,6 +31,8 @@ public enum CTSClientEvent: Hashable, Sendable {
 public enum CTSClientAction: Hashable, Sendable {
     /// Write the CCCD to enable notifications (no answer needed).
     case subscribe(CTSCharacteristic)
+    /// Write the CCCD to disable notifications (no answer needed).
+    case unsubscribe(CTSCharacteristic)
     /// Read the value; answer with `readCompleted(token, …)`.
     case read(CTSCharacteristic, WriteToken)
     case emit(CTSClientEvent)
@@ -80,6 +83,16 @@ public struct CTSClient: Sendable {
         queue = []
         inFlight = nil
         return []
+    }
+
+    /// The accessory leaves the link's CTS: notifications off, no more
+    /// reads; a read on the air is not told. `linkUp` starts again.
+    public mutating func stop(at now: Timestamp) -> [CTSClientAction] {
+        guard linked else { return [] }
+        linked = false
+        queue = []
+        inFlight?.abandoned = true
+        return [.unsubscribe(.currentTime)]
     }
 
     public mutating func readCompleted(_ token: WriteToken, _ result: ATTReadResult, at now: Timestamp) -> [CTSClientAction] {
