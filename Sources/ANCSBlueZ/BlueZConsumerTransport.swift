@@ -89,6 +89,9 @@ public actor BlueZConsumerTransport: GATTClientTransport {
 
     public nonisolated let events: AsyncThrowingStream<GATTClientEvent, any Error>
     let sink: AsyncThrowingStream<GATTClientEvent, any Error>.Continuation
+    /// AMS and CTS on the same link, for a `MediaClient` (BlueZMedia.swift).
+    public nonisolated let mediaEvents: AsyncThrowingStream<MediaClientEvent, any Error>
+    let mediaSink: AsyncThrowingStream<MediaClientEvent, any Error>.Continuation
     let bus: DBusConnection
     let options: Options
     let status: @Sendable (BlueZStatus) -> Void
@@ -100,6 +103,8 @@ public actor BlueZConsumerTransport: GATTClientTransport {
     var tree = BlueZObjects()
     var device: String?
     var linkIsUp = false
+    /// Moves on with each link held and ended: an answer of an older link's call is not this link's.
+    var linkGeneration: UInt64 = 0
     /// What goes with the link held: a link that ends is one assignment (`endLink`).
     var link = LinkState()
     /// How many times the object tree was rescanned (`reassess`): when
@@ -126,6 +131,7 @@ public actor BlueZConsumerTransport: GATTClientTransport {
         self.status = status
         self.prompt = prompt
         (events, sink) = AsyncThrowingStream.makeStream()
+        (mediaEvents, mediaSink) = AsyncThrowingStream.makeStream()
     }
 
     /// Connects to bluetoothd, takes the adapter, registers the agent and
@@ -260,9 +266,13 @@ public actor BlueZConsumerTransport: GATTClientTransport {
                                 member: "UnregisterAgent", [.objectPath(BlueZName.agentPath)], timeout: .seconds(2))
         bus.close()
         lock = nil
-        if linkIsUp { sink.yield(.linkDown) }
+        if linkIsUp {
+            sink.yield(.linkDown)
+            mediaSink.yield(.linkDown)
+        }
         linkIsUp = false
         sink.finish()
+        mediaSink.finish()
         for waiter in controlPointWaiters { waiter.resume() }
         controlPointWaiters.removeAll()
     }
@@ -293,5 +303,16 @@ struct LinkState {
     /// Security refusals answered in a row on a link neither paired nor
     /// encrypted (BlueZBond.swift, `securityRefused`).
     var unpairedRefusals = 0
+    /// AMS's and CTS's characteristics on the link, by object path too (BlueZMedia.swift).
+    var media: [MediaCharacteristic: String] = [:] {
+        didSet { mediaKinds = Dictionary(media.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first }) }
+    }
+    var mediaKinds: [String: MediaCharacteristic] = [:]
+    /// The services the media client was told of; nil until the link is told up.
+    var mediaTold: MediaServices?
+    /// Reads on the air, by path: whether their value's echo came yet.
+    var mediaReads: [String: Bool] = [:]
+    /// What a read returned, where its echo has not come yet.
+    var mediaReadEchoes: [String: [UInt8]] = [:]
 }
 #endif

@@ -11,7 +11,9 @@ extension BlueZConsumerTransport {
     func busEnded() {
         guard !closing else { return }
         closing = true
-        sink.finish(throwing: TransportError(.stackEnded, "the D-Bus connection to bluetoothd closed"))
+        let error = TransportError(.stackEnded, "the D-Bus connection to bluetoothd closed")
+        sink.finish(throwing: error)
+        mediaSink.finish(throwing: error)
     }
 
     func handle(_ signal: DBusSignal) {
@@ -45,7 +47,9 @@ extension BlueZConsumerTransport {
         case ("org.freedesktop.DBus", "NameOwnerChanged"):
             if signal.arguments.count == 3, signal.arguments[2].string == "", !closing {
                 closing = true
-                sink.finish(throwing: TransportError(.stackEnded, "bluetoothd stopped (org.bluez left the system bus)"))
+                let error = TransportError(.stackEnded, "bluetoothd stopped (org.bluez left the system bus)")
+                sink.finish(throwing: error)
+                mediaSink.finish(throwing: error)
             }
             return
         default:
@@ -86,6 +90,7 @@ extension BlueZConsumerTransport {
                     linkIsUp = false
                     status(BlueZStatus(kind: .disconnected, message: "\(address) disconnected; waiting for it to come back"))
                     sink.yield(.linkDown)
+                    mediaSink.yield(.linkDown)
                 }
                 endLink()
                 device = nil
@@ -115,8 +120,11 @@ extension BlueZConsumerTransport {
                                 isEncrypted: isPaired(device),
                                 isBonded: tree.property(device, BlueZName.device, "Bonded")?.bool == true)
             sink.yield(.linkUp(info))
+            linkGeneration &+= 1
+            mediaLinkUp(info, device: device)
             return
         }
+        followMedia(of: device)
         if link.ancsPublished && !complete {
             link.ancsPublished = false
             link.subscribed.removeAll()
@@ -139,10 +147,15 @@ extension BlueZConsumerTransport {
     func endLink() {
         for call in link.startNotifyCalls.values { call.cancel() }
         link = LinkState()
+        linkGeneration &+= 1
     }
 
     func deliver(_ value: [UInt8], from path: String) {
-        guard linkIsUp, let kind = link.kinds[path] else { return }
+        guard linkIsUp else { return }
+        guard let kind = link.kinds[path] else {
+            deliverMedia(value, from: path)
+            return
+        }
         if kind == .notificationSource && !link.notificationSourceRequested {
             link.heldNotifications.append(value)
             return

@@ -23,8 +23,8 @@ struct ListenCommand: AsyncParsableCommand {
 
         Each notification is shown once it is ready: its attributes fetched and its app's name \
         known (or known to be unavailable). What the phone plays (AMS) is shown as a ♫ line, \
-        and its clock and time zone (CTS) when the link comes up; --no-media leaves both out \
-        (the Bumble stack; BlueZ does not follow them yet). On Linux with a session bus the \
+        and its clock and time zone (CTS) when the link comes up; --no-media leaves both out. \
+        On Linux with a session bus the \
         phone's player is also org.mpris.MediaPlayer2.ancs: media keys and playerctl control it \
         (--no-mpris: not).
 
@@ -223,7 +223,7 @@ struct ListenCommand: AsyncParsableCommand {
                 let transport = try await BlueZConsumerTransport.start(
                     options: .init(adapter: options.adapter, device: options.device, name: options.name),
                     status: status, prompt: prompt)
-                return ListenTransport(transport: transport, media: nil, close: { await transport.close() })
+                return ListenTransport(transport: transport, media: options.noMedia ? nil : transport, close: { await transport.close() })
             } catch {
                 throw SetupError(message: error.message)
             }

@@ -43,6 +43,12 @@ final class FakeBlueZ: Sendable {
         var agentOwner: String?
         /// Device1 methods called, as (device path, member).
         var deviceCalls: [(path: String, member: String)] = []
+        /// AMS and CTS (FakeBlueZMedia.swift): calls as (path, member), the bytes written, what a read returns.
+        var mediaCalls: [(path: String, member: String)] = []
+        var mediaWrites: [(path: String, bytes: [UInt8])] = []
+        var mediaValues: [String: [UInt8]] = [:]
+        /// The next media write is refused with this ATT code.
+        var mediaWriteRefusal: UInt8?
     }
 
     let connection: DBusConnection
