@@ -190,6 +190,8 @@ checks = {
     "two commands performed": len(done) == 2 and not any("error" in e for e in done),
     "the phone received next track (playerctl), then pause (typed)": phone.get("commands") == [3, 1],
     "the time and its zone": bool(times) and times[0]["time"].startswith("2026-11-28T14:53") and zones and zones[0]["utcOffsetMinutes"] == 60,
+    "leaving (--duration), listen turned AMS's and CTS's notifications off":
+        {name: on for name, on in phone.get("subscriptions", [])} == {"remoteCommand": False, "entityUpdate": False, "currentTime": False},
 }
 for what, ok in checks.items():
     print(("PASS " if ok else "FAIL ") + what)

@@ -310,6 +310,8 @@ struct LinkState {
     var mediaKinds: [String: MediaCharacteristic] = [:]
     /// The services the media client was told of; nil until the link is told up.
     var mediaTold: MediaServices?
+    /// The link, up but not told to the media client: the phone has not paired yet.
+    var mediaWaiting: LinkInfo?
     /// Reads on the air, by path: whether their value's echo came yet.
     var mediaReads: [String: Bool] = [:]
     /// What a read returned, where its echo has not come yet.

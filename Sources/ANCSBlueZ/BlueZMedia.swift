@@ -9,8 +9,14 @@ import ANCSRuntime
 // ANCS's: a phone with no player still has a clock, and AMS can come and go
 // (Service Changed) while ANCS stays.
 //
-// - The media link comes up with ANCS's (`mediaEvents`' `linkUp` names the
-//   services found), and goes down with it.
+// - The media link comes up with ANCS's once the phone is paired
+//   (`mediaEvents`' `linkUp` names the services found), and goes down with
+//   it. Not before: AMS needs an encrypted link, and operations made before
+//   pairing are refused and retried by bluetoothd as it raises the link's
+//   security. bluetoothd 5.66 (in the VM) lost the consumer's Data Source
+//   subscription that way, its retried CCCD write failing ("Transport
+//   endpoint is not connected") while AMS's and CTS's operations were on
+//   the air; the link then dropped at ATT's timeout.
 // - A service that appears or goes is told with `servicesChanged`; one whose
 //   objects moved (a Service Changed that republished it) is told gone, then
 //   back, so the client sets it up again.
@@ -23,8 +29,17 @@ import ANCSRuntime
 // - A read is `ReadValue`: bluetoothd reads on with Read Blob while a part
 //   fills the MTU, so the value comes whole.
 extension BlueZConsumerTransport: MediaClientTransport {
-    /// Tells the media client that the link is up, with the services found.
+    /// Tells the media client that the link is up, with the services found,
+    /// once the phone is paired (at once for a bonded phone).
     func mediaLinkUp(_ info: LinkInfo, device: String) {
+        guard isPaired(device) else {
+            link.mediaWaiting = info
+            return
+        }
+        link.mediaWaiting = nil
+        var info = info
+        info.isEncrypted = true
+        info.isBonded = tree.property(device, BlueZName.device, "Bonded")?.bool == true
         let found = tree.mediaCharacteristics(of: device)
         link.media = found
         let services = MediaServices(found)
@@ -34,6 +49,10 @@ extension BlueZConsumerTransport: MediaClientTransport {
 
     /// Follows AMS and CTS on the link held (every rescan of the tree).
     func followMedia(of device: String) {
+        if let waiting = link.mediaWaiting {
+            mediaLinkUp(waiting, device: device)
+            return
+        }
         guard let told = link.mediaTold else { return }
         let found = tree.mediaCharacteristics(of: device)
         let services = MediaServices(found)

@@ -101,6 +101,26 @@ struct BlueZMediaTests {
         bluez.connection.close()
     }
 
+    @Test("a phone that pairs on this link: AMS and CTS are told only once it has paired (ANCS's link is up before)")
+    func mediaWaitsForPairing() async throws {
+        let bus = try PrivateBus()
+        let bluez = try await FakeBlueZ(bus)
+        let transport = try await start(bus)
+        var media = transport.mediaEvents.makeAsyncIterator()
+        var events = transport.events.makeAsyncIterator()
+        bluez.addMedia()
+        bluez.setDevice(["Paired": .boolean(false), "Bonded": .boolean(false)])
+        bluez.setDevice(["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+        if case .linkUp(let info) = try await events.next() { #expect(!info.isEncrypted) } else { Issue.record("no ANCS linkUp") }
+        #expect(await transport.subscribe(.cts(.currentTime)) == .transportFailure)
+        #expect(bluez.state.withLock { $0.mediaCalls.isEmpty })
+        bluez.setDevice(["Paired": .boolean(true), "Bonded": .boolean(true)])
+        #expect(try await media.next() == .linkUp(LinkInfo(mtu: 185, peer: "F0:F0:F0:F0:F0:F0", isEncrypted: true, isBonded: true), ams: true, cts: true))
+        #expect(await transport.subscribe(.cts(.currentTime)) == .success)
+        await transport.close()
+        bluez.connection.close()
+    }
+
     @Test("a phone with no AMS and no CTS: the media link says so, and nothing is issued")
     func noMedia() async throws {
         let bus = try PrivateBus()

@@ -87,6 +87,26 @@ def attr(e, name):
 
 
 listen = None
+# A session bus of its own (activating nothing), as on a desktop: listen offers the phone's
+# player there (MPRIS), and playerctl reads and presses it.
+session_env = dict(os.environ)
+
+
+def start_session_bus():
+    conf = os.path.join(OUT, 'media-session-bus.conf')
+    with open(conf, 'w') as f:
+        f.write('<busconfig><type>session</type><listen>unix:tmpdir=/tmp</listen><auth>EXTERNAL</auth>'
+                '<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>'
+                '<allow own="*"/></policy></busconfig>\n')
+    bus = subprocess.Popen(['dbus-daemon', '--config-file', conf, '--nofork', '--print-address=1'], stdout=subprocess.PIPE, text=True)
+    session_env['DBUS_SESSION_BUS_ADDRESS'] = bus.stdout.readline().strip()
+    return bus
+
+
+def playerctl(*arguments):
+    done = subprocess.run(['playerctl', '--player', 'ancs', *arguments], env=session_env, capture_output=True, text=True, timeout=20)
+    log(f'playerctl {" ".join(arguments)}: {done.returncode} {done.stdout.strip()[:80]!r} {done.stderr.strip()[:200]}')
+    return done.stdout.rstrip('\n')
 
 
 def launch(output, *options):
@@ -94,7 +114,7 @@ def launch(output, *options):
     first) and to OUT/<output>, its stderr to `status_lines`."""
     global listen
     events.clear(); status_lines.clear()
-    proc = subprocess.Popen([ANCS, 'listen', '--json', '--accept-pairing', '--name', 'ANCS test', *options],
+    proc = subprocess.Popen([ANCS, 'listen', '--json', '--accept-pairing', '--name', 'ANCS test', *options], env=session_env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
 
     def read_stdout():
@@ -123,6 +143,7 @@ def send(line):
 
 def main():
     phone = Phone('/run/iphone.sock')
+    start_session_bus()
     launch('listen.jsonl')
     check('listen advertises', wait(lambda: any('advertising' in l for l in status_lines), 30, 'advertising'), status_lines[-1:])
 
@@ -140,6 +161,7 @@ def main():
     check('attributes fetched (eager): title and message', a1 and attr(a1, 'title') == 'Alice' and attr(a1, 'message') == 'Lunch at noon?', a1)
     app = wait(lambda: find(lambda e: e['event'] == 'appAttributes' and e['appIdentifier'] == 'com.apple.MobileSMS'), 15, 'app name')
     check('app name fetched', app and app['attributes'][0].get('value') == 'Messages', app)
+    media(phone)
     st = phone('status')
     check('ATT MTU 517', st['mtu'] == 517, st)
 
@@ -187,6 +209,11 @@ def main():
     check('PreExisting replayed in the new session', replay and 'preExisting' in replay['flags'], replay)
     st = phone('status')
     check('ATT MTU 185 after reconnect', st['mtu'] == 185, st)
+    title = phone('media')['title']
+    whole = wait(lambda: find(lambda e: e['event'] == 'mediaUpdated' and e.get('attribute') == 'title' and e.get('value') == title
+                              and not e.get('truncated'), mark), 15, 'the whole title at MTU 185')
+    check('AMS set up again on the new link; the title read whole at MTU 185 (a Read, then Read Blobs)', whole,
+          [len(e.get('value', '').encode()) for e in events[mark:] if e.get('attribute') == 'title'])
     phone('post', 3)
     wait(lambda: find(lambda e: e['event'] == 'attributes' and e['uid'] == 3, mark), 15, 'attributes uid 3')
     mark = len(events)
@@ -237,7 +264,43 @@ def main():
 
     # -------- SIGTERM: clean exit 0, the subscriptions written off on the phone
     terminate(phone, 'SIGTERM')
+    media_left(phone)
     faults(phone)
+
+
+def media(phone):
+    """The phone's music and clock (AMS, CTS) beside ANCS on the same link, and the desktop's player (MPRIS)
+    through playerctl."""
+    told = phone('media')
+    title = told['title']
+    ready = wait(lambda: find(lambda e: e['event'] == 'mediaReady'), 20, 'mediaReady')
+    check('AMS set up beside ANCS: subscribed and registered', ready and told['registrations'], told['registrations'])
+    whole = wait(lambda: find(lambda e: e['event'] == 'mediaUpdated' and e.get('attribute') == 'title' and e.get('value') == title
+                              and not e.get('truncated')), 20, 'the whole title')
+    cut = find(lambda e: e['event'] == 'mediaUpdated' and e.get('attribute') == 'title' and e.get('truncated'))
+    check(f'a {len(title.encode())}-byte title cut in its notification (MTU 517), read whole through bluetoothd (ReadValue)',
+          whole and cut, cut and len(cut.get('value', '').encode()))
+    time_ = wait(lambda: find(lambda e: e['event'] == 'phoneTime'), 15, 'phoneTime')
+    zone = find(lambda e: e['event'] == 'timeZone')
+    check("the phone's time and zone (CTS)", time_ and time_['time'].startswith('2026-11-28T14:53') and zone and zone['utcOffsetMinutes'] == 60,
+          [time_, zone])
+    shown = wait(lambda: playerctl('metadata', 'xesam:title') == title, 10, 'the title on the session bus')
+    check("playerctl reads the whole title from listen's MPRIS player", shown, playerctl('metadata', 'xesam:title')[:60])
+    mark = len(events)
+    playerctl('play-pause')
+    done = wait(lambda: find(lambda e: e['event'] == 'mediaCommandCompleted', mark), 15, 'mediaCommandCompleted')
+    commands = phone('media')['commands']
+    check('playerctl play-pause reached the phone (TogglePlayPause) and was performed', done and 'error' not in done and commands == [2],
+          [done, commands])
+    paused = wait(lambda: playerctl('status') == 'Paused', 10, 'MPRIS status Paused')
+    check("the phone's player paused, and MPRIS says so", paused, playerctl('status'))
+
+
+def media_left(phone):
+    """After listen ended: AMS's and CTS's notifications written off, as ANCS's."""
+    last = wait(lambda: (lambda state: state if all(on is False for on in state.values()) and len(state) == 3 else None)(
+        {name: on for name, on in phone('media')['subscriptions']}), 5, 'the media subscriptions written off')
+    check("listen turned AMS's and CTS's notifications off when it left", last, phone('media')['subscriptions'][-6:])
 
 
 def subscriptions(phone, since=0):

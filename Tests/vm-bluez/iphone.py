@@ -7,9 +7,13 @@ when the accessory asks for security (or re-encrypts with the bond), answers the
 with the ANCS error codes, announces its notifications as PreExisting when Notification Source
 is subscribed, and fragments Data Source responses to ATT_MTU - 3.
 
+Beside ANCS it plays music and keeps a clock, as an iPhone does: the Apple Media Service and the
+Current Time Service of Tests/ANCSBumbleTests/Interop/bumble_media_phone.py (Bumble's own Ams),
+its title cut in its notification at any MTU (ATT's longest value, 512 bytes: read whole).
+
 A line protocol on a Unix socket drives it; each command answers one JSON line:
   status | post <uid> | disconnect | connect | max_mtu <n> | remove_service | add_service
-  fraglog | actions | events
+  fraglog | actions | events | media (AMS's and CTS's record: commands, registrations, subscriptions)
 and the faults of real iPhones:
   forget_subscriptions   the CCCDs forgotten in silence (nothing more is notified)
   sharing off|on         "Share System Notifications" off: CCCD writes succeed, every Control
@@ -44,6 +48,13 @@ from bumble.transport.common import AsyncPipeSink
 # address, as the kernel's connection expects.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'Sources', 'ANCSBumble', 'Host'))
 from ancs_host.link import FixedLink  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'ANCSBumbleTests', 'Interop'))
+import bumble_media_phone  # noqa: E402
+
+# What the phone plays first: a title of 512 bytes (ATT's longest value), characters of one to
+# three bytes: cut in its notification at any MTU, read whole (at MTU 185: Read, then Read Blob).
+MEDIA_TITLE = ('Ça plane pour moi — Émilie Sørensen à Zürich · ' * 12).encode()[:500].decode('utf-8', 'ignore')
+MEDIA_TITLE += '.' * (512 - len(MEDIA_TITLE.encode()))
 
 ANCS_UUID = '7905f431-b5ce-4e99-a40f-4b1e122d00d0'
 T0 = time.monotonic()
@@ -226,6 +237,10 @@ async def main():
     cfg = PairingConfig(sc=True, mitm=False, bonding=True, identity_address_type=hci.AddressType.RANDOM_DEVICE,
                         delegate=PairingDelegate(PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT))
     dev.pairing_config_factory = lambda c: cfg
+    # AMS and CTS first: ANCS stays the last service, so removing it and adding it back (Service
+    # Changed) gives it its handles again (Bumble numbers a new service after the attributes it holds).
+    media = bumble_media_phone.Phone(argparse.Namespace(title=MEDIA_TITLE, time='2026-11-28T14:53:07', utc_offset_minutes=60,
+                                                        record=None), dev, ancs=False)
     phone = Phone(dev)
     await dev.power_on()
     dev.gatt_server.max_mtu = 517
@@ -234,7 +249,7 @@ async def main():
     def on_connection(conn):
         phone.conn = conn
         phone.ev('connected', peer=str(conn.peer_address))
-        conn.on('disconnection', lambda reason: phone.ev('disconnected', reason=str(reason)))
+        conn.on('disconnection', lambda reason: (phone.ev('disconnected', reason=str(reason)), media.links.pop(conn.handle, None)))
         conn.on('pairing', lambda keys: (bonded.add(str(conn.peer_address)), phone.ev('paired')))
         conn.on('pairing_failure', lambda reason: phone.ev('pairing_failure', reason=str(reason)))
         conn.on('connection_encryption_change', lambda *a: phone.ev('encryption', on=conn.is_encrypted))
@@ -349,6 +364,8 @@ async def main():
                     r = phone.actions
                 elif cmd == 'events':
                     r = phone.events
+                elif cmd == 'media':
+                    r = dict(media.record, title=MEDIA_TITLE)
                 else:
                     r = f'unknown command {cmd}'
                 writer.write((json.dumps(dict(ok=True, r=r)) + '\n').encode())

@@ -162,15 +162,21 @@ class Link:
 
 
 class Phone:
-    def __init__(self, args, device):
+    """AMS and CTS on `device` (and a minimal ANCS unless `ancs` is false:
+    a phone of its own provides that). `args`: title, time,
+    utc_offset_minutes, record (as this program's options)."""
+
+    def __init__(self, args, device, ancs=True):
         self.args = args
         self.device = device
         self.player = Player(args.title)
         self.links = {}  # connection handle -> Link
-        self.record = {'commands': [], 'refused': [], 'registrations': []}
+        # subscriptions: [characteristic, on] in order, as the accessory wrote the CCCDs
+        self.record = {'commands': [], 'refused': [], 'registrations': [], 'subscriptions': []}
         self.tasks = set()
         self.ams = self.build_ams()
-        self.build_ancs()
+        if ancs:
+            self.build_ancs()
         self.build_cts()
 
     def later(self, coroutine):
@@ -216,12 +222,18 @@ class Phone:
         self.device.add_service(ams)
         return ams
 
+    def subscribed(self, name, on):
+        self.record['subscriptions'].append([name, bool(on)])
+        self.save()
+
     def on_remote_command_subscription(self, connection, notify, _indicate):
+        self.subscribed('remoteCommand', notify)
         if notify:
             self.later(self.device.notify_subscriber(
                 connection, self.ams.remote_command_characteristic, bytes(SUPPORTED)))
 
     def on_entity_update_subscription(self, connection, notify, _indicate):
+        self.subscribed('entityUpdate', notify)
         link = self.link(connection)
         link.entity_update_on = notify
         if not notify:
@@ -305,10 +317,12 @@ class Phone:
         current_time = struct.pack('<HBBBBBBBB', when.year, when.month, when.day, when.hour, when.minute,
                                    when.second, when.isoweekday(), 0, 0)
         local_time = struct.pack('<bB', self.args.utc_offset_minutes // 15, 0)
+        time_characteristic = Characteristic(GATT_CURRENT_TIME_CHARACTERISTIC,
+                                             Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,
+                                             Characteristic.READABLE, current_time)
+        time_characteristic.on('subscription', lambda _connection, notify, _indicate: self.subscribed('currentTime', notify))
         self.device.add_service(Service(GATT_CURRENT_TIME_SERVICE, [
-            Characteristic(GATT_CURRENT_TIME_CHARACTERISTIC,
-                           Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,
-                           Characteristic.READABLE, current_time),
+            time_characteristic,
             Characteristic(LOCAL_TIME_INFORMATION, Characteristic.Properties.READ, Characteristic.READABLE,
                            local_time),
         ]))
