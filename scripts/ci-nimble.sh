@@ -61,7 +61,7 @@ nimble_tar=${NIMBLE_TAR:-$root/third_party/mynewt-nimble-1e8ed6027.tar.gz}
 # The pinned archive's SHA-256 (third_party/README.md); NIMBLE_TAR must match it too.
 nimble_sha256=db3afc3667637485d1f553ee288dadf9c3eece53d42b8bad7cc3518f3a8abe1c
 nimble=$root/.build/nimble/src
-echo "== Firmware: the C API and the NimBLE adapter"
+[ -n "${NIMBLE_CHILD:-}" ] || echo "== Firmware: the C API and the NimBLE adapter"
 
 # ---- what a fresh machine lacks
 missing=()
@@ -451,7 +451,7 @@ check "unpublished: the notification posted after the fault shown on the next li
 fi
 
 # ---- 4. Cortex-M4: the adapter against NimBLE's headers, the core
-echo "== Cortex-M4 (soft- and hard-float) and ESP32-C3 builds and size"
+want size && echo "== Cortex-M4 (soft- and hard-float) and ESP32-C3 builds and size"
 if ! want size; then :
 elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
   # firmware-size.sh fails if a build or link fails, if the soft-float adapter
