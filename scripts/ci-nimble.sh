@@ -43,7 +43,8 @@
 #                    the link drops: the next link starts a session
 #   4. the adapter and the core built against NimBLE's headers for Cortex-M4
 #      (soft-float and hard-float ABI) and the ESP32-C3 (rv32imc), and their
-#      size (scripts/firmware-size.sh); both Cortex-M4 totals within the budget.
+#      size (scripts/firmware-size.sh); both Cortex-M4 totals within the budget,
+#      and ams.h's library (AMS and CTS) within its own.
 #
 # Every process has a timeout. Prints "nimble: N passed, N failed".
 # Logs: .build/ci-nimble/<run>/. NIMBLE_RUNS="mtu23 hundred" runs only those.
@@ -98,7 +99,7 @@ if [ -z "${NIMBLE_CHILD:-}" ]; then
 # ---- 1. the C API
 echo "== C API tests"
 if timeout 600 integrations/c/test/run.sh > "$root/.build/capi-test.log" 2>&1; then
-  passed=$((passed + 1)); echo "  ok   C API: $(tail -1 "$root/.build/capi-test.log")"
+  passed=$((passed + 1)); echo "  ok   C API: $(grep -E '^(capi|parser|media): ' "$root/.build/capi-test.log" | paste -sd ';' -)"
 else
   failed=$((failed + 1)); echo "  FAIL C API:"; cat "$root/.build/capi-test.log"
 fi
@@ -465,6 +466,11 @@ elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
   check "Cortex-M4F hard-float: adapter + C API + core ${hard:-?} bytes of text, within $FIRMWARE_TEXT_BUDGET" \
     test "${hard:-999999}" -le "$FIRMWARE_TEXT_BUDGET"
   check "ESP32-C3: adapter + C API + core linked" grep -Eq '^rv32imc: adapter \+ C API \+ core ' "$out/size.txt"
+  # ams.h's library (AMS and CTS), a budget of its own: its first figure, 21 836 bytes, rounded up to KiB.
+  media_text=$(awk '/^Cortex-M4: media C API \(ams.h/ { print $(NF - 2) }' "$out/size.txt")
+  check "Cortex-M4: ams.h's C API (AMS and CTS) ${media_text:-?} bytes of text, within ${MEDIA_TEXT_BUDGET:=22528}" \
+    test "${media_text:-999999}" -le "$MEDIA_TEXT_BUDGET"
+  check "Cortex-M4: ancs.h and ams.h link side by side in one firmware" grep -Eq '^Cortex-M4: ancs.h and ams.h in one firmware' "$out/size.txt"
   check "ESP32-C3: the adapter and libancs.a linked by GNU ld, as ESP-IDF links" grep -q '^rv32imc: adapter + libancs.a linked by GNU ld' "$out/size.txt"
   check "the ESP-IDF component filled and self-contained" integrations/esp-idf/fill.sh --check "$out/esp-idf"
   check "the C library's functions counted (picolibc, libgcc)" grep -Eq '^ +of which libc\.a [0-9]+, libgcc\.a [0-9]+' "$out/size.txt"

@@ -72,6 +72,15 @@ parser_api=(ancs_decode_notification_source ancs_encode_get_notification_attribu
             ancs_encode_perform_notification_action ancs_parser_storage_size ancs_parser_init ancs_parser_begin
             ancs_parser_feed ancs_parser_finish ancs_parser_reset ancs_parser_is_parsing ancs_decode_reason_name
             ancs_parser_status_name)
+# ams.h (libancs_media.a): the AMS and CTS clients, an object of its own.
+media_api=(ancs_ams_storage_size ancs_ams_init ancs_ams_deinit ancs_ams_link_up ancs_ams_link_down ancs_ams_service_changed
+           ancs_ams_subscription_result ancs_ams_write_result ancs_ams_read_result ancs_ams_remote_command
+           ancs_ams_entity_update ancs_ams_tick ancs_ams_stop ancs_ams_next_deadline ancs_ams_is_ready ancs_ams_perform
+           ancs_ams_playback_at ancs_ams_text ancs_cts_storage_size ancs_cts_init ancs_cts_deinit ancs_cts_link_up
+           ancs_cts_link_down ancs_cts_read_result ancs_cts_current_time ancs_cts_tick ancs_cts_stop ancs_cts_next_deadline
+           ancs_cts_phone_time)
+cts_api=(ancs_cts_storage_size ancs_cts_init ancs_cts_deinit ancs_cts_link_up ancs_cts_link_down ancs_cts_read_result
+         ancs_cts_current_time ancs_cts_tick ancs_cts_stop ancs_cts_next_deadline ancs_cts_phone_time)
 link() {  # linker output roots objects...
   local linker=$1 output=$2 roots=$3; shift 3
   local keep=()
@@ -81,6 +90,11 @@ link() {  # linker output roots objects...
 capi() { echo "$out/$1/ancs-swift.o" "$out/$1/ancs_tables.o"; }
 link "$lld" "$out/capi.elf" "${api[*]}" $(capi capi)
 link "$lld" "$out/parser.elf" "${parser_api[*]}" $(capi capi)
+link "$lld" "$out/media.elf" "${media_api[*]}" "$out/capi/ancs-media-swift.o"
+link "$lld" "$out/cts.elf" "${cts_api[*]}" "$out/capi/ancs-media-swift.o"
+# Both libraries in one firmware: each object keeps its own code (nothing
+# but the C API is global in either), so they link side by side.
+link "$lld" "$out/capi-media.elf" "${api[*]} ${media_api[*]}" $(capi capi) "$out/capi/ancs-media-swift.o"
 link "$lld" "$out/adapter.elf" "${adapter[*]}" "$out/ancs_nimble.o"
 link "$lld" "$out/all.elf" "${adapter[*]}" "$out/ancs_nimble.o" $(capi capi)
 link "$lld" "$out/adapter-nolog.elf" "${adapter[*]}" "$out/ancs_nimble-nolog.o"
@@ -101,6 +115,10 @@ printf '#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include
   '_Static_assert(sizeof(ancs_characteristic) == 4 && sizeof(ancs_event_type) == 4 && sizeof(ancs_health) == 4 && sizeof(ancs_resubscribe_reason) == 4 && sizeof(ancs_session_end) == 4, "an enum of ancs.h is not int-sized with -fshort-enums");' \
   > "$out/enum-size.c"
 "${m4[@]}" -fshort-enums -I integrations/c/include -c "$out/enum-size.c" -o "$out/enum-size.o"
+printf '#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include "ams.h"\n%s\n' \
+  '_Static_assert(sizeof(ancs_ams_characteristic) == 4 && sizeof(ancs_ams_event_type) == 4 && sizeof(ancs_ams_end) == 4 && sizeof(ancs_cts_characteristic) == 4 && sizeof(ancs_cts_event_type) == 4, "an enum of ams.h is not int-sized with -fshort-enums");' \
+  > "$out/enum-size-media.c"
+"${m4[@]}" -fshort-enums -I integrations/c/include -c "$out/enum-size-media.c" -o "$out/enum-size-media.o"
 printf '#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include "ancs_parser.h"\n%s\n' \
   '_Static_assert(sizeof(ancs_decode_reason) == 4 && sizeof(ancs_parser_event_type) == 4, "an enum of ancs_parser.h is not int-sized with -fshort-enums");' \
   > "$out/enum-size-parser.c"
@@ -189,6 +207,9 @@ row "rv32imc: core + C API" "$out/capi-rv32imc.elf"
 if [ ${#rv[@]} -gt 0 ]; then row "rv32imc: adapter + C API + core" "$out/all-rv32imc.elf"
 else echo "rv32imc: adapter not built (no riscv64-unknown-elf-gcc with picolibc)"; fi
 row "Cortex-M4: parser C API (ancs_parser.h)" "$out/parser.elf"
+row "Cortex-M4: media C API (ams.h: AMS and CTS)" "$out/media.elf"
+row "Cortex-M4: media C API, CTS alone" "$out/cts.elf"
+row "Cortex-M4: ancs.h and ams.h in one firmware" "$out/capi-media.elf"
 if [ ${#with_clib[@]} -gt 0 ]; then
   echo "With the C library functions they pull in (picolibc 1.8, libgcc), Cortex-M4 unless named:"
   for name in "${with_clib[@]}"; do

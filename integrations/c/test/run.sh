@@ -26,3 +26,8 @@ echo "-- ancs_parser.h"
 cc -std=c11 -Wall -Wextra -Werror -O1 -g -I "$here/../include" -o "$out/test_parser" "$here/test_parser.c" \
   "$out/libancs.a" $tables -lm -Wl,--wrap=malloc,--wrap=free,--wrap=posix_memalign
 timeout 120 "$out/test_parser"
+# ams.h (AMS and CTS: libancs_media.a), heap counted the same way.
+echo "-- ams.h"
+cc -std=c11 -Wall -Wextra -Werror -O1 -g -I "$here/../include" -o "$out/test_media" "$here/test_media.c" \
+  "$out/libancs_media.a" $tables -lm -Wl,--wrap=malloc,--wrap=free,--wrap=posix_memalign
+timeout 120 "$out/test_media"
