@@ -147,11 +147,17 @@ timeout 90 "$ANCS_BUMBLE_PYTHON" -B -u Tests/ANCSBumbleTests/Interop/bumble_ams_
   --expect-title "Ça plane pour moi — Émilie Sørensen live à Zürich, été 2026" --expect-time 2026-11-28T14:53 \
   --expect-utc-offset-minutes 60 --json "$out/$run-client.json" 2>"$out/$run-client.err" | tee "$out/$run-client.log" \
   || fail "$run: Bumble's AmsClient" "$out/$run-client.log"
+# The scenario's play step comes 2 s after the timeline's start (the client's registration).
+for _ in $(seq 50); do grep -q '"event":"player"' "$out/$run-provide.jsonl" && break; sleep 0.2; done
 kill "$provide" 2>/dev/null || true; wait "$provide" 2>/dev/null || true
 cleanup; pids=()
 if grep -q '"event":"mediaCommand".*"command":"nextTrack","performed":true' "$out/$run-provide.jsonl"; then
   echo "PASS provide reports the accessory's next track"
 else fail "$run: provide did not report the accessory's command" "$out/$run-provide.jsonl"; fi
+# An accessory with AMS alone (no ANCS session): its registration starts the scenario's timeline.
+if grep -q '"event":"player"' "$out/$run-provide.jsonl"; then
+  echo "PASS an AMS registration alone started the timeline: the phone's play step ran"
+else fail "$run: the timeline did not start without an ANCS session" "$out/$run-provide.jsonl"; fi
 
 echo "-- ancs listen (AMS, CTS) against a phone built on Bumble's Ams service, MTU 23"
 run=listen-media

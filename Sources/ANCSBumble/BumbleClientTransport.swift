@@ -1,6 +1,7 @@
 import ANCS
 import ANCSRuntime
 import Foundation
+import Synchronization
 
 /// The NC's GATT client on a Bumble host: the host scans for an advertiser
 /// soliciting ANCS (or connects to `peer`), pairs with LE Secure Connections
@@ -84,6 +85,14 @@ public final class BumbleClientTransport: GATTClientTransport, MediaClientTransp
                  .mediaSubscription, .mediaWrite, .mediaRead:
                 malformed(line)  // the serve role's
             }
+        }
+        if options.media {
+            // The host closes when both streams end, not with the consumer's alone: a media client
+            // still leaving (AMS's and CTS's notifications off) keeps it, as `close()` does not.
+            let open = Mutex(2)
+            let ended: @Sendable () -> Void = { if open.withLock({ $0 -= 1; return $0 == 0 }) { host.close() } }
+            sink.onTermination = { _ in ended() }
+            mediaSink.onTermination = { _ in ended() }
         }
         return BumbleClientTransport(host: host, ready: ready, events: events, mediaEvents: mediaEvents, operations: operations)
     }

@@ -24,7 +24,8 @@ struct ProvideCommand: AsyncParsableCommand {
         --pairing just-works for NoInputNoOutput). With --central it asks for the ATT MTU --mtu after connecting, \
         as an iPhone does (--mtu 23: no exchange). With --json, one object per event, notifications with their \
         title, subtitle and message (scenario data). \
-        The timeline starts when the first consumer subscribes to Notification Source; the accessory's own actions \
+        The timeline starts when the first consumer subscribes to Notification Source (or, with --media, registers \
+        with AMS); the accessory's own actions \
         in the demo scenario are left to the accessory. \
         A phone that asks its user first: --allow-notifications-after S refuses the Notification Source and Data Source \
         subscriptions (CCCD writes) with ATT 0x08 Insufficient Authorization until S seconds after the link with the \
@@ -124,8 +125,23 @@ struct ProvideCommand: AsyncParsableCommand {
         let player = media ? MediaServer(transport: server, player: play.player ?? DemoScenario.standard.player,
                                          time: play.phoneTime ?? Self.utcNow(), zone: play.zone ?? LocalTimeInformation(utcOffsetMinutes: 0))
                            : nil
+        // The timeline starts with the first consumer's ANCS session, or (--media) the first AMS registration:
+        // an accessory that follows only the music sees the scenario's player steps too.
+        let (starts, startSink) = AsyncStream<Void>.makeStream()
+        let (republishStarts, republishStartSink) = AsyncStream<Void>.makeStream()
+        let timelineStarted = Mutex(false)
+        let startTimeline: @Sendable () -> Void = {
+            guard timelineStarted.withLock({ started in defer { started = true }; return !started }) else { return }
+            startSink.yield()
+            republishStartSink.yield()
+        }
         let playing = player.map { player in Task { try? await player.run() } }
-        let playerEvents = player.map { player in Task { for await event in player.events { view.show(event) } } }
+        let playerEvents = player.map { player in Task {
+            for await event in player.events {
+                view.show(event)
+                if case .registered = event { startTimeline() }
+            }
+        } }
         // Ctrl-C or SIGTERM ends the run as --duration does: the stack closed,
         // exit 0. Watched before "ready" is printed: a bench may stop the
         // provider the moment it reads it.
@@ -145,8 +161,6 @@ struct ProvideCommand: AsyncParsableCommand {
             view.notification("waiting", key: key, uid: uid, notification)
         }
         let presetKeys = keys
-        let (starts, startSink) = AsyncStream<Void>.makeStream()
-        let (republishStarts, republishStartSink) = AsyncStream<Void>.makeStream()
         let sessionLimit = sessions
 
         let timeline = Task {
@@ -217,7 +231,6 @@ struct ProvideCommand: AsyncParsableCommand {
 
         let events = Task {
             var ended = 0
-            var started = false
             for await event in provider.events {
                 if case .notificationAttributesSent(_, let command) = event {
                     view.show(event, notification: await provider.notificationCenter[command.notificationUID])
@@ -226,11 +239,7 @@ struct ProvideCommand: AsyncParsableCommand {
                 }
                 switch event {
                 case .sessionStarted:
-                    if !started {
-                        started = true
-                        startSink.yield()
-                        republishStartSink.yield()
-                    }
+                    startTimeline()
                 case .sessionEnded:
                     ended += 1
                     if sessionLimit > 0 && ended >= sessionLimit { server.close() }

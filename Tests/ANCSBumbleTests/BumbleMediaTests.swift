@@ -107,6 +107,33 @@ struct BumbleMediaScriptedHostTests {
             out('result', rid, 'failed')
     """#
 
+    @Test("the consumer's stream ending (its client stopped first) leaves the host to the media client, still leaving")
+    func hostOutlivesTheConsumersStream() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-media-host-\(UInt32.random(in: 0...UInt32.max)).py")
+        try Data(Self.script.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let python = BumbleEnvironment(python: try #require(BumbleTestEnvironment.anyPython), script: file.path)
+        var options = BumbleHostOptions(transport: "none", startTimeout: .seconds(20))
+        options.media = true
+        let transport = try await BumbleClientTransport.start(options, environment: python)
+        defer { transport.close() }
+        let media = MediaClient(transport: transport)
+        let run = Task { try await media.run() }
+        let outputs = EventLog<MediaClientOutput>()
+        let reader = Task { for await output in media.events { outputs.append(output) } }
+        let ancs = Task { for try await _ in transport.events {} }
+        try await outputs.wait(timeout: .seconds(20), "AMS ready") { all in all.contains(.ams(.ready)) ? true : nil }
+        // The consumer's run ends first (listen stops both; ANCS's unsubscriptions are quicker).
+        ancs.cancel()
+        _ = await ancs.result
+        try await Task.sleep(for: .milliseconds(300))
+        // The host still answers the media client: a command goes through.
+        #expect(await media.perform(.nextTrack) == nil)
+        transport.close()
+        try await withTimeout(.seconds(20), "run() after close") { try await run.value }
+        await reader.value
+    }
+
     @Test("now playing, a cut title read whole, the clock and zone, a command, the link's end")
     func mediaClientOverTheLines() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-media-host-\(UInt32.random(in: 0...UInt32.max)).py")

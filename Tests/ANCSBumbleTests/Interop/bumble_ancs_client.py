@@ -75,6 +75,16 @@ async def main():
 
     await step('pair', pair(connection), 20)
 
+    async def control_point_not_readable():
+        # No read property: refused at once, not left to ATT's 30 s.
+        try:
+            await client._ancs_proxy.control_point.read_value()
+        except Exception as error:  # noqa: BLE001
+            check(getattr(error, 'error_code', None) == 0x02, f'expected Read Not Permitted, got {error}')
+            return 'read refused with 0x02 Read Not Permitted'
+        raise Expect('the Control Point was read')
+    await step('the Control Point is not readable', control_point_not_readable(), 5)
+
     if args.mtu > 23:
         await step(f'exchange MTU {args.mtu}', exchange_mtu(peer, args.mtu), 10)
 

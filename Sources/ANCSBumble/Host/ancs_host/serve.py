@@ -22,6 +22,13 @@ def connection_of(bearer):
     return bearer.connection if is_enhanced_bearer(bearer) else bearer
 
 
+
+def not_readable(_bearer):
+    """A characteristic without the Read property: Bumble checks neither the
+    property nor READABLE, and a value without a read function raises a
+    non-ATT error in the server's task, so the client would get no answer."""
+    raise ATT_Error(ATT_READ_NOT_PERMITTED_ERROR)
+
 class Held:
     """A request held until the Swift side answers it: a write (`reply`) or
     a read (`reply-read`, or `reply` with an error)."""
@@ -121,10 +128,12 @@ class Server(Session):
             name: self.with_cccd(Characteristic(ANCS.uuids[name], Characteristic.Properties.NOTIFY,
                                                 Attribute.READ_REQUIRES_ENCRYPTION, b''), name)
             for name in NOTIFYING}
+        # No read property: a read is refused 0x02 (without a read function
+        # Bumble would answer nothing, and the client wait for ATT's 30 s).
         self.cp = Characteristic(
             ANCS.uuids['cp'], Characteristic.Properties.WRITE,
             Attribute.WRITEABLE | Attribute.WRITE_REQUIRES_ENCRYPTION,
-            CharacteristicValue(write=self.on_control_point_write))
+            CharacteristicValue(read=not_readable, write=self.on_control_point_write))
         self.service = Service(ANCS.service, [self.notifying['ns'], self.cp, self.notifying['ds']])
         self.device.add_service(self.service)
         for name, characteristic in self.notifying.items():
@@ -136,12 +145,6 @@ class Server(Session):
         held until the Swift side answers (`media-write`, `media-read`)."""
         if not MEDIA.enabled:
             return
-
-        def not_readable(_bearer):
-            # Bumble checks neither the Read property nor READABLE: a value
-            # without a read function raises a non-ATT error in the server's
-            # task, and the client would get no answer at all.
-            raise ATT_Error(ATT_READ_NOT_PERMITTED_ERROR)
 
         def characteristic(name, uuid):
             readable, writable = name in MEDIA_READABLE, name in MEDIA_WRITABLE
