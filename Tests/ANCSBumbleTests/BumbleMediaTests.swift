@@ -63,7 +63,7 @@ struct BumbleMediaScriptedHostTests {
     /// from Entity Attribute), refuses every Remote Command but next track with 0xA1, logs
     /// each line it is sent on stderr, and ends the link after `next`.
     static let script = #"""
-    import sys
+    import sys, time
     def out(*fields):
         print(' '.join(str(f) for f in fields), flush=True)
     TITLE = 'Süßes Lied, das länger ist als eine Benachrichtigung'.encode()
@@ -100,6 +100,10 @@ struct BumbleMediaScriptedHostTests {
         elif verb == 'write-to' and f[2] == 'rc':
             if f[3] == '03':
                 out('result', rid, 'ok')
+                # A moment later: an answer and the link's end at once race in the runtime
+                # (the worker's result and the event loop's link-down reach the engine in
+                # either order: the command may end sessionEnded though it was performed).
+                time.sleep(0.3)
                 out('link-down')
             else:
                 out('result', rid, 'att', '0xA1')
@@ -107,8 +111,9 @@ struct BumbleMediaScriptedHostTests {
             out('result', rid, 'failed')
     """#
 
-    @Test("the consumer's stream ending (its client stopped first) leaves the host to the media client, still leaving")
-    func hostOutlivesTheConsumersStream() async throws {
+    /// The scripted host behind a transport, a `MediaClient` running over it
+    /// and its outputs; closed, and the client's run awaited, after `body`.
+    func withScriptedHost(_ body: (BumbleClientTransport, MediaClient, EventLog<MediaClientOutput>) async throws -> Void) async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-media-host-\(UInt32.random(in: 0...UInt32.max)).py")
         try Data(Self.script.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
@@ -121,60 +126,55 @@ struct BumbleMediaScriptedHostTests {
         let run = Task { try await media.run() }
         let outputs = EventLog<MediaClientOutput>()
         let reader = Task { for await output in media.events { outputs.append(output) } }
-        let ancs = Task { for try await _ in transport.events {} }
-        try await outputs.wait(timeout: .seconds(20), "AMS ready") { all in all.contains(.ams(.ready)) ? true : nil }
-        // The consumer's run ends first (listen stops both; ANCS's unsubscriptions are quicker).
-        ancs.cancel()
-        _ = await ancs.result
-        try await Task.sleep(for: .milliseconds(300))
-        // The host still answers the media client: a command goes through.
-        #expect(await media.perform(.nextTrack) == nil)
+        try await body(transport, media, outputs)
         transport.close()
         try await withTimeout(.seconds(20), "run() after close") { try await run.value }
         await reader.value
     }
 
+    @Test("the consumer's stream ending (its client stopped first) leaves the host to the media client, still leaving")
+    func hostOutlivesTheConsumersStream() async throws {
+        try await withScriptedHost { transport, media, outputs in
+            let ancs = Task { for try await _ in transport.events {} }
+            try await outputs.wait(timeout: .seconds(20), "AMS ready") { all in all.contains(.ams(.ready)) ? true : nil }
+            // The consumer's run ends first (listen stops both; ANCS's unsubscriptions are quicker).
+            ancs.cancel()
+            _ = await ancs.result
+            try await Task.sleep(for: .milliseconds(300))
+            // The host still answers the media client: a command goes through.
+            #expect(await media.perform(.nextTrack) == nil)
+        }
+    }
+
     @Test("now playing, a cut title read whole, the clock and zone, a command, the link's end")
     func mediaClientOverTheLines() async throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-media-host-\(UInt32.random(in: 0...UInt32.max)).py")
-        try Data(Self.script.utf8).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let python = BumbleEnvironment(python: try #require(BumbleTestEnvironment.anyPython), script: file.path)
-        var options = BumbleHostOptions(transport: "none", startTimeout: .seconds(20))
-        options.media = true
-        let transport = try await BumbleClientTransport.start(options, environment: python)
-        defer { transport.close() }
-        let media = MediaClient(transport: transport)
-        let run = Task { try await media.run() }
-        let outputs = EventLog<MediaClientOutput>()
-        let reader = Task { for await output in media.events { outputs.append(output) } }
-        let ancs = Task { for try await _ in transport.events {} }  // the consumer's stream, read as listen's client would
-        defer { ancs.cancel() }
+        try await withScriptedHost { transport, media, outputs in
+            let ancs = Task { for try await _ in transport.events {} }  // the consumer's stream, read as listen's client would
+            defer { ancs.cancel() }
 
-        let title = "Süßes Lied, das länger ist als eine Benachrichtigung"
-        try await outputs.wait(timeout: .seconds(20), "the whole title") { all in
-            all.contains(.ams(.updated(.title, AttributeValue(title), isTruncated: false))) ? true : nil
-        }
-        try await outputs.wait(timeout: .seconds(20), "the zone") { all in
-            all.contains { if case .cts(.localTimeInformation) = $0 { true } else { false } } ? true : nil
-        }
-        #expect(await media.nowPlaying.artist == AttributeValue("Die Band"))
-        #expect(await media.nowPlaying.playback?.state == .playing)
-        #expect(await media.localTimeInformation?.utcOffsetMinutes == 60)
-        let time = try #require(await media.phoneTime)
-        #expect(time.date.iso8601(in: LocalTimeInformation(utcOffsetMinutes: 60))?.hasPrefix("2026-11-28T14:53:") == true)
+            let title = "Süßes Lied, das länger ist als eine Benachrichtigung"
+            try await outputs.wait(timeout: .seconds(20), "the whole title") { all in
+                all.contains(.ams(.updated(.title, AttributeValue(title), isTruncated: false))) ? true : nil
+            }
+            try await outputs.wait(timeout: .seconds(20), "the zone") { all in
+                all.contains { if case .cts(.localTimeInformation) = $0 { true } else { false } } ? true : nil
+            }
+            #expect(await media.nowPlaying.artist == AttributeValue("Die Band"))
+            #expect(await media.nowPlaying.playback?.state == .playing)
+            #expect(await media.localTimeInformation?.utcOffsetMinutes == 60)
+            let time = try #require(await media.phoneTime)
+            #expect(time.date.iso8601(in: LocalTimeInformation(utcOffsetMinutes: 60))?.hasPrefix("2026-11-28T14:53:") == true)
 
-        // Not in the player's list (0…4): refused without a write.
-        #expect(await media.perform(.likeTrack) == .unsupported)
-        // In the list but refused by the phone: its ATT error.
-        #expect(await media.perform(.togglePlayPause) == .attError(0xA1))
-        // Performed; then the host ends the link.
-        #expect(await media.perform(.nextTrack) == nil)
-        try await outputs.wait(timeout: .seconds(20), "the session's end") { all in
-            all.contains(.ams(.ended(.linkDown))) ? true : nil
+            // Not in the player's list (0…4): refused without a write.
+            #expect(await media.perform(.likeTrack) == .unsupported)
+            // In the list but refused by the phone: its ATT error.
+            #expect(await media.perform(.togglePlayPause) == .attError(0xA1))
+            // Performed; then the host ends the link.
+            let next = await media.perform(.nextTrack)
+            #expect(next == nil)
+            try await outputs.wait(timeout: .seconds(20), "the session's end") { all in
+                all.contains(.ams(.ended(.linkDown))) ? true : nil
+            }
         }
-        transport.close()
-        try await withTimeout(.seconds(20), "run() after close") { try await run.value }
-        await reader.value
     }
 }
