@@ -24,6 +24,13 @@ import Synchronization
 ///   ends it with `.cancelled`; the engine still consumes its response if
 ///   the NP sends it, so the next response is matched correctly.
 /// - Results of ATT operations issued in an earlier session are dropped.
+/// - An answer and the link's end that come together reach the driver in
+///   the transport's order: a link-down waits until the operation on the
+///   air has been given its result (prompt by the transport's contract; at
+///   most `settleLimit`). A transport failure the link's end caused is
+///   given after it, so its request ends `.sessionEnded`. Without this the
+///   two tasks raced to the actor, and an action the phone performed could
+///   end `.sessionEnded`.
 /// - The client's own tasks (the timer, cancellations) prefer `executor`
 ///   when one is given; a simulation passes its own, so a whole run is
 ///   deterministic.
@@ -60,6 +67,10 @@ public actor ConsumerClient {
     public private(set) var link: LinkInfo?
 
     private enum RunPhase { case notStarted, running, stopping, finished }
+    /// The event loop, waiting for the result of the operation on the air before it ends a session.
+    private var settling: [CheckedContinuation<Void, Never>] = []
+    /// A transport failure that came while the event loop waited: given after the event.
+    private var endedWithTheLink: (ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Operation, ATTResult)?
 
     /// - Parameters:
     ///   - configuration: the engine's; its `display` policy fetches what
@@ -149,6 +160,7 @@ public actor ConsumerClient {
         // queue after `stop`) ends the other.
         let failure = await runSideBySide {
             for try await event in transport.events {
+                if case .linkDown = event { await self.settle() }
                 await self.handle(event)
             }
         } worker: {
@@ -246,6 +258,31 @@ public actor ConsumerClient {
 
     // MARK: - Driver I/O
 
+    /// Returns once the operation on the air (if any) has been given its
+    /// result, or after `settleLimit`: an answer and the link's end that come
+    /// together reach the driver in the transport's order (two tasks would
+    /// race to the actor, and an action the phone performed could end
+    /// `.sessionEnded`). The transport's contract makes the wait short: at a
+    /// link's end every operation has returned or returns at once.
+    private func settle() async {
+        guard driver.operationInFlight != nil else { return }
+        let time = self.time
+        let limit = Task(executorPreference: executor) { [weak self] in
+            do { try await time.sleep(until: time.now() + Self.settleLimit) } catch { return }
+            await self?.settled()
+        }
+        await withCheckedContinuation { settling.append($0) }
+        limit.cancel()
+    }
+
+    private func settled() {
+        for waiter in settling { waiter.resume() }
+        settling = []
+    }
+
+    /// How long a link-down waits for the result of the operation on the air.
+    static let settleLimit: Duration = .seconds(2)
+
     private func handle(_ event: GATTClientEvent) {
         switch event {
         case .linkUp(let info): link = info
@@ -254,9 +291,21 @@ public actor ConsumerClient {
         default: break
         }
         perform(driver.handle(event, at: time.now()))
+        if let (operation, result) = endedWithTheLink {
+            endedWithTheLink = nil
+            operationEnded(operation, result)
+        }
     }
 
     private func operationEnded(_ operation: ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Operation, _ result: ATTResult) {
+        if !settling.isEmpty && result == .transportFailure {
+            // The link's end made this failure: the driver hears the end first
+            // (requests end `.sessionEnded`), then this (`handle`).
+            endedWithTheLink = (operation, result)
+            settled()
+            return
+        }
+        defer { settled() }
         perform(driver.operationEnded(operation, result, at: time.now()))
         // After stop(): the run ends once the unsubscriptions are written.
         if phase == .stopping && driver.operationInFlight == nil { operationSink.finish() }

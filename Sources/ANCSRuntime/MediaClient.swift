@@ -57,6 +57,13 @@ public enum MediaClientOutput: Hashable, Sendable {
 /// - An operation of a session that ended before the worker reached it is
 ///   not issued (a command pressed before the link dropped must not reach
 ///   the phone on the next link); its engine hears `.transportFailure`.
+/// - An answer and the link's end that come together reach the engines in
+///   the transport's order: a link-down waits until the operation on the
+///   air has been given its result, which the transport's contract makes
+///   prompt (at most `settleLimit`, for a transport that breaks it). Else
+///   the two tasks raced to the actor, and a command the phone performed
+///   could end `.sessionEnded`. A transport failure that the link's end
+///   caused is given after it: such commands end `.sessionEnded`.
 ///   Results of operations of an ended session are ignored by the engines
 ///   (each operation has its own token).
 public actor MediaClient {
@@ -79,6 +86,14 @@ public actor MediaClient {
     private var timer: Task<Void, Never>?
     private var timerDeadline: Timestamp?
     private var phase: RunPhase = .notStarted
+    /// The worker has issued an operation whose result the engines have not had yet.
+    private var operationOnAir = false
+    /// The event loop, waiting for that result before it ends a session.
+    private var settling: [CheckedContinuation<Void, Never>] = []
+    /// A transport failure that came while the event loop waited: given after the event.
+    private var endedWithTheLink: (Operation, OperationResult)?
+    /// How long a session's end waits for the result of the operation on the air.
+    static let settleLimit: Duration = .seconds(2)
     /// The link as the transport last reported it.
     public private(set) var link: LinkInfo?
     private var amsPublished = false
@@ -163,7 +178,10 @@ public actor MediaClient {
         let transport = self.transport
         let operations = self.operations
         let failure = await runSideBySide {
-            for try await event in transport.mediaEvents { await self.handle(event) }
+            for try await event in transport.mediaEvents {
+                if case .linkDown = event { await self.settle() }
+                await self.handle(event)
+            }
         } worker: {
             for await queued in operations {
                 let operation = queued.operation
@@ -193,8 +211,28 @@ public actor MediaClient {
 
     private func isCurrent(_ queued: Queued) -> Bool {
         guard queued.link == linkGeneration else { return false }
-        if case .ams = queued.operation { return queued.ams == amsGeneration }
+        if case .ams = queued.operation, queued.ams != amsGeneration { return false }
+        operationOnAir = true
         return true
+    }
+
+    /// Returns once the operation on the air (if any) has been given its
+    /// result, or after `settleLimit`.
+    private func settle() async {
+        guard operationOnAir else { return }
+        let time = self.time
+        let limit = Task(executorPreference: executor) { [weak self] in
+            do { try await time.sleep(until: time.now() + Self.settleLimit) } catch { return }
+            await self?.settled()
+        }
+        await withCheckedContinuation { settling.append($0) }
+        limit.cancel()
+    }
+
+    private func settled() {
+        operationOnAir = false
+        for waiter in settling { waiter.resume() }
+        settling = []
     }
 
     private func handle(_ event: MediaClientEvent) {
@@ -231,9 +269,13 @@ public actor MediaClient {
             break  // Entity Attribute and Local Time Information do not notify
         }
         perform(actions)
+        if let (operation, result) = endedWithTheLink {
+            endedWithTheLink = nil
+            operationEnded(operation, result)
+        }
     }
 
-    enum OperationResult: Sendable {
+    enum OperationResult: Hashable, Sendable {
         case att(ATTResult)
         case read(ATTReadResult)
     }
@@ -248,6 +290,14 @@ public actor MediaClient {
 
     /// An operation's result, given to the engine that asked for it.
     private func operationEnded(_ operation: Operation, _ result: OperationResult) {
+        if !settling.isEmpty, result == .att(.transportFailure) || result == .read(.transportFailure) {
+            // The link's end made this failure: the engines hear the end first
+            // (commands end `.sessionEnded`), then this (`handle`).
+            endedWithTheLink = (operation, result)
+            settled()
+            return
+        }
+        defer { settled() }
         let now = time.now()
         switch (operation, result) {
         case (.ams(.subscribe(let characteristic)), .att(let result)):

@@ -80,6 +80,12 @@ public final class LoopbackLink: Sendable {
         core.state.withLock { $0.hooks.append(.neverAnswer) }
     }
 
+    /// The link drops the moment the server answers the next Control Point
+    /// write: the writer gets the answer, and the link's end is told first.
+    public func dropAfterNextAnswer() {
+        core.state.withLock { $0.hooks.append(.dropAfterAnswer) }
+    }
+
     /// The next Control Point write is held back from the server until
     /// `release()`; meanwhile its writer waits, as for a slow NP.
     public func holdNextWrite() -> HeldWrite {
@@ -173,6 +179,7 @@ public final class LoopbackLink: Sendable {
             case fail(ATTResult)
             case neverAnswer
             case hold(UInt64)
+            case dropAfterAnswer
         }
 
         struct Hold {
@@ -191,6 +198,8 @@ public final class LoopbackLink: Sendable {
             var nextHold: UInt64 = 0
             /// Writes waiting for their answer, by write number.
             var pending: [UInt64: CheckedContinuation<ATTResult, Never>] = [:]
+            /// Writes whose answer comes with the link's end (`dropAfterNextAnswer`).
+            var dropAfterAnswer: Set<UInt64> = []
             var nextWrite: UInt64 = 0
             var closed = false
         }
@@ -256,6 +265,11 @@ public final class LoopbackLink: Sendable {
                 case .neverAnswer:
                     state.pending[id] = continuation
                     return .wait([])
+                case .dropAfterAnswer:
+                    state.pending[id] = continuation
+                    state.dropAfterAnswer.insert(id)
+                    deliver(id, value, in: &state)
+                    return .wait([])
                 case .hold(let holdID):
                     state.pending[id] = continuation
                     guard var hold = state.holds[holdID] else { return .wait([]) }
@@ -288,7 +302,11 @@ public final class LoopbackLink: Sendable {
 
         /// Ends a write once; later answers (after a drop, a cancellation) are ignored.
         func answer(_ id: UInt64, _ result: ATTResult) {
-            let continuation = state.withLock { $0.pending.removeValue(forKey: id) }
+            let (continuation, dropsLink) = state.withLock { state in
+                (state.pending.removeValue(forKey: id), state.dropAfterAnswer.remove(id) != nil)
+            }
+            // The answer is the writer's; the link's end is told before the writer resumes, as a stack may.
+            if dropsLink && continuation != nil { drop() }
             continuation?.resume(returning: result)
         }
     }

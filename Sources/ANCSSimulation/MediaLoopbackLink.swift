@@ -19,6 +19,7 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
         var amsPublished = true
         var mtu = 185
         var neverAnswerNextWrite = false
+        var dropAfterNextAnswer = false
         var inFlight = 0
         var mostInFlight = 0
         var commands: [RemoteCommandID] = []
@@ -119,6 +120,8 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
 
     /// The next write is never answered (until the link drops).
     public func neverAnswerNextWrite() { state.withLock { $0.neverAnswerNextWrite = true } }
+    /// The link drops the moment the next write is answered: the answer, then the link's end.
+    public func dropAfterNextAnswer() { state.withLock { $0.dropAfterNextAnswer = true } }
 
     /// The player as the phone holds it.
     public var player: MediaPlayer { state.withLock { $0.ams.player } }
@@ -207,13 +210,21 @@ public final class MediaLoopbackLink: MediaClientTransport, Sendable {
             return .transportFailure
         }
         defer { leave() }
-        return state.withLock { state in
-            guard state.amsPublished else { return .attError(.invalidHandle) }
+        let (result, dropped) = state.withLock { state -> (ATTResult, Bool) in
+            guard state.amsPublished else { return (.attError(.invalidHandle), false) }
             let actions = state.ams.receivedWrite(connection, characteristic, value, at: now())
             deliver(actions, &state)
-            for case .respond(_, let result) in actions { return result }
-            return .attError(.unlikelyError)
+            var result = ATTResult.attError(.unlikelyError)
+            for case .respond(_, let answer) in actions { result = answer }
+            guard state.dropAfterNextAnswer else { return (result, false) }
+            state.dropAfterNextAnswer = false
+            drop(&state)
+            return (result, true)
         }
+        // The answer is the writer's, but the link's end is told first and the writer resumes
+        // a moment after it, as when a stack's answer and disconnection come in one read.
+        if dropped { try? await sleep(.milliseconds(1)) }
+        return result
     }
 
     public func read(_ characteristic: MediaCharacteristic) async -> ATTReadResult {

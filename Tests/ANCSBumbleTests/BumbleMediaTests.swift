@@ -63,7 +63,7 @@ struct BumbleMediaScriptedHostTests {
     /// from Entity Attribute), refuses every Remote Command but next track with 0xA1, logs
     /// each line it is sent on stderr, and ends the link after `next`.
     static let script = #"""
-    import sys, time
+    import sys
     def out(*fields):
         print(' '.join(str(f) for f in fields), flush=True)
     TITLE = 'Süßes Lied, das länger ist als eine Benachrichtigung'.encode()
@@ -100,11 +100,7 @@ struct BumbleMediaScriptedHostTests {
         elif verb == 'write-to' and f[2] == 'rc':
             if f[3] == '03':
                 out('result', rid, 'ok')
-                # A moment later: an answer and the link's end at once race in the runtime
-                # (the worker's result and the event loop's link-down reach the engine in
-                # either order: the command may end sessionEnded though it was performed).
-                time.sleep(0.3)
-                out('link-down')
+                out('link-down')  # at once: the answer still reaches the engine first
             else:
                 out('result', rid, 'att', '0xA1')
         else:
@@ -136,7 +132,7 @@ struct BumbleMediaScriptedHostTests {
     func hostOutlivesTheConsumersStream() async throws {
         try await withScriptedHost { transport, media, outputs in
             let ancs = Task { for try await _ in transport.events {} }
-            try await outputs.wait(timeout: .seconds(20), "AMS ready") { all in all.contains(.ams(.ready)) ? true : nil }
+            _ = try await outputs.wait(timeout: .seconds(20), "AMS ready") { all in all.contains(.ams(.ready)) ? true : nil }
             // The consumer's run ends first (listen stops both; ANCS's unsubscriptions are quicker).
             ancs.cancel()
             _ = await ancs.result
@@ -153,10 +149,10 @@ struct BumbleMediaScriptedHostTests {
             defer { ancs.cancel() }
 
             let title = "Süßes Lied, das länger ist als eine Benachrichtigung"
-            try await outputs.wait(timeout: .seconds(20), "the whole title") { all in
+            _ = try await outputs.wait(timeout: .seconds(20), "the whole title") { all in
                 all.contains(.ams(.updated(.title, AttributeValue(title), isTruncated: false))) ? true : nil
             }
-            try await outputs.wait(timeout: .seconds(20), "the zone") { all in
+            _ = try await outputs.wait(timeout: .seconds(20), "the zone") { all in
                 all.contains { if case .cts(.localTimeInformation) = $0 { true } else { false } } ? true : nil
             }
             #expect(await media.nowPlaying.artist == AttributeValue("Die Band"))
@@ -172,7 +168,7 @@ struct BumbleMediaScriptedHostTests {
             // Performed; then the host ends the link.
             let next = await media.perform(.nextTrack)
             #expect(next == nil)
-            try await outputs.wait(timeout: .seconds(20), "the session's end") { all in
+            _ = try await outputs.wait(timeout: .seconds(20), "the session's end") { all in
                 all.contains(.ams(.ended(.linkDown))) ? true : nil
             }
         }

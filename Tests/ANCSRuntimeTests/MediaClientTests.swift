@@ -203,6 +203,18 @@ import ANCSSimulation
         #expect(setup.run { await $0.perform(.play) } == .some(.notReady))
     }
 
+    @Test(arguments: [Duration.zero, .seconds(2)])
+    func anAnswerAndTheLinksEndTogetherKeepTheirOrder(delay: Duration) {
+        // The phone answers the command and the link drops at once: the answer came first,
+        // so the command was performed (not ended by the session).
+        let setup = Setup(delay: delay)
+        setup.link.dropAfterNextAnswer()
+        #expect(setup.run { await $0.perform(.pause) } == .some(nil))
+        #expect(setup.link.commands == [.pause])
+        #expect(setup.outputs.value?.contains(.ams(.ended(.linkDown))) == true)
+        #expect(setup.run { await $0.link } == .some(nil))
+    }
+
     @Test func thePhonesClockNotifiedAndItsZoneReadAgain() {
         let setup = Setup(delay: .zero)
         var moved = Self.saturday

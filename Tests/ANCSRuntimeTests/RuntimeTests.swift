@@ -296,6 +296,19 @@ struct RuntimeTests {
         await rig.shutDown()
     }
 
+    @Test("an action answered as the link drops was performed: the answer reaches the engine before the link's end")
+    func answerThenLinkDown() async throws {
+        let rig = Rig()
+        var events = Events(rig.consumer.events.consumerEvents)
+        let uid = try await rig.provider.add(mail)
+        rig.link.connect()
+        _ = await events.next { $0.addedUID == uid }
+        rig.link.dropAfterNextAnswer()
+        // Performed on the phone, answered, and the link gone at once: not sessionEnded.
+        try await rig.consumer.performAction(.negative, on: uid)
+        await rig.shutDown()
+    }
+
     @Test("a dropped link fails pending requests with sessionEnded; a new link starts a new session")
     func linkDrop() async throws {
         let rig = Rig()
