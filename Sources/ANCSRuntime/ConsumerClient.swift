@@ -27,7 +27,7 @@ import Synchronization
 /// - An answer and the link's end that come together reach the driver in
 ///   the transport's order: a link-down waits until the operation on the
 ///   air has been given its result (prompt by the transport's contract; at
-///   most `settleLimit`). A transport failure the link's end caused is
+///   most 2 s, `LinkDownSettling.limit`). A transport failure the link's end caused is
 ///   given after it, so its request ends `.sessionEnded`. Without this the
 ///   two tasks raced to the actor, and an action the phone performed could
 ///   end `.sessionEnded`.
@@ -67,10 +67,8 @@ public actor ConsumerClient {
     public private(set) var link: LinkInfo?
 
     private enum RunPhase { case notStarted, running, stopping, finished }
-    /// The event loop, waiting for the result of the operation on the air before it ends a session.
-    private var settling: [CheckedContinuation<Void, Never>] = []
-    /// A transport failure that came while the event loop waited: given after the event.
-    private var endedWithTheLink: (ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Operation, ATTResult)?
+    /// A link-down waiting for the result of the operation on the air.
+    private var settling = LinkDownSettling<(ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Operation, ATTResult)>()
 
     /// - Parameters:
     ///   - configuration: the engine's; its `display` policy fetches what
@@ -259,29 +257,18 @@ public actor ConsumerClient {
     // MARK: - Driver I/O
 
     /// Returns once the operation on the air (if any) has been given its
-    /// result, or after `settleLimit`: an answer and the link's end that come
-    /// together reach the driver in the transport's order (two tasks would
-    /// race to the actor, and an action the phone performed could end
-    /// `.sessionEnded`). The transport's contract makes the wait short: at a
-    /// link's end every operation has returned or returns at once.
+    /// result, or after `LinkDownSettling.limit`: an answer and the link's
+    /// end that come together reach the driver in the transport's order (two
+    /// tasks would race to the actor, and an action the phone performed
+    /// could end `.sessionEnded`).
     private func settle() async {
         guard driver.operationInFlight != nil else { return }
-        let time = self.time
-        let limit = Task(executorPreference: executor) { [weak self] in
-            do { try await time.sleep(until: time.now() + Self.settleLimit) } catch { return }
-            await self?.settled()
-        }
-        await withCheckedContinuation { settling.append($0) }
-        limit.cancel()
+        let bound = LinkDownSettling<Never>.bound(time: time, executor: executor) { [weak self] in await self?.settled() }
+        await withCheckedContinuation { settling.waiters.append($0) }
+        bound.cancel()
     }
 
-    private func settled() {
-        for waiter in settling { waiter.resume() }
-        settling = []
-    }
-
-    /// How long a link-down waits for the result of the operation on the air.
-    static let settleLimit: Duration = .seconds(2)
+    private func settled() { settling.release() }
 
     private func handle(_ event: GATTClientEvent) {
         switch event {
@@ -291,17 +278,17 @@ public actor ConsumerClient {
         default: break
         }
         perform(driver.handle(event, at: time.now()))
-        if let (operation, result) = endedWithTheLink {
-            endedWithTheLink = nil
+        if let (operation, result) = settling.endedWithTheLink {
+            settling.endedWithTheLink = nil
             operationEnded(operation, result)
         }
     }
 
     private func operationEnded(_ operation: ConsumerDriver<CheckedContinuation<ConsumerResult, Never>>.Operation, _ result: ATTResult) {
-        if !settling.isEmpty && result == .transportFailure {
+        if settling.isWaiting && result == .transportFailure {
             // The link's end made this failure: the driver hears the end first
             // (requests end `.sessionEnded`), then this (`handle`).
-            endedWithTheLink = (operation, result)
+            settling.endedWithTheLink = (operation, result)
             settled()
             return
         }

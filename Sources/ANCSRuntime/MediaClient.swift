@@ -60,7 +60,7 @@ public enum MediaClientOutput: Hashable, Sendable {
 /// - An answer and the link's end that come together reach the engines in
 ///   the transport's order: a link-down waits until the operation on the
 ///   air has been given its result, which the transport's contract makes
-///   prompt (at most `settleLimit`, for a transport that breaks it). Else
+///   prompt (at most 2 s, `LinkDownSettling.limit`, for a transport that breaks it). Else
 ///   the two tasks raced to the actor, and a command the phone performed
 ///   could end `.sessionEnded`. A transport failure that the link's end
 ///   caused is given after it: such commands end `.sessionEnded`.
@@ -88,12 +88,8 @@ public actor MediaClient {
     private var phase: RunPhase = .notStarted
     /// The worker has issued an operation whose result the engines have not had yet.
     private var operationOnAir = false
-    /// The event loop, waiting for that result before it ends a session.
-    private var settling: [CheckedContinuation<Void, Never>] = []
-    /// A transport failure that came while the event loop waited: given after the event.
-    private var endedWithTheLink: (Operation, OperationResult)?
-    /// How long a session's end waits for the result of the operation on the air.
-    static let settleLimit: Duration = .seconds(2)
+    /// A link-down waiting for that result.
+    private var settling = LinkDownSettling<(Operation, OperationResult)>()
     /// The link as the transport last reported it.
     public private(set) var link: LinkInfo?
     private var amsPublished = false
@@ -217,22 +213,17 @@ public actor MediaClient {
     }
 
     /// Returns once the operation on the air (if any) has been given its
-    /// result, or after `settleLimit`.
+    /// result, or after `LinkDownSettling.limit`.
     private func settle() async {
         guard operationOnAir else { return }
-        let time = self.time
-        let limit = Task(executorPreference: executor) { [weak self] in
-            do { try await time.sleep(until: time.now() + Self.settleLimit) } catch { return }
-            await self?.settled()
-        }
-        await withCheckedContinuation { settling.append($0) }
-        limit.cancel()
+        let bound = LinkDownSettling<Never>.bound(time: time, executor: executor) { [weak self] in await self?.settled() }
+        await withCheckedContinuation { settling.waiters.append($0) }
+        bound.cancel()
     }
 
     private func settled() {
         operationOnAir = false
-        for waiter in settling { waiter.resume() }
-        settling = []
+        settling.release()
     }
 
     private func handle(_ event: MediaClientEvent) {
@@ -269,8 +260,8 @@ public actor MediaClient {
             break  // Entity Attribute and Local Time Information do not notify
         }
         perform(actions)
-        if let (operation, result) = endedWithTheLink {
-            endedWithTheLink = nil
+        if let (operation, result) = settling.endedWithTheLink {
+            settling.endedWithTheLink = nil
             operationEnded(operation, result)
         }
     }
@@ -290,10 +281,10 @@ public actor MediaClient {
 
     /// An operation's result, given to the engine that asked for it.
     private func operationEnded(_ operation: Operation, _ result: OperationResult) {
-        if !settling.isEmpty, result == .att(.transportFailure) || result == .read(.transportFailure) {
+        if settling.isWaiting, result == .att(.transportFailure) || result == .read(.transportFailure) {
             // The link's end made this failure: the engines hear the end first
             // (commands end `.sessionEnded`), then this (`handle`).
-            endedWithTheLink = (operation, result)
+            settling.endedWithTheLink = (operation, result)
             settled()
             return
         }
