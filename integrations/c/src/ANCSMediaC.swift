@@ -570,11 +570,9 @@ public func ancsCTSNextDeadline(_ storage: UnsafePointer<ancs_cts_client>?, _ de
 
 @_cdecl("ancs_cts_phone_time")
 public func ancsCTSPhoneTime(
-    _ storage: UnsafePointer<ancs_cts_client>?, _ now: UInt64, _ time: UnsafeMutablePointer<ancs_current_time>?
+    _ storage: UnsafePointer<ancs_cts_client>?, _ now: UInt64, _ result: UnsafeMutablePointer<ancs_current_time>?
 ) -> Bool {
-    guard let pointer = ctsInstance(storage), let phone = pointer.pointee.client.phoneTime(at: timestamp(now)) else { return false }
-    time?.pointee = cValue(phone)
+    guard let pointer = ctsInstance(storage), let phone = pointer.pointee.client.phoneTime(at: time(now)) else { return false }
+    result?.pointee = cValue(phone)
     return true
 }
-
-private func timestamp(_ milliseconds: UInt64) -> Timestamp { time(milliseconds) }
