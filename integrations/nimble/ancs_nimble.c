@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ams.h"
 #include "ancs_nimble.h"
+#include "ancs_nimble_internal.h"
 
 /* The event queue of a NULL eventq: Mynewt's default queue, or NimBLE's
  * porting layer's (FreeRTOS, Zephyr, Linux, ...), which Mynewt lacks. A port
@@ -48,7 +50,9 @@ enum phase {
     PHASE_ABSENT,        /* ANCS is not on the phone now: wait for Service Changed */
 };
 
+#if !ANCS_NIMBLE_LOG
 static inline void say(ancs_nimble *a, const char *format, ...) __attribute__((format(printf, 2, 3)));
+#endif
 static void discover_ancs(ancs_nimble *a);
 static void discover(ancs_nimble *a);
 static void schedule(ancs_nimble *a);
@@ -57,7 +61,8 @@ static void schedule(ancs_nimble *a);
  * body is empty: the calls, their format strings and vsnprintf are compiled
  * out (scripts/firmware-size.sh checks that vsnprintf is not referenced). */
 #if ANCS_NIMBLE_LOG
-static void
+#define say ancs_nimble_say_   /* the media part's text too (ancs_nimble_internal.h) */
+void
 say(ancs_nimble *a, const char *format, ...)
 {
     char text[160];
@@ -550,6 +555,7 @@ ancs_found(ancs_nimble *a)
     } else {
         ancs_consumer_service_changed(&a->consumer, true, now(a));
     }
+    if (a->media) a->media_hooks->ancs_found(a->media);   /* the phone's link: AMS and CTS looked for */
 }
 
 static int
@@ -851,16 +857,26 @@ on_timer(struct ble_npl_event *event)
         discover(a);
     }
     ancs_consumer_tick(&a->consumer, t);
+    if (a->media) a->media_hooks->tick(a->media, t);
     schedule(a);
 }
 
 static void
 schedule(ancs_nimble *a)
 {
-    uint64_t next = 0, deadline, t = now(a);
+    uint64_t next = 0, deadline, t;
     bool due = false;
 
+    /* The media part's next operation, once the adapter's own work is on the
+     * air or done (ATT: one request at a time; ANCS goes first). */
+    if (a->media && !a->media_pumping && ancs_nimble_bearer_free_(a)) {
+        a->media_pumping = true;
+        a->media_hooks->pump(a->media);
+        a->media_pumping = false;
+    }
+    t = now(a);
     if (ancs_consumer_next_deadline(&a->consumer, &deadline)) { next = deadline; due = true; }
+    if (a->media && a->media_hooks->deadline(a->media, &deadline) && (!due || deadline < next)) { next = deadline; due = true; }
     if (a->deferred && !a->deferred_waits && (!due || a->deferred_at < next)) { next = a->deferred_at; due = true; }
     if (a->cccd_retry_due && (!due || a->cccd_retry_at < next)) { next = a->cccd_retry_at; due = true; }
     if (a->retry_due && (!due || a->retry_at < next)) { next = a->retry_at; due = true; }
@@ -896,6 +912,7 @@ forget_connection(ancs_nimble *a)
     a->cccd_tries = 0;
     a->epoch++;   /* callbacks of the link forgotten are ignored from now on */
     a->resubscribe = -1;
+    if (a->media) a->media_hooks->link_gone(a->media);
 }
 
 /* A GATT procedure of the adapter is pending: NimBLE holds a pointer into the storage. */
@@ -918,6 +935,9 @@ ancs_nimble_deinit(ancs_nimble *a)
     ble_npl_callout_stop(&a->timer);
     if (a->link_given) ancs_consumer_link_down(&a->consumer, now(a));   /* requests end, then the session */
     forget_connection(a);
+    if (a->media) a->media_hooks->detach(a->media);   /* its sessions end; it is left unattached */
+    a->media = NULL;
+    a->media_hooks = NULL;
     ancs_consumer_deinit(&a->consumer);
     ble_npl_callout_stop(&a->timer);
     a->timer_armed = false;
@@ -1133,6 +1153,7 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
         /* Discovery waiting for encryption, or ANCS not found before it
          * (some phones publish ANCS only on an encrypted link). */
         if (a->discovery_wanted || a->phase == PHASE_IDLE || a->phase == PHASE_ABSENT) discover(a);
+        if (a->media) a->media_hooks->encrypted(a->media);
         break;
     case BLE_GAP_EVENT_MTU:
         if (event->mtu.conn_handle != a->conn) break;
@@ -1156,11 +1177,14 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
             uint16_t start = a->rx[0] | a->rx[1] << 8, end = a->rx[2] | a->rx[3] << 8;
             bool touches_ancs = !a->ancs_start || (start <= a->ancs_end && end >= a->ancs_start);
             say(a, "Service Changed: handles 0x%04x-0x%04x%s", start, end, touches_ancs ? " (ANCS)" : "");
+            if (a->media) a->media_hooks->service_changed(a->media, start, end);
             if (!touches_ancs) break;
             if (a->published && a->link_given) ancs_consumer_service_changed(&a->consumer, false, now(a));
             a->published = false;
             a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
             discover(a);   /* after the write in flight, or once the discovery running ends */
+        } else if (a->media) {
+            a->media_hooks->notified(a->media, handle, a->rx, length);
         }
         break;
     default:
@@ -1242,6 +1266,9 @@ on_request(struct ble_npl_event *event)
         case ANCS_NIMBLE_START:
             r->status = ancs_nimble_start(a) == 0 ? ANCS_OK : ANCS_ERR_NOT_CONNECTED;
             break;
+        case ANCS_NIMBLE_AMS_PERFORM:
+            r->status = a->media ? a->media_hooks->perform(a->media, r->action, &r->request_id) : ANCS_ERR_AMS_NOT_READY;
+            break;
         default:
             r->status = ANCS_ERR_INVALID_ARGUMENT;
             break;
@@ -1259,4 +1286,52 @@ ancs_nimble_post(ancs_nimble *a, ancs_nimble_request *r)
     ble_npl_event_init(&r->event, on_request, r);
     ble_npl_eventq_put(a->eventq, &r->event);
     return 0;
+}
+
+/* ---- for the media part (ancs_nimble_internal.h) ---- */
+
+void *
+ancs_nimble_link_arg_(ancs_nimble *a)
+{
+    return link_arg(a);
+}
+
+ancs_nimble *
+ancs_nimble_link_of_(void *arg, uint16_t conn, int status)
+{
+    return link_of(arg, conn, status);
+}
+
+ancs_status
+ancs_nimble_result_of_(int status)
+{
+    return result_of(status);
+}
+
+bool
+ancs_nimble_encrypted_(ancs_nimble *a)
+{
+    return encrypted(a);
+}
+
+/* Nothing of the adapter's on the air (a write, a discovery) nor waiting for
+ * the bearer (CCCD writes queued, a Control Point write held). */
+bool
+ancs_nimble_bearer_free_(const ancs_nimble *a)
+{
+    return a->conn != BLE_HS_CONN_HANDLE_NONE && !a->link_lost && a->writes_in_flight == 0 && !discovering(a) &&
+           !a->cccd_queued && !(a->deferred && a->deferred_waits);
+}
+
+void
+ancs_nimble_operation_ended_(ancs_nimble *a)
+{
+    if (a->writes_in_flight) a->writes_in_flight--;
+    after_write(a);
+}
+
+void
+ancs_nimble_schedule_(ancs_nimble *a)
+{
+    schedule(a);
 }

@@ -151,6 +151,8 @@ typedef void ancs_nimble_event_fn(void *context, const ancs_event *event, const 
 #endif
 
 struct ancs_nimble;
+struct ancs_nimble_media;          /* ancs_nimble_media.h: AMS and CTS beside ANCS, when asked for */
+struct ancs_nimble_media_hooks;
 /* The argument of the adapter's GATT procedures: one per link instance in
  * turn, so that a callback of an earlier link is told apart (ancs_nimble.c). */
 struct ancs_nimble_link {
@@ -234,6 +236,10 @@ typedef struct ancs_nimble {
     bool timer_armed;              /* the timer is armed, for timer_due (ms) */
     uint64_t timer_due;
     struct ancs_nimble_link links[4];
+    /* the media part (ancs_nimble_media_init), NULL without: reached only through its hooks */
+    struct ancs_nimble_media *media;
+    const struct ancs_nimble_media_hooks *media_hooks;
+    bool media_pumping;            /* the media part is being given the bearer (no nesting) */
     uint8_t rx[ANCS_NIMBLE_RX_MAX];
 } ancs_nimble;
 
@@ -319,6 +325,8 @@ typedef enum {
     ANCS_NIMBLE_CANCEL,                /* request_id */
     ANCS_NIMBLE_STOP,
     ANCS_NIMBLE_START,
+    ANCS_NIMBLE_AMS_PERFORM,           /* action: the RemoteCommandID (ams.h) -> request_id; the media part's
+                                          (ancs_nimble_media.h): ANCS_ERR_AMS_NOT_READY without one */
 } ancs_nimble_request_kind;
 
 typedef struct ancs_nimble_request {

@@ -18,7 +18,8 @@ inc=(-I "$nimble/nimble/include" -I "$nimble/nimble/host/include" -I "$nimble/po
      -I "$nimble/porting/npl/dummy/include" -I "$nimble/porting/examples/linux/include" -I "$nimble/nimble/transport/include"
      -I "$root/integrations/c/include" -I "$here/..")
 gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 -include "$here/test_hooks.h" "${inc[@]}" \
-  -o "$out/test_adapter" "$here/test_adapter.c" "${ADAPTER_SOURCE:-$here/../ancs_nimble.c}" "$capi/libancs.a" $tables -lm
+  -o "$out/test_adapter" "$here/test_adapter.c" "${ADAPTER_SOURCE:-$here/../ancs_nimble.c}" "$here/../ancs_nimble_media.c" \
+  "$capi/libancs_media.a" "$capi/libancs.a" $tables -lm
 # Builds without NimBLE's porting layer reference no nimble_port_get_dflt_eventq:
 # Mynewt's (MYNEWT; its ble_npl_eventq_dflt_get is an inline function of its
 # NPL, declared here instead) and a port with no default queue
@@ -33,8 +34,15 @@ for object in mynewt no-default-queue; do
     echo "adapter: the $object build references the porting layer's default queue" >&2; exit 1
   fi
 done
-if nm -u "$out/no-default-queue.o" | grep -E 'printf'; then
+gcc -std=gnu11 -Os -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 -DANCS_NIMBLE_NO_DEFAULT_EVENTQ \
+  -DANCS_NIMBLE_LOG=0 "${inc[@]}" -c -o "$out/media-no-log.o" "$here/../ancs_nimble_media.c"
+if nm -u "$out/no-default-queue.o" "$out/media-no-log.o" | grep -E 'printf'; then
   echo "adapter: built with ANCS_NIMBLE_LOG=0, it still formats text" >&2; exit 1
+fi
+# An accessory that never attaches the media part links none of it: the
+# adapter reaches it through hooks only, and references nothing of ams.h.
+if nm -u "$out/mynewt.o" "$out/no-default-queue.o" | grep -E 'ancs_(ams|cts|nimble_media)_'; then
+  echo "adapter: ancs_nimble.c references the media part or ams.h's library" >&2; exit 1
 fi
 timeout 120 "$out/test_adapter" "$@"
 # Again for a port without ble_npl_callout_deinit: the callout kept across deinit and init.
@@ -42,5 +50,6 @@ echo "-- the callout kept (no ble_npl_callout_deinit), a NULL configuration the 
 gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -DMYNEWT_VAL_BLE_SM_SC=1 -DANCS_TEST_CALLOUT_KEPT \
   -DANCS_NIMBLE_NULL_CONFIG_DEFAULTS=1 \
   -include "$here/test_hooks.h" "${inc[@]}" -o "$out/test_adapter_kept" "$here/test_adapter.c" \
-  "${ADAPTER_SOURCE:-$here/../ancs_nimble.c}" "$capi/libancs.a" $tables -lm
+  "${ADAPTER_SOURCE:-$here/../ancs_nimble.c}" "$here/../ancs_nimble_media.c" \
+  "$capi/libancs_media.a" "$capi/libancs.a" $tables -lm
 timeout 120 "$out/test_adapter_kept" "$@"

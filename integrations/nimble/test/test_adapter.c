@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ancs_nimble.h"
+#include "ancs_nimble_media.h"
 
 /* Weak: against an adapter without it the deinit tests fail instead of the build. */
 int ancs_nimble_deinit(ancs_nimble *adapter) __attribute__((weak));
@@ -342,7 +343,7 @@ int ble_store_util_delete_peer(const ble_addr_t *peer) { (void)peer; peers_delet
 uint16_t ble_att_mtu(uint16_t handle) { struct fake_conn *c = conn_of(handle); return c ? c->mtu : 0; }
 
 /* ---- GATT procedures: recorded, pending until the test ends them ---- */
-enum op_kind { OP_DISC_SVC, OP_DISC_CHRS, OP_DISC_DSCS, OP_WRITE, OP_WRITE_LONG };
+enum op_kind { OP_DISC_SVC, OP_DISC_CHRS, OP_DISC_DSCS, OP_WRITE, OP_WRITE_LONG, OP_READ, OP_READ_LONG };
 struct op {
     enum op_kind kind;
     uint16_t conn, handle, start, end;
@@ -433,17 +434,51 @@ ble_gattc_write_long(uint16_t conn, uint16_t handle, uint16_t offset, struct os_
     return rc;
 }
 
+int
+ble_gattc_read(uint16_t conn, uint16_t handle, ble_gatt_attr_fn *cb, void *arg)
+{
+    int rc;
+    struct op *o = new_op(OP_READ, conn, &rc);
+    if (o) { o->handle = handle; o->cb = cb; o->arg = arg; }
+    return rc;
+}
+
+int
+ble_gattc_read_long(uint16_t conn, uint16_t handle, uint16_t offset, ble_gatt_attr_fn *cb, void *arg)
+{
+    int rc;
+    struct op *o = new_op(OP_READ_LONG, conn, &rc);
+    if (o) { o->handle = handle; o->start = offset; o->cb = cb; o->arg = arg; }
+    return rc;
+}
+
 /* ---- the phone's GATT database ---- */
 static const ble_uuid128_t ancs_uuid = BLE_UUID128_INIT(ANCS_UUID_SERVICE_LE);
 static const ble_uuid128_t ns_uuid = BLE_UUID128_INIT(ANCS_UUID_NOTIFICATION_SOURCE_LE);
 static const ble_uuid128_t cp_uuid = BLE_UUID128_INIT(ANCS_UUID_CONTROL_POINT_LE);
 static const ble_uuid128_t ds_uuid = BLE_UUID128_INIT(ANCS_UUID_DATA_SOURCE_LE);
+static const ble_uuid128_t ams_uuid = BLE_UUID128_INIT(ANCS_AMS_UUID_SERVICE_LE);
+static const ble_uuid128_t rc_uuid = BLE_UUID128_INIT(ANCS_AMS_UUID_REMOTE_COMMAND_LE);
+static const ble_uuid128_t eu_uuid = BLE_UUID128_INIT(ANCS_AMS_UUID_ENTITY_UPDATE_LE);
+static const ble_uuid128_t ea_uuid = BLE_UUID128_INIT(ANCS_AMS_UUID_ENTITY_ATTRIBUTE_LE);
 enum { SC_VALUE = 0x03, SC_CCCD = 0x04, NS_VALUE = 0x22, NS_CCCD = 0x23, CP_VALUE = 0x25, DS_VALUE = 0x27, DS_CCCD = 0x28 };
+/* AMS at 0x30-0x38 and CTS at 0x40-0x45 (the media part's tests) */
+enum { AMS_START = 0x30, RC_VALUE = 0x32, RC_CCCD = 0x33, EU_VALUE = 0x35, EU_CCCD = 0x36, EA_VALUE = 0x38, AMS_END = 0x38,
+       CTS_START = 0x40, CT_VALUE = 0x42, CT_CCCD = 0x43, LTI_VALUE = 0x45, CTS_END = 0x45 };
 static const struct { uint16_t def, val; const ble_uuid_t *uuid; } phone_chrs[] = {
     { 0x02, SC_VALUE, BLE_UUID16_DECLARE(0x2A05) },
     { 0x21, NS_VALUE, &ns_uuid.u }, { 0x24, CP_VALUE, &cp_uuid.u }, { 0x26, DS_VALUE, &ds_uuid.u },
+    { 0x31, RC_VALUE, &rc_uuid.u }, { 0x34, EU_VALUE, &eu_uuid.u }, { 0x37, EA_VALUE, &ea_uuid.u },
+    { 0x41, CT_VALUE, BLE_UUID16_DECLARE(0x2A2B) }, { 0x44, LTI_VALUE, BLE_UUID16_DECLARE(0x2A0F) },
 };
-static const uint16_t phone_cccds[] = { SC_CCCD, NS_CCCD, DS_CCCD };
+static const uint16_t phone_cccds[] = { SC_CCCD, NS_CCCD, DS_CCCD, RC_CCCD, EU_CCCD, CT_CCCD };
+static bool ams_hidden, cts_hidden;   /* the phone does not publish AMS, CTS */
+/* What the phone's reads answer: Entity Attribute's value (set by a test), Current Time, Local Time Information. */
+static uint8_t ea_read_value[600];
+static uint16_t ea_read_length;
+static int read_requests;             /* ATT Read and Read Blob requests answered */
+static const uint8_t current_time_value[10] = { 0xEA, 0x07, 11, 28, 14, 53, 7, 6, 0, 0 };   /* 2026-11-28 14:53:07, Saturday */
+static const uint8_t local_time_value[2] = { 4, 0 };                                        /* UTC+1:00, standard time */
 
 static bool ancs_hidden;   /* the phone does not publish ANCS (some do only once the link is encrypted) */
 
@@ -492,6 +527,24 @@ finish(struct op *o, int status)
         ((ble_gatt_attr_fn *)o->cb)(o->conn, &error, &attr, o->arg);
         break;
     }
+    case OP_READ: case OP_READ_LONG: {
+        /* As NimBLE: a Read, then (a long read) Read Blobs while a response is full (MTU - 1), then EDONE. */
+        const uint8_t *value = o->handle == CT_VALUE ? current_time_value : o->handle == LTI_VALUE ? local_time_value : ea_read_value;
+        uint16_t length = o->handle == CT_VALUE ? sizeof current_time_value : o->handle == LTI_VALUE ? sizeof local_time_value : ea_read_length;
+        uint16_t mtu = conn_of(o->conn) ? conn_of(o->conn)->mtu : 23;
+        if (status) { ((ble_gatt_attr_fn *)o->cb)(o->conn, &error, NULL, o->arg); break; }
+        for (uint16_t offset = o->start;; ) {
+            uint16_t n = length - offset < mtu - 1 ? length - offset : mtu - 1;
+            struct ble_gatt_attr attr = { .handle = o->handle, .offset = offset, .om = mbuf_new(value + offset, n, true) };
+            read_requests++;
+            int rc = ((ble_gatt_attr_fn *)o->cb)(o->conn, &error, &attr, o->arg);
+            os_mbuf_free_chain(attr.om);
+            if (rc != 0 || o->kind == OP_READ) break;
+            offset += n;
+            if (n < mtu - 1) { ((ble_gatt_attr_fn *)o->cb)(o->conn, &done, NULL, o->arg); break; }
+        }
+        break;
+    }
     case OP_DISC_SVC: {
         struct ble_gatt_svc svc = { 0 };
         if (status) { ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &error, NULL, o->arg); break; }
@@ -500,6 +553,8 @@ finish(struct op *o, int status)
             svc.start_handle = 0x20;
             svc.end_handle = 0x2F;
         }
+        if (ble_uuid_cmp(&o->uuid.u, &ams_uuid.u) == 0 && !ams_hidden) { svc.start_handle = AMS_START; svc.end_handle = AMS_END; }
+        if (ble_uuid_cmp(&o->uuid.u, BLE_UUID16_DECLARE(0x1805)) == 0 && !cts_hidden) { svc.start_handle = CTS_START; svc.end_handle = CTS_END; }
         uuid_copy(&svc.uuid, &o->uuid.u);
         if (svc.start_handle) ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &error, &svc, o->arg);
         ((ble_gatt_disc_svc_fn *)o->cb)(o->conn, &done, NULL, o->arg);
@@ -705,7 +760,9 @@ reset_fake(const char *name, ble_npl_time_t ticks)
     fake_hz = 1000;
     memset(conns, 0, sizeof conns);
     op_count = gattc_calls = fail_rc = fail_count = overlaps = 0;
-    ancs_hidden = false;
+    ancs_hidden = ams_hidden = cts_hidden = false;
+    ea_read_length = 0;
+    read_requests = 0;
     event_count = text_count = 0;
     callout_reinit_while_armed = 0;
     ancs_consumer_config_default(&lazy);
@@ -1894,6 +1951,435 @@ test_event_queue(void)
 }
 
 /* Each test, then the rule every one keeps: one ATT request at a time per link. */
+/* ======================================================================
+ * The media part (../ancs_nimble_media.c): AMS and CTS beside ANCS
+ * ====================================================================== */
+
+struct media_recorded {
+    bool cts;
+    ancs_ams_event ams;
+    ancs_cts_event time;
+    uint8_t value[600];
+    size_t length;
+};
+static struct media_recorded media_events[128];
+static int media_event_count;
+static const char long_title[] = "\xC3\x87" "a plane pour moi \xE2\x80\x94 \xC3\x89milie S\xC3\xB8rensen live \xC3\xA0 Z\xC3\xBCrich, \xC3\xA9t\xC3\xA9 2026";
+
+static void
+on_ams(void *context, const ancs_ams_event *e)
+{
+    (void)context;
+    if (verbose) printf("    ams event %d status %d entity %u attribute %u%s length %zu\n", (int)e->type, (int)e->status,
+                        e->entity, e->attribute, e->truncated ? " truncated" : "", e->length);
+    if (media_event_count == 128) return;
+    struct media_recorded *r = &media_events[media_event_count++];
+    memset(r, 0, sizeof *r);
+    r->ams = *e;
+    r->ams.value = NULL;
+    r->length = e->length < sizeof r->value ? e->length : sizeof r->value;
+    if (r->length) memcpy(r->value, e->value, r->length);
+}
+
+static void
+on_cts(void *context, const ancs_cts_event *e)
+{
+    (void)context;
+    if (verbose) printf("    cts event %d status %d\n", (int)e->type, (int)e->status);
+    if (media_event_count == 128) return;
+    struct media_recorded *r = &media_events[media_event_count++];
+    memset(r, 0, sizeof *r);
+    r->cts = true;
+    r->time = *e;
+}
+
+static int
+ams_count(ancs_ams_event_type type)
+{
+    int n = 0;
+    for (int i = 0; i < media_event_count; i++) n += !media_events[i].cts && media_events[i].ams.type == type;
+    return n;
+}
+
+static const struct media_recorded *
+ams_last(ancs_ams_event_type type)
+{
+    for (int i = media_event_count - 1; i >= 0; i--)
+        if (!media_events[i].cts && media_events[i].ams.type == type) return &media_events[i];
+    return NULL;
+}
+
+static const struct media_recorded *
+command_done(uint32_t id)
+{
+    for (int i = 0; i < media_event_count; i++)
+        if (!media_events[i].cts && media_events[i].ams.type == ANCS_AMS_EVENT_COMMAND_DONE && media_events[i].ams.request_id == id)
+            return &media_events[i];
+    return NULL;
+}
+
+static const struct media_recorded *
+cts_last(ancs_cts_event_type type)
+{
+    for (int i = media_event_count - 1; i >= 0; i--)
+        if (media_events[i].cts && media_events[i].time.type == type) return &media_events[i];
+    return NULL;
+}
+
+static int
+cts_count(ancs_cts_event_type type)
+{
+    int n = 0;
+    for (int i = 0; i < media_event_count; i++) n += media_events[i].cts && media_events[i].time.type == type;
+    return n;
+}
+
+/* Writes (answered or not) to `handle`; with a first byte `first` unless it is -1. */
+static int
+writes_to(uint16_t handle, int first)
+{
+    int n = 0;
+    for (int i = 0; i < op_count; i++)
+        n += (ops[i].kind == OP_WRITE || ops[i].kind == OP_WRITE_LONG) && ops[i].handle == handle &&
+             (first < 0 || (ops[i].length && ops[i].value[0] == first));
+    return n;
+}
+
+/* The index of the first procedure of this kind on `handle` (a discovery: of `uuid`), or -1. */
+static int
+first_op(enum op_kind kind, uint16_t handle, const ble_uuid_t *uuid)
+{
+    for (int i = 0; i < op_count; i++)
+        if (ops[i].kind == kind && (uuid ? ble_uuid_cmp(&ops[i].uuid.u, uuid) == 0 : ops[i].handle == handle)) return i;
+    return -1;
+}
+
+static int
+pending_of(enum op_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < op_count; i++) n += !ops[i].done && ops[i].kind == kind;
+    return n;
+}
+
+/* The adapter and its media part, on a link with a session; AMS ready, the time read. */
+static void
+media_session(ancs_nimble *a, ancs_nimble_media *m, uint16_t handle, uint16_t mtu)
+{
+    media_event_count = 0;
+    CHECK(ancs_nimble_init(a, &lazy, on_event, NULL) == 0, "init");
+    CHECK(ancs_nimble_media_init(m, a, NULL, on_ams, on_cts, NULL) == 0, "media init");
+    session(a, handle, mtu);
+    CHECK(ams_count(ANCS_AMS_EVENT_READY) == 1, "AMS not ready (%d)", ams_count(ANCS_AMS_EVENT_READY));
+}
+
+/* The end of a media test: the part freed, then the adapter (release). */
+static void
+media_release(ancs_nimble *a, ancs_nimble_media *m)
+{
+    pump();
+    CHECK(ancs_nimble_media_deinit(m) == 0, "media deinit at the end of the test");
+    release(a);
+}
+
+static void
+entity_update(ancs_nimble *a, uint16_t handle, uint8_t entity, uint8_t attribute, uint8_t flags, const char *value, size_t length)
+{
+    uint8_t bytes[600] = { entity, attribute, flags };
+    memcpy(bytes + 3, value, length);
+    notify(a, handle, EU_VALUE, bytes, (uint16_t)(3 + length));
+}
+
+/* AMS and CTS found after ANCS, on the bearer ANCS leaves free; the clients run. */
+static void
+test_media_session(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_media m;
+    ancs_current_time now_time;
+
+    reset_fake("media: AMS and CTS beside ANCS", 1000);
+    media_session(&a, &m, 1, 23);
+    int ams_discovery = first_op(OP_DISC_SVC, 0, &ams_uuid.u), cts_discovery = first_op(OP_DISC_SVC, 0, BLE_UUID16_DECLARE(0x1805));
+    CHECK(ams_discovery > first_op(OP_WRITE, NS_CCCD, NULL) && ams_discovery > first_op(OP_WRITE, DS_CCCD, NULL),
+          "AMS looked for (procedure %d) before ANCS was subscribed", ams_discovery);
+    CHECK(cts_discovery > ams_discovery, "CTS looked for at %d, AMS at %d", cts_discovery, ams_discovery);
+    CHECK(writes_to(RC_CCCD, 1) == 1 && writes_to(EU_CCCD, 1) == 1 && writes_to(CT_CCCD, 1) == 1,
+          "CCCD writes: Remote Command %d, Entity Update %d, Current Time %d", writes_to(RC_CCCD, 1), writes_to(EU_CCCD, 1),
+          writes_to(CT_CCCD, 1));
+    CHECK(writes_to(EU_VALUE, ANCS_AMS_ENTITY_PLAYER) == 1 && writes_to(EU_VALUE, ANCS_AMS_ENTITY_QUEUE) == 1 &&
+          writes_to(EU_VALUE, ANCS_AMS_ENTITY_TRACK) == 1, "registrations: %d", writes_to(EU_VALUE, -1));
+    const struct media_recorded *t = cts_last(ANCS_CTS_EVENT_CURRENT_TIME), *zone = cts_last(ANCS_CTS_EVENT_LOCAL_TIME);
+    CHECK(t && t->time.time.year == 2026 && t->time.time.month == 11 && t->time.time.day == 28 && t->time.time.hours == 14 &&
+          t->time.time.minutes == 53 && t->time.time.seconds == 7, "the phone's time not told");
+    CHECK(zone && zone->time.has_utc_offset && zone->time.utc_offset_minutes == 60, "the zone: %d",
+          zone ? zone->time.utc_offset_minutes : -1);
+    advance(2000);
+    CHECK(ancs_nimble_phone_time(&m, &now_time) && now_time.seconds == 9, "the phone's time 2 s later: %u s", now_time.seconds);
+    CHECK(pending_count() == 0, "%d procedures left", pending_count());
+
+    /* ANCS goes on beside it. */
+    notification_added(&a, 1, 7);
+    uint32_t id = fetch_message(&a, 7);
+    pump();
+    uint8_t response[64];
+    uint16_t n = message_response(response, 7, 20);
+    finish(first_pending_write_to(CP_VALUE), 0);
+    notify(&a, 1, DS_VALUE, response, n);
+    CHECK(done_of(id) && done_of(id)->status == ANCS_OK, "the fetch beside AMS ended with %d", done_of(id) ? (int)done_of(id)->status : 999);
+    media_release(&a, &m);
+}
+
+/* A title cut by the phone is read whole (Entity Attribute, a long read at MTU 23, cut inside a UTF-8 sequence). */
+static void
+test_media_truncated_title(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_media m;
+    const uint8_t *text = NULL;
+    size_t length = 0, whole = sizeof long_title - 1;
+
+    reset_fake("media: a title cut, read whole", 1000);
+    memcpy(ea_read_value, long_title, whole);
+    ea_read_length = (uint16_t)whole;
+    media_session(&a, &m, 1, 23);
+    read_requests = 0;
+    entity_update(&a, 1, ANCS_AMS_ENTITY_TRACK, ANCS_AMS_TRACK_TITLE, 1, long_title, 18);   /* cut inside "—" */
+    CHECK(writes_to(EA_VALUE, ANCS_AMS_ENTITY_TRACK) == 1, "Entity Attribute not selected");
+    pump();
+    const struct media_recorded *u = ams_last(ANCS_AMS_EVENT_UPDATED);
+    CHECK(u && !u->ams.truncated && u->length == whole && memcmp(u->value, long_title, whole) == 0,
+          "the whole title not told (%zu bytes)", u ? u->length : 0);
+    CHECK(read_requests == (int)(whole / 22 + 1), "%d Read and Read Blob requests for %zu bytes at MTU 23", read_requests, whole);
+    CHECK(ancs_ams_text(ancs_nimble_ams(&m), ANCS_AMS_ENTITY_TRACK, ANCS_AMS_TRACK_TITLE, &text, &length) && length == whole &&
+          memcmp(text, long_title, whole) == 0, "ancs_ams_text: %zu bytes", length);
+
+    /* A value longer than ATT allows (600 bytes) is kept to 512, the read ended there. */
+    memset(ea_read_value, 'x', 600);
+    ea_read_length = 600;
+    entity_update(&a, 1, ANCS_AMS_ENTITY_TRACK, ANCS_AMS_TRACK_ALBUM, 1, "xxxxxxxxxxxxxx", 14);
+    pump();
+    u = ams_last(ANCS_AMS_EVENT_UPDATED);
+    CHECK(u && u->ams.attribute == ANCS_AMS_TRACK_ALBUM && !u->ams.truncated && u->length == 512, "the long album: %zu bytes",
+          u ? u->length : 0);
+    CHECK(pending_count() == 0, "%d procedures left after the read was ended", pending_count());
+    media_release(&a, &m);
+}
+
+/* ATT allows one request at a time: ANCS's writes and the media part's operations wait for each other, ANCS first. */
+static void
+test_media_shares_bearer(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_media m;
+    uint8_t response[64];
+    uint32_t command = 0;
+
+    reset_fake("media: one request at a time with ANCS", 1000);
+    memcpy(ea_read_value, long_title, sizeof long_title - 1);
+    ea_read_length = sizeof long_title - 1;
+    media_session(&a, &m, 1, 23);
+    notification_added(&a, 1, 7);
+    uint32_t fetch = fetch_message(&a, 7);
+    CHECK(pending_writes_to(CP_VALUE) == 1, "the fetch not written");
+    entity_update(&a, 1, ANCS_AMS_ENTITY_TRACK, ANCS_AMS_TRACK_TITLE, 1, long_title, 17);
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_NEXT_TRACK, &command) == ANCS_OK, "next track refused");
+    CHECK(pending_count() == 1, "%d procedures on the air with the Control Point write", pending_count());
+
+    finish(first_pending_write_to(CP_VALUE), 0);   /* the bearer free: the selection goes */
+    CHECK(pending_writes_to(EA_VALUE) == 1 && pending_count() == 1, "after the Control Point write: %d on the air, %d to Entity Attribute",
+          pending_count(), pending_writes_to(EA_VALUE));
+    uint16_t n = message_response(response, 7, 20);
+    notify(&a, 1, DS_VALUE, response, n);
+    CHECK(done_of(fetch) && done_of(fetch)->status == ANCS_OK, "the fetch ended with %d", done_of(fetch) ? (int)done_of(fetch)->status : 999);
+
+    uint32_t action = 0;
+    ancs_nimble_perform_action(&a, 7, ANCS_ACTION_NEGATIVE, &action);   /* held behind the selection */
+    CHECK(pending_writes_to(CP_VALUE) == 0 && pending_count() == 1, "the action written over the selection");
+    finish(first_pending_write_to(EA_VALUE), 0);   /* ANCS first: the held action goes before the read */
+    CHECK(pending_writes_to(CP_VALUE) == 1 && pending_of(OP_READ_LONG) == 0, "after the selection: action %d, read %d",
+          pending_writes_to(CP_VALUE), pending_of(OP_READ_LONG));
+    finish(first_pending_write_to(CP_VALUE), 0);
+    CHECK(done_of(action) && done_of(action)->status == ANCS_OK, "the action ended with %d", done_of(action) ? (int)done_of(action)->status : 999);
+    CHECK(pending_of(OP_READ_LONG) == 1, "the read did not follow the action");
+    pump();
+    CHECK(command_done(command) && command_done(command)->ams.status == ANCS_OK, "next track ended with %d",
+          command_done(command) ? (int)command_done(command)->ams.status : 999);
+    CHECK(writes_to(RC_VALUE, ANCS_AMS_NEXT_TRACK) == 1, "next track written %d times", writes_to(RC_VALUE, ANCS_AMS_NEXT_TRACK));
+    const struct media_recorded *u = ams_last(ANCS_AMS_EVENT_UPDATED);
+    CHECK(u && u->length == sizeof long_title - 1, "the title read whole: %zu bytes", u ? u->length : 0);
+    media_release(&a, &m);
+}
+
+/* The link drops with a command on the air and one waiting: both end, nothing is started on the dying link; the next link starts over. */
+static void
+test_media_link_drop(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_media m;
+    uint32_t on_air = 0, waiting = 0;
+
+    reset_fake("media: the link drops mid-command", 1000);
+    media_session(&a, &m, 1, 23);
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &on_air) == ANCS_OK, "play refused");
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_PAUSE, &waiting) == ANCS_OK, "pause refused");
+    CHECK(pending_writes_to(RC_VALUE) == 1, "%d commands on the air", pending_writes_to(RC_VALUE));
+    int calls = drop_link(&a, 1);
+    CHECK(calls == 0, "%d GATT procedures started after the link broke", calls);
+    CHECK(command_done(on_air) && command_done(on_air)->ams.status == ANCS_ERR_SESSION_ENDED, "the command on the air ended with %d",
+          command_done(on_air) ? (int)command_done(on_air)->ams.status : 999);
+    CHECK(command_done(waiting) && command_done(waiting)->ams.status == ANCS_ERR_SESSION_ENDED, "the waiting command ended with %d",
+          command_done(waiting) ? (int)command_done(waiting)->ams.status : 999);
+    CHECK(ams_last(ANCS_AMS_EVENT_ENDED) && ams_last(ANCS_AMS_EVENT_ENDED)->ams.end == ANCS_AMS_END_LINK_DOWN, "AMS not ended with the link");
+    int times = cts_count(ANCS_CTS_EVENT_CURRENT_TIME);
+    session(&a, 1, 23);
+    CHECK(ams_count(ANCS_AMS_EVENT_READY) == 2, "AMS not ready on the next link");
+    CHECK(cts_count(ANCS_CTS_EVENT_CURRENT_TIME) == times + 1, "the time not read on the next link");
+    media_release(&a, &m);
+}
+
+/* Service Changed over AMS: its session ends and starts again once it is found; ANCS's session and CTS go on. */
+static void
+test_media_service_changed(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_media m;
+    const uint8_t over_ams[4] = { AMS_START, 0, AMS_END, 0 };
+
+    reset_fake("media: Service Changed over AMS", 1000);
+    media_session(&a, &m, 1, 23);
+    int times = cts_count(ANCS_CTS_EVENT_CURRENT_TIME);
+    notify(&a, 1, SC_VALUE, over_ams, sizeof over_ams);
+    CHECK(ams_last(ANCS_AMS_EVENT_ENDED) && ams_last(ANCS_AMS_EVENT_ENDED)->ams.end == ANCS_AMS_END_SERVICE_UNPUBLISHED,
+          "AMS's session not ended as unpublished");
+    pump();
+    CHECK(ams_count(ANCS_AMS_EVENT_READY) == 2, "AMS not ready again");
+    ams_hidden = true;   /* removed */
+    notify(&a, 1, SC_VALUE, over_ams, sizeof over_ams);
+    pump();
+    CHECK(ams_count(ANCS_AMS_EVENT_ENDED) == 2 && ams_count(ANCS_AMS_EVENT_READY) == 2, "AMS removed: ended %d, ready %d",
+          ams_count(ANCS_AMS_EVENT_ENDED), ams_count(ANCS_AMS_EVENT_READY));
+    uint32_t id = 0;
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &id) == ANCS_ERR_AMS_NOT_READY, "a command without AMS not refused");
+    ams_hidden = false;   /* back */
+    notify(&a, 1, SC_VALUE, over_ams, sizeof over_ams);
+    pump();
+    CHECK(ams_count(ANCS_AMS_EVENT_READY) == 3, "AMS not ready once back");
+    CHECK(count_events(ANCS_EVENT_SESSION_ENDED) == 0, "ANCS's session ended");
+    CHECK(cts_count(ANCS_CTS_EVENT_CURRENT_TIME) == times, "CTS read again though Service Changed did not cover it");
+    media_release(&a, &m);
+}
+
+/* An operation NimBLE refuses: tried again when out of buffers, else told failed from the timer, never inside the call. */
+static void
+test_media_refused(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_media m;
+    uint32_t id = 0;
+
+    reset_fake("media: an operation refused", 1000);
+    media_session(&a, &m, 1, 23);
+    fail_rc = BLE_HS_ENOMEM;
+    fail_count = 2;
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_NEXT_TRACK, &id) == ANCS_OK, "next track refused");
+    CHECK(pending_writes_to(RC_VALUE) == 0, "written though NimBLE is out of buffers");
+    advance(110);
+    CHECK(pending_writes_to(RC_VALUE) == 0 && fail_count == 0, "not tried again after 100 ms (%d refusals left)", fail_count);
+    advance(110);
+    CHECK(pending_writes_to(RC_VALUE) == 1, "not written once NimBLE had buffers");
+    pump();
+    CHECK(command_done(id) && command_done(id)->ams.status == ANCS_OK, "the command ended with %d", command_done(id) ? (int)command_done(id)->ams.status : 999);
+
+    fail_rc = BLE_HS_EUNKNOWN;
+    fail_count = 1;
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &id) == ANCS_OK, "play refused");
+    CHECK(!command_done(id), "the failure told inside the call");
+    advance(2);
+    CHECK(command_done(id) && command_done(id)->ams.status == ANCS_ERR_TRANSPORT, "the refused command ended with %d",
+          command_done(id) ? (int)command_done(id)->ams.status : 999);
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &id) == ANCS_OK && pending_writes_to(RC_VALUE) == 1, "the next command not written");
+    media_release(&a, &m);
+}
+
+/* On a plain link the services are found, the clients started once it is encrypted. */
+static void
+test_media_plain_link(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_media m;
+
+    reset_fake("media: started once encrypted", 1000);
+    media_event_count = 0;
+    CHECK(ancs_nimble_init(&a, &lazy, on_event, NULL) == 0, "init");
+    CHECK(ancs_nimble_media_init(&m, &a, NULL, on_ams, on_cts, NULL) == 0, "media init");
+    connect_as(&a, NULL, 1, 23, BLE_GAP_ROLE_SLAVE, true);
+    pump();
+    CHECK(first_op(OP_DISC_SVC, 0, &ams_uuid.u) >= 0, "AMS not looked for");
+    CHECK(writes_to(EU_CCCD, -1) == 0 && pending_of(OP_READ) == 0 && ams_count(ANCS_AMS_EVENT_READY) == 0,
+          "the clients started on a plain link");
+    encryption_changed(&a, 1, 0);
+    pump();
+    CHECK(ams_count(ANCS_AMS_EVENT_READY) == 1 && cts_last(ANCS_CTS_EVENT_CURRENT_TIME), "not started once encrypted");
+    media_release(&a, &m);
+}
+
+/* Deinit: refused while an operation is on the air; the adapter's deinit detaches the part, its commands ended. */
+static void
+test_media_deinit(void)
+{
+    static ancs_nimble a;
+    static ancs_nimble_media m;
+    uint32_t id = 0;
+
+    reset_fake("media: deinit", 1000);
+    media_session(&a, &m, 1, 23);
+    ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &id);
+    CHECK(ancs_nimble_media_deinit(&m) == BLE_HS_EBUSY, "deinit with a write on the air not refused");
+    finish(first_pending_write_to(RC_VALUE), 0);
+    CHECK(ancs_nimble_media_deinit(&m) == 0, "deinit refused");
+    CHECK(a.media == NULL, "still attached");
+    int before = op_count;
+    entity_update(&a, 1, ANCS_AMS_ENTITY_TRACK, ANCS_AMS_TRACK_TITLE, 1, long_title, 17);
+    CHECK(op_count == before, "a notification on AMS's handle acted on after deinit");
+    release(&a);
+
+    /* Attached again, the adapter deinitialised under it: detached, its commands ended. */
+    media_session(&a, &m, 1, 23);
+    ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &id);
+    drop_link(&a, 1);
+    CHECK(ancs_nimble_deinit(&a) == 0, "adapter deinit");
+    CHECK(m.adapter == NULL, "the part not detached");
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &id) == ANCS_ERR_AMS_NOT_READY, "a command after the adapter went");
+    CHECK(ancs_nimble_media_deinit(&m) == 0, "media deinit after the adapter's");
+}
+
+/* A command posted from another task; without a media part, refused. */
+static void
+test_media_posted(void)
+{
+    static ancs_nimble a, b;
+    static ancs_nimble_media m;
+    static ancs_nimble_request r, s;
+
+    reset_fake("media: a posted command", 1000);
+    media_session(&a, &m, 1, 23);
+    r.kind = ANCS_NIMBLE_AMS_PERFORM;
+    r.action = ANCS_AMS_NEXT_TRACK;
+    CHECK(ancs_nimble_post(&a, &r) == 0, "post");
+    run_queue();
+    CHECK(r.status == ANCS_OK && pending_writes_to(RC_VALUE) == 1, "the posted command: %d, %d written", (int)r.status,
+          pending_writes_to(RC_VALUE));
+    CHECK(ancs_nimble_init(&b, &lazy, on_event, NULL) == 0, "init b");
+    s.kind = ANCS_NIMBLE_AMS_PERFORM;
+    s.action = ANCS_AMS_PLAY;
+    ancs_nimble_post(&b, &s);
+    run_queue();
+    CHECK(s.status == ANCS_ERR_AMS_NOT_READY, "without a media part: %d", (int)s.status);
+    CHECK(ancs_nimble_deinit(&b) == 0, "deinit b");
+    media_release(&a, &m);
+}
+
 #define RUN(test) do { test(); CHECK(overlaps == 0, "%d GATT procedures started while another was pending on the link", overlaps); } while (0)
 
 int
@@ -1927,6 +2413,15 @@ main(int argc, char **argv)
     RUN(test_null_config);
     RUN(test_security_by_application);
     RUN(test_event_queue);
+    RUN(test_media_session);
+    RUN(test_media_truncated_title);
+    RUN(test_media_shares_bearer);
+    RUN(test_media_link_drop);
+    RUN(test_media_service_changed);
+    RUN(test_media_refused);
+    RUN(test_media_plain_link);
+    RUN(test_media_deinit);
+    RUN(test_media_posted);
     printf("adapter: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
