@@ -21,6 +21,11 @@
 #                    waiting for permission, the engine subscribes again at its retry interval
 #        republish   Service Changed: ANCS removed and added again
 #        hundred     100 notifications waiting at connection, all shown with their app's name
+#        media       AMS and CTS beside ANCS (the sample's media part, ancs_nimble_media.h)
+#                    against `provide --media` at MTU 23: a title longer than one
+#                    notification read whole, the phone's play step, next and pause
+#                    typed on the sample's input and performed by the phone's
+#                    player, the phone's time and zone
 #      and the faults of real iPhones (docs/REAL-IPHONE.md "When notifications stop"), each
 #      played by a scenario step of integrations/nimble/test/<run>.yaml; the
 #      sample probes every 3 s (--probe-interval, --retry-interval) and must
@@ -148,7 +153,7 @@ mkdir -p "$out"
 port=${NIMBLE_PORT_BASE:-9600}
 # Every run, in two groups of about the same length.
 groups=("mtu23 mtu517 bonded republish silent nslost sharing removeancs"
-        "mtu517max allow hundred quiet dslost forgetbond unpublished")
+        "mtu517max allow hundred quiet dslost forgetbond unpublished media")
 # A run left out of both groups would never run in CI.
 every_run=$(sed -n 's/^if want \([a-z0-9]*\); then$/\1/p' "$0" | sort | tr '\n' ' ')
 grouped=$(tr ' ' '\n' <<< "${groups[*]}" | sort | tr '\n' ' ')
@@ -211,7 +216,7 @@ finish() {  # quit the sample, let the provider end, stop the link
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null; pids=()
   # the sample's own lines, without NimBLE's log
-  grep -E '^(adapter|session|added|modified|removed|ready|updated|done|display|encryption|pairing|mtu|connected|disconnected|request|error|protocol|data-source|health)' \
+  grep -E '^(adapter|session|added|modified|removed|ready|updated|done|display|encryption|pairing|mtu|connected|disconnected|request|error|protocol|data-source|health|media|now-playing|time|zone)' \
     "$dir/sample.log" > "$dir/sample.lines"
 }
 uid_of() {  # the start of a title -> the uid of its ready line
@@ -242,6 +247,35 @@ print(count)
 PY
 }
 count() { grep -Ec "$1" "$dir/sample.lines"; }
+# The accessory never sent an ATT request while one of its own waited for the
+# phone's response (ATT allows one at a time on a bearer): from the phone's
+# capture, requests received and responses sent, per connection.
+att_one_at_a_time() {  # btsnoop
+  python3 - "$1" <<'PY'
+import struct, sys
+data = open(sys.argv[1], 'rb').read()
+requests = {0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20}
+responses = {0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x21}
+offset, waiting, seen, overlaps = 16, {}, 0, 0
+while offset + 24 <= len(data):
+    included, flags = struct.unpack('>II', data[offset + 4:offset + 12])
+    record = data[offset + 24:offset + 24 + included]
+    offset += 24 + included
+    # H4 ACL, a first fragment (packet boundary 0b00 sent, 0b10 received; not 0b01, a continuation), ATT's channel
+    if len(record) < 10 or record[0] != 0x02 or (record[2] >> 4) & 0x3 == 0x1 or struct.unpack('<H', record[7:9])[0] != 4:
+        continue
+    handle, opcode, received = struct.unpack('<H', record[1:3])[0] & 0x0FFF, record[9], flags & 1
+    if received and opcode in requests:
+        seen += 1
+        if waiting.get(handle):
+            overlaps += 1
+        waiting[handle] = True
+    elif not received and opcode in responses:
+        waiting[handle] = False
+print(f"{seen} requests, {overlaps} sent while another waited")
+sys.exit(0 if seen and not overlaps else 1)
+PY
+}
 
 # The interop scenario, at one MTU; actions on the call and on Alice, and a fetch of a UID the phone does not have.
 interop() {  # run mtu [the sample's options]
@@ -349,6 +383,38 @@ finish
 check "hundred: all 100 shown" test "$(sed -n 's/^ready uid=\([0-9]*\) .*/\1/p' "$dir/sample.lines" | sort -u | wc -l)" -eq 100
 check "hundred: every one with its app's name" test "$(grep -Ec '^ready uid=[0-9]+ .* name="[A-Za-z]+"' "$dir/sample.lines")" -eq 100
 check "hundred: each app's name asked once" test "$(grep -c '"appAttributesSent"' "$dir/phone.jsonl")" -eq 5
+check "hundred: one ATT request at a time (the phone's capture)" att_one_at_a_time "$dir/phone.btsnoop"
+fi
+
+if want media; then
+echo "== media: AMS and CTS beside ANCS at MTU 23"
+long_title="Ça plane pour moi — Émilie Sørensen live à Zürich, été 2026"
+start media -- --mtu 23 --media --scenario integrations/nimble/test/media.yaml --sessions 1 --duration 60
+wait_for "^media-updated title=\"$long_title\"" 30
+wait_for '^now-playing .* state=playing' 10   # the phone's play step, 2 s into its timeline
+wait_for '^zone ' 10
+send next
+wait_for '^now-playing title="Second Song"' 10
+send pause
+for _ in $(seq 50); do [ "$(grep -c '^media-done ' "$dir/sample.log")" -ge 2 ] && break; sleep 0.2; done
+sleep 1
+send now
+wait_for '^time-now ' 5
+finish
+check "media: AMS ready beside the ANCS session" has_then '^session-started' '^media-ready'
+check "media: the phone saw the accessory register" grep -q '"event":"mediaRegistered"' "$dir/phone.jsonl"
+check "media: the title cut at MTU 23, then read whole" has_then '^media-updated truncated title=' "^media-updated title=\"$long_title\""
+check "media: a notification shown beside the music" has '^ready uid=[0-9]+ .*title="Alice"'
+check "media: the phone's play step shown (playing)" has "^now-playing title=\"$long_title\" .*state=playing"
+check "media: next track typed, performed by the phone's player" grep -q '"event":"mediaCommand".*"command":"nextTrack","performed":true' "$dir/phone.jsonl"
+check "media: pause typed, performed" grep -q '"event":"mediaCommand".*"command":"pause","performed":true' "$dir/phone.jsonl"
+check "media: both commands ended OK" test "$(count '^media-done request=[0-9]+ status=0 ')" -eq 2
+check "media: the next track shown" has '^now-playing title="Second Song" artist="The Harbour Lights"'
+check "media: the phone's time" has '^time 2026-11-28T14:5[3-9]:[0-5][0-9] '
+check "media: the zone UTC+01:00" has '^zone UTC\+01:00 '
+check "media: the time runs on between reads" has '^time-now 2026-11-28T14:5[3-9]:'
+check "media: no display failed, no protocol error, no failed set-up" has_not '^media-ready' '^(display|protocol|media-setup-failed|media-invalid|time-failed)'
+check "media: ANCS and the media part sent one ATT request at a time (the phone's capture)" att_one_at_a_time "$dir/phone.btsnoop"
 fi
 
 # ---- the faults of real iPhones: each run's scenario plays one, and the
@@ -471,6 +537,10 @@ elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
   check "Cortex-M4: ams.h's C API (AMS and CTS) ${media_text:-?} bytes of text, within ${MEDIA_TEXT_BUDGET:=22528}" \
     test "${media_text:-999999}" -le "$MEDIA_TEXT_BUDGET"
   check "Cortex-M4: ancs.h and ams.h link side by side in one firmware" grep -Eq '^Cortex-M4: ancs.h and ams.h in one firmware' "$out/size.txt"
+  # The adapter's media part (ancs_nimble_media.c), a budget of its own: its first figure, 4 956 bytes, rounded up to 5 KiB.
+  media_part=$(awk '/^Cortex-M4: NimBLE media part/ { print $(NF - 2) }' "$out/size.txt")
+  check "Cortex-M4: the adapter's media part ${media_part:-?} bytes of text, within ${MEDIA_PART_TEXT_BUDGET:=5120}" \
+    test "${media_part:-999999}" -le "$MEDIA_PART_TEXT_BUDGET"
   check "ESP32-C3: the adapter and libancs.a linked by GNU ld, as ESP-IDF links" grep -q '^rv32imc: adapter + libancs.a linked by GNU ld' "$out/size.txt"
   check "the ESP-IDF component filled and self-contained" integrations/esp-idf/fill.sh --check "$out/esp-idf"
   check "the C library's functions counted (picolibc, libgcc)" grep -Eq '^ +of which libc\.a [0-9]+, libgcc\.a [0-9]+' "$out/size.txt"

@@ -13,6 +13,9 @@
 #                (Cortex-M4): no consumer engine
 #   adapter      integrations/nimble/ancs_nimble.c against NimBLE's headers
 #                (GCC -Os, NimBLE's NPL port "dummy" for the types)
+#   media part   integrations/nimble/ancs_nimble_media.c (AMS and CTS on the
+#                adapter's link, Cortex-M4), with ams.h's library; the adapter
+#                must reference none of it (a firmware without it links none)
 # is linked alone and all together with --gc-sections from the functions a
 # firmware calls, C library and NimBLE left unresolved (their size is the
 # firmware's), and measured with llvm-size. The hard-float objects are linked
@@ -55,8 +58,13 @@ if command -v riscv64-unknown-elf-gcc >/dev/null && [ -f /usr/lib/picolibc/riscv
   riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 "${cflags[@]}" \
     -c integrations/nimble/ancs_nimble.c -o "${rv[0]}"
 fi
-if nm -u "$out/ancs_nimble-nolog.o" | grep -q printf; then
-  echo "error: ancs_nimble.c built with ANCS_NIMBLE_LOG=0 still formats text" >&2; exit 1
+"${m4[@]}" "${cflags[@]}" -c integrations/nimble/ancs_nimble_media.c -o "$out/ancs_nimble_media.o"
+"${m4[@]}" "${cflags[@]}" -DANCS_NIMBLE_LOG=0 -c integrations/nimble/ancs_nimble_media.c -o "$out/ancs_nimble_media-nolog.o"
+if nm -u "$out/ancs_nimble-nolog.o" "$out/ancs_nimble_media-nolog.o" | grep -q printf; then
+  echo "error: the adapter built with ANCS_NIMBLE_LOG=0 still formats text" >&2; exit 1
+fi
+if nm -u "$out/ancs_nimble.o" | grep -E 'ancs_(ams|cts|nimble_media)_'; then
+  echo "error: ancs_nimble.c references the media part or ams.h's library: a firmware without them would link them" >&2; exit 1
 fi
 
 api=(ancs_consumer_init ancs_consumer_deinit ancs_consumer_config_default ancs_consumer_link_up ancs_consumer_mtu_changed
@@ -79,6 +87,9 @@ media_api=(ancs_ams_storage_size ancs_ams_init ancs_ams_deinit ancs_ams_link_up 
            ancs_ams_playback_at ancs_ams_text ancs_cts_storage_size ancs_cts_init ancs_cts_deinit ancs_cts_link_up
            ancs_cts_link_down ancs_cts_read_result ancs_cts_current_time ancs_cts_tick ancs_cts_stop ancs_cts_next_deadline
            ancs_cts_phone_time)
+# The media part of the adapter (ancs_nimble_media.h): what a watch calls.
+media_adapter=(ancs_nimble_media_init ancs_nimble_media_deinit ancs_nimble_ams_perform ancs_nimble_ams_playback
+               ancs_nimble_phone_time ancs_nimble_ams ancs_ams_text)
 cts_api=(ancs_cts_storage_size ancs_cts_init ancs_cts_deinit ancs_cts_link_up ancs_cts_link_down ancs_cts_read_result
          ancs_cts_current_time ancs_cts_tick ancs_cts_stop ancs_cts_next_deadline ancs_cts_phone_time)
 link() {  # linker output roots objects...
@@ -97,6 +108,9 @@ link "$lld" "$out/cts.elf" "${cts_api[*]}" "$out/capi/ancs-media-swift.o"
 link "$lld" "$out/capi-media.elf" "${api[*]} ${media_api[*]}" $(capi capi) "$out/capi/ancs-media-swift.o"
 link "$lld" "$out/adapter.elf" "${adapter[*]}" "$out/ancs_nimble.o"
 link "$lld" "$out/all.elf" "${adapter[*]}" "$out/ancs_nimble.o" $(capi capi)
+link "$lld" "$out/media-adapter.elf" "${media_adapter[*]}" "$out/ancs_nimble_media.o"
+link "$lld" "$out/all-media.elf" "${adapter[*]} ${media_adapter[*]}" "$out/ancs_nimble.o" "$out/ancs_nimble_media.o" \
+  $(capi capi) "$out/capi/ancs-media-swift.o"
 link "$lld" "$out/adapter-nolog.elf" "${adapter[*]}" "$out/ancs_nimble-nolog.o"
 link "$lld" "$out/all-nolog.elf" "${adapter[*]}" "$out/ancs_nimble-nolog.o" $(capi capi)
 # GNU ld checks the float ABI (Tag_ABI_VFP_args) of every object, lld does
@@ -210,6 +224,8 @@ row "Cortex-M4: parser C API (ancs_parser.h)" "$out/parser.elf"
 row "Cortex-M4: media C API (ams.h: AMS and CTS)" "$out/media.elf"
 row "Cortex-M4: media C API, CTS alone" "$out/cts.elf"
 row "Cortex-M4: ancs.h and ams.h in one firmware" "$out/capi-media.elf"
+row "Cortex-M4: NimBLE media part (ancs_nimble_media.c)" "$out/media-adapter.elf"
+row "Cortex-M4: adapter + media part + both libraries" "$out/all-media.elf"
 if [ ${#with_clib[@]} -gt 0 ]; then
   echo "With the C library functions they pull in (picolibc 1.8, libgcc), Cortex-M4 unless named:"
   for name in "${with_clib[@]}"; do

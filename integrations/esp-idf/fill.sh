@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fills the ESP-IDF component, so that one folder holds all it needs: the
-# NimBLE adapter's source, the headers, and libancs.a for each RISC-V ISA of
-# the chips it serves (built here with Embedded Swift: integrations/c/build.sh).
+# NimBLE adapter's source (its media part, AMS and CTS, too), the headers,
+# and libancs.a and libancs_media.a for each RISC-V ISA of the chips it
+# serves (built here with Embedded Swift: integrations/c/build.sh).
 #
 #   integrations/esp-idf/fill.sh                 # this folder: src/, include/, lib/
 #   integrations/esp-idf/fill.sh --out DIR       # a copy of the whole component in DIR
@@ -27,12 +28,14 @@ if [ "$out" != "$here" ]; then
   cp "$root/LICENSE" "$root/NOTICE" "$out/"
 fi
 mkdir -p "$out/src" "$out/include"
-cp "$root/integrations/nimble/ancs_nimble.c" "$out/src/"
-cp "$root/integrations/nimble/ancs_nimble.h" "$root/integrations/c/include/ancs.h" "$out/include/"
+cp "$root/integrations/nimble/ancs_nimble.c" "$root/integrations/nimble/ancs_nimble_media.c" \
+  "$root/integrations/nimble/ancs_nimble_internal.h" "$out/src/"
+cp "$root/integrations/nimble/ancs_nimble.h" "$root/integrations/nimble/ancs_nimble_media.h" \
+  "$root/integrations/c/include/ancs.h" "$root/integrations/c/include/ams.h" "$out/include/"
 for isa in rv32imc rv32imac; do
   "$root/integrations/c/build.sh" "$isa" "$root/.build/capi/$isa" > /dev/null
   mkdir -p "$out/lib/$isa"
-  cp "$root/.build/capi/$isa/libancs.a" "$out/lib/$isa/"
+  cp "$root/.build/capi/$isa/libancs.a" "$root/.build/capi/$isa/libancs_media.a" "$out/lib/$isa/"
 done
 echo "filled $out"
 
@@ -40,7 +43,9 @@ if $check; then
   fail() { echo "error: the ESP-IDF component in $out: $*" >&2; exit 1; }
   # Nothing outside the folder: no path climbs out of it.
   if grep -n '\.\./\|ancs_root' "$out/CMakeLists.txt"; then fail "CMakeLists.txt reaches outside the component"; fi
-  for file in src/ancs_nimble.c include/ancs.h include/ancs_nimble.h lib/rv32imc/libancs.a lib/rv32imac/libancs.a Kconfig LICENSE NOTICE; do
+  for file in src/ancs_nimble.c src/ancs_nimble_media.c src/ancs_nimble_internal.h include/ancs.h include/ancs_nimble.h \
+              include/ams.h include/ancs_nimble_media.h lib/rv32imc/libancs.a lib/rv32imac/libancs.a \
+              lib/rv32imc/libancs_media.a lib/rv32imac/libancs_media.a Kconfig LICENSE NOTICE; do
     [ -s "$out/$file" ] || fail "$file is missing"
   done
   grep -Eq '^version: "[0-9]+\.[0-9]+\.[0-9]+"$' "$out/idf_component.yml" || fail "idf_component.yml has no version"
@@ -53,7 +58,9 @@ if $check; then
   done
   # Built without the stack protector: a default IDF project does not define its symbols.
   for isa in rv32imc rv32imac; do
-    if nm -u "$out/lib/$isa/libancs.a" 2>/dev/null | grep -q __stack_chk; then fail "lib/$isa/libancs.a needs the stack protector"; fi
+    for lib in libancs.a libancs_media.a; do
+      if nm -u "$out/lib/$isa/$lib" 2>/dev/null | grep -q __stack_chk; then fail "lib/$isa/$lib needs the stack protector"; fi
+    done
   done
   # The adapter compiles from the folder's own headers, as the component's
   # INCLUDE_DIRS give them (NimBLE's headers are the IDF's bt component's).
@@ -64,7 +71,12 @@ if $check; then
       -I "$nimble/nimble/include" -I "$nimble/nimble/host/include" -I "$nimble/porting/nimble/include" \
       -I "$nimble/porting/npl/dummy/include" -I "$nimble/porting/examples/linux/include" -I "$nimble/nimble/transport/include" \
       -c "$out/src/ancs_nimble.c" -o "$out/ancs_nimble.check.o"
-    rm -f "$out/ancs_nimble.check.o"
+    riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 -Os -Wall -Werror -DMYNEWT_VAL_BLE_SM_SC=1 \
+      -DANCS_NIMBLE_LOG=0 -I "$out/include" \
+      -I "$nimble/nimble/include" -I "$nimble/nimble/host/include" -I "$nimble/porting/nimble/include" \
+      -I "$nimble/porting/npl/dummy/include" -I "$nimble/porting/examples/linux/include" -I "$nimble/nimble/transport/include" \
+      -c "$out/src/ancs_nimble_media.c" -o "$out/ancs_nimble_media.check.o"
+    rm -f "$out/ancs_nimble.check.o" "$out/ancs_nimble_media.check.o"
   fi
   echo "checked $out: self-contained"
 fi

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ams.h"
 #include "ancs_nimble.h"
 #include "ancs_nimble_internal.h"
 
@@ -555,7 +554,6 @@ ancs_found(ancs_nimble *a)
     } else {
         ancs_consumer_service_changed(&a->consumer, true, now(a));
     }
-    if (a->media) a->media_hooks->ancs_found(a->media);   /* the phone's link: AMS and CTS looked for */
 }
 
 static int
@@ -857,29 +855,33 @@ on_timer(struct ble_npl_event *event)
         discover(a);
     }
     ancs_consumer_tick(&a->consumer, t);
-    if (a->media) a->media_hooks->tick(a->media, t);
     schedule(a);
+}
+
+/* `at` is the deadline if it is earlier than the one found so far (`due`, `next`). */
+static void __attribute__((noinline))
+earlier(uint64_t *next, bool *due, bool candidate, uint64_t at)
+{
+    if (candidate && (!*due || at < *next)) { *next = at; *due = true; }
 }
 
 static void
 schedule(ancs_nimble *a)
 {
     uint64_t next = 0, deadline, t;
-    bool due = false;
+    bool due;
 
-    /* The media part's next operation, once the adapter's own work is on the
-     * air or done (ATT: one request at a time; ANCS goes first). */
-    if (a->media && !a->media_pumping && ancs_nimble_bearer_free_(a)) {
-        a->media_pumping = true;
-        a->media_hooks->pump(a->media);
-        a->media_pumping = false;
-    }
+    /* The media part follows the link (its loss, ANCS found, encryption),
+     * starts its next operation once the adapter's own work is on the air or
+     * done (ATT: one request at a time; ANCS goes first), acts on its
+     * deadlines passed, and tells the next. */
+    bool media_due = a->media && a->media_hooks->settle(a->media, &deadline);
     t = now(a);
-    if (ancs_consumer_next_deadline(&a->consumer, &deadline)) { next = deadline; due = true; }
-    if (a->media && a->media_hooks->deadline(a->media, &deadline) && (!due || deadline < next)) { next = deadline; due = true; }
-    if (a->deferred && !a->deferred_waits && (!due || a->deferred_at < next)) { next = a->deferred_at; due = true; }
-    if (a->cccd_retry_due && (!due || a->cccd_retry_at < next)) { next = a->cccd_retry_at; due = true; }
-    if (a->retry_due && (!due || a->retry_at < next)) { next = a->retry_at; due = true; }
+    due = ancs_consumer_next_deadline(&a->consumer, &next);
+    earlier(&next, &due, media_due, deadline);
+    earlier(&next, &due, a->deferred && !a->deferred_waits, a->deferred_at);
+    earlier(&next, &due, a->cccd_retry_due, a->cccd_retry_at);
+    earlier(&next, &due, a->retry_due, a->retry_at);
     /* Armed only when the deadline changes: a re-arm is three timer commands
      * that block on FreeRTOS, and most events (a notification inside a value,
      * any event of another link) change none. */
@@ -912,7 +914,6 @@ forget_connection(ancs_nimble *a)
     a->cccd_tries = 0;
     a->epoch++;   /* callbacks of the link forgotten are ignored from now on */
     a->resubscribe = -1;
-    if (a->media) a->media_hooks->link_gone(a->media);
 }
 
 /* A GATT procedure of the adapter is pending: NimBLE holds a pointer into the storage. */
@@ -936,8 +937,6 @@ ancs_nimble_deinit(ancs_nimble *a)
     if (a->link_given) ancs_consumer_link_down(&a->consumer, now(a));   /* requests end, then the session */
     forget_connection(a);
     if (a->media) a->media_hooks->detach(a->media);   /* its sessions end; it is left unattached */
-    a->media = NULL;
-    a->media_hooks = NULL;
     ancs_consumer_deinit(&a->consumer);
     ble_npl_callout_stop(&a->timer);
     a->timer_armed = false;
@@ -1153,7 +1152,6 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
         /* Discovery waiting for encryption, or ANCS not found before it
          * (some phones publish ANCS only on an encrypted link). */
         if (a->discovery_wanted || a->phase == PHASE_IDLE || a->phase == PHASE_ABSENT) discover(a);
-        if (a->media) a->media_hooks->encrypted(a->media);
         break;
     case BLE_GAP_EVENT_MTU:
         if (event->mtu.conn_handle != a->conn) break;
@@ -1169,6 +1167,8 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
             break;
         }
         if (ble_hs_mbuf_to_flat(om, a->rx, sizeof a->rx, &length) != 0) break;
+        /* The media part's characteristics, and Service Changed (for it too). */
+        if (a->media && a->media_hooks->notified(a->media, handle, a->rx, length)) break;
         if (handle == a->ns_value && a->ns_value) {
             ancs_consumer_notification_source(&a->consumer, a->rx, length, now(a));
         } else if (handle == a->ds_value && a->ds_value) {
@@ -1177,14 +1177,11 @@ ancs_nimble_gap_event(ancs_nimble *a, struct ble_gap_event *event)
             uint16_t start = a->rx[0] | a->rx[1] << 8, end = a->rx[2] | a->rx[3] << 8;
             bool touches_ancs = !a->ancs_start || (start <= a->ancs_end && end >= a->ancs_start);
             say(a, "Service Changed: handles 0x%04x-0x%04x%s", start, end, touches_ancs ? " (ANCS)" : "");
-            if (a->media) a->media_hooks->service_changed(a->media, start, end);
             if (!touches_ancs) break;
             if (a->published && a->link_given) ancs_consumer_service_changed(&a->consumer, false, now(a));
             a->published = false;
             a->ancs_start = a->ancs_end = a->ns_value = a->cp_value = a->ds_value = a->ns_cccd = a->ds_cccd = 0;
             discover(a);   /* after the write in flight, or once the discovery running ends */
-        } else if (a->media) {
-            a->media_hooks->notified(a->media, handle, a->rx, length);
         }
         break;
     default:
@@ -1265,9 +1262,6 @@ on_request(struct ble_npl_event *event)
             break;
         case ANCS_NIMBLE_START:
             r->status = ancs_nimble_start(a) == 0 ? ANCS_OK : ANCS_ERR_NOT_CONNECTED;
-            break;
-        case ANCS_NIMBLE_AMS_PERFORM:
-            r->status = a->media ? a->media_hooks->perform(a->media, r->action, &r->request_id) : ANCS_ERR_AMS_NOT_READY;
             break;
         default:
             r->status = ANCS_ERR_INVALID_ARGUMENT;

@@ -239,7 +239,6 @@ typedef struct ancs_nimble {
     /* the media part (ancs_nimble_media_init), NULL without: reached only through its hooks */
     struct ancs_nimble_media *media;
     const struct ancs_nimble_media_hooks *media_hooks;
-    bool media_pumping;            /* the media part is being given the bearer (no nesting) */
     uint8_t rx[ANCS_NIMBLE_RX_MAX];
 } ancs_nimble;
 
@@ -325,8 +324,8 @@ typedef enum {
     ANCS_NIMBLE_CANCEL,                /* request_id */
     ANCS_NIMBLE_STOP,
     ANCS_NIMBLE_START,
-    ANCS_NIMBLE_AMS_PERFORM,           /* action: the RemoteCommandID (ams.h) -> request_id; the media part's
-                                          (ancs_nimble_media.h): ANCS_ERR_AMS_NOT_READY without one */
+    ANCS_NIMBLE_AMS_PERFORM,           /* action: the RemoteCommandID (ams.h) -> request_id; with
+                                          ancs_nimble_media_post (ancs_nimble_media.h) */
 } ancs_nimble_request_kind;
 
 typedef struct ancs_nimble_request {

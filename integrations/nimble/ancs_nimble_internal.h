@@ -12,20 +12,20 @@
 
 #include "ancs_nimble.h"
 
-/* What the adapter tells its media part, from the host task. */
+/* What the adapter tells its media part, from the host task: three calls,
+ * so that an adapter without one carries little. The part follows the link
+ * (its loss by the adapter's epoch, ANCS found, encryption) when it settles. */
 struct ancs_nimble_media_hooks {
-    void (*ancs_found)(struct ancs_nimble_media *media);      /* ANCS found on the link held: the phone's */
-    void (*encrypted)(struct ancs_nimble_media *media);       /* the link held is encrypted now */
-    void (*link_gone)(struct ancs_nimble_media *media);       /* the link held is forgotten (dropped, or left) */
-    void (*detach)(struct ancs_nimble_media *media);          /* the adapter is deinitialised */
-    void (*service_changed)(struct ancs_nimble_media *media, uint16_t start, uint16_t end);
-    /* A notification on a handle not the adapter's: true if it was the media part's. */
+    /* After every event of the adapter: the link followed, deadlines passed
+     * acted on, the next operation started if the ATT bearer is free
+     * (ancs_nimble_bearer_free_); then the part's earliest deadline, if any. */
+    bool (*settle)(struct ancs_nimble_media *media, uint64_t *deadline_ms);
+    /* A notification (or indication) on the link held, before the adapter
+     * looks at it: true if it was the part's alone (Service Changed is the
+     * adapter's too: false). */
     bool (*notified)(struct ancs_nimble_media *media, uint16_t handle, const uint8_t *bytes, size_t length);
-    /* The ATT bearer is free (nothing of the adapter's in flight or waiting): the next operation may go. */
-    void (*pump)(struct ancs_nimble_media *media);
-    void (*tick)(struct ancs_nimble_media *media, uint64_t now_ms);
-    bool (*deadline)(struct ancs_nimble_media *media, uint64_t *deadline_ms);
-    ancs_status (*perform)(struct ancs_nimble_media *media, uint8_t command, uint32_t *request_id);   /* a posted request */
+    /* The adapter is deinitialised: the part's sessions end, it is detached. */
+    void (*detach)(struct ancs_nimble_media *media);
 };
 
 /* The adapter's own, for its media part. */

@@ -143,7 +143,7 @@ issue(ancs_nimble_media *m, const struct ancs_nimble_media_op *op)
 
 static void discover(ancs_nimble_media *m);
 
-/* The bearer is free (the adapter's hook): discovery first, then the queue's head. */
+/* The bearer is free (hook_settle): discovery first, then the queue's head. */
 static void
 pump(ancs_nimble_media *m)
 {
@@ -501,28 +501,19 @@ from_adapter(ancs_nimble *a)
     return a && a->media_hooks == &hooks ? a->media : NULL;
 }
 
-static void
-hook_ancs_found(ancs_nimble_media *m)
-{
-    if (m->looked) return;   /* ANCS back after Service Changed: AMS and CTS have their own */
-    m->looked = true;
-    m->wanted = used(m);
-}
-
 /* Some phones publish a service only on an encrypted link: what was not found is looked for again. */
 static void
-hook_encrypted(ancs_nimble_media *m)
+now_encrypted(ancs_nimble_media *m)
 {
-    if (!m->looked) return;
     m->awaits_encryption = false;
     if (m->on_ams && !m->ea_value && !(m->discovering & AMS)) m->wanted |= AMS;
     if (m->on_cts && !m->ct_value && !(m->discovering & CTS)) m->wanted |= CTS;
     if (!m->discovering) start_clients(m);   /* found on the plain link, started now */
 }
 
-/* The link is forgotten: everything of it dropped first, then the clients told (their commands end). */
+/* The link held is gone (dropped, or left): everything of it dropped first, then the clients told (their commands end). */
 static void
-hook_link_gone(ancs_nimble_media *m)
+link_gone(ancs_nimble_media *m)
 {
     bool ams = m->ams_linked, cts = m->cts_linked;
     uint64_t t = now(m);
@@ -532,7 +523,7 @@ hook_link_gone(ancs_nimble_media *m)
     m->value_count = 0;
     m->phase = P_IDLE;
     m->wanted = m->discovering = 0;
-    m->looked = m->awaits_encryption = m->discover_due = m->head_due = false;
+    m->looked = m->encrypted = m->awaits_encryption = m->discover_due = m->head_due = false;
     m->ams_linked = m->cts_linked = m->ams_published = m->in_flight = false;
     m->failed_due[0] = m->failed_due[1] = false;
     m->queued = m->tries = 0;
@@ -543,7 +534,12 @@ hook_link_gone(ancs_nimble_media *m)
 static void
 hook_detach(ancs_nimble_media *m)
 {
-    hook_link_gone(m);
+    ancs_nimble *a = m->adapter;
+
+    if (!a) return;
+    link_gone(m);
+    a->media = NULL;
+    a->media_hooks = NULL;
     m->adapter = NULL;
 }
 
@@ -555,11 +551,10 @@ touches(uint16_t start, uint16_t end, uint16_t service_start, uint16_t service_e
 
 /* Service Changed over these handles: a service there (or not found before) is looked for again. */
 static void
-hook_service_changed(ancs_nimble_media *m, uint16_t start, uint16_t end)
+service_changed(ancs_nimble_media *m, uint16_t start, uint16_t end)
 {
     uint64_t t = now(m);
 
-    if (!m->looked) return;
     if (m->on_ams && touches(start, end, m->ams_start, m->ams_end)) {
         say(m, "media: Service Changed covers AMS: looked for again");
         m->rc_value = m->eu_value = m->ea_value = 0;   /* its notifications are not taken meanwhile */
@@ -585,17 +580,48 @@ hook_notified(ancs_nimble_media *m, uint16_t handle, const uint8_t *bytes, size_
 {
     uint64_t t = now(m);
 
-    if (m->ams_linked && handle == m->eu_value && handle) ancs_ams_entity_update(&m->ams, bytes, length, t);
-    else if (m->ams_linked && handle == m->rc_value && handle) ancs_ams_remote_command(&m->ams, bytes, length, t);
-    else if (m->cts_linked && handle == m->ct_value && handle) ancs_cts_current_time(&m->cts, bytes, length, t);
+    if (!handle || m->epoch != m->adapter->epoch) return false;   /* of a link not looked at yet */
+    if (handle == m->adapter->sc_value) {
+        if (m->looked && length >= 4) service_changed(m, (uint16_t)(bytes[0] | bytes[1] << 8), (uint16_t)(bytes[2] | bytes[3] << 8));
+        return false;   /* the adapter's too */
+    }
+    if (m->ams_linked && handle == m->eu_value) ancs_ams_entity_update(&m->ams, bytes, length, t);
+    else if (m->ams_linked && handle == m->rc_value) ancs_ams_remote_command(&m->ams, bytes, length, t);
+    else if (m->cts_linked && handle == m->ct_value) ancs_cts_current_time(&m->cts, bytes, length, t);
     else return false;
     return true;
 }
 
 static void
-hook_tick(ancs_nimble_media *m, uint64_t t)
+earlier(bool *due, uint64_t *next, bool candidate, uint64_t at)
 {
-    if (m->head_due && t >= m->head_at) m->head_due = false;           /* the head tried again (pump) */
+    if (candidate && (!*due || at < *next)) { *next = at; *due = true; }
+}
+
+/* After every event of the adapter (its schedule): the link followed, the
+ * deadlines passed acted on, the bearer given to the next operation if it is
+ * free; then the earliest deadline. A failure is told here, from the settle
+ * after the one that found it: never inside the call that asked. */
+static bool
+hook_settle(ancs_nimble_media *m, uint64_t *deadline)
+{
+    ancs_nimble *a = m->adapter;
+    uint64_t t = now(m), at;
+    bool due = false;
+
+    if (m->epoch != a->epoch) {   /* the adapter forgot the link it held */
+        m->epoch = a->epoch;
+        link_gone(m);
+    }
+    if (!m->looked && a->ancs_seen && a->conn != BLE_HS_CONN_HANDLE_NONE) {   /* ANCS found: the phone's link */
+        m->looked = true;
+        m->wanted = used(m);
+    }
+    if (m->looked && !m->encrypted && ancs_nimble_encrypted_(a)) {
+        m->encrypted = true;
+        now_encrypted(m);
+    }
+    if (m->head_due && t >= m->head_at) m->head_due = false;   /* the head tried again (pump) */
     if (m->discover_due && t >= m->discover_at) m->discover_due = false;
     for (int client = 0; client < 2; client++) {
         if (!m->failed_due[client]) continue;
@@ -603,41 +629,21 @@ hook_tick(ancs_nimble_media *m, uint64_t t)
         m->failed_due[client] = false;
         report(m, &op, m->failed_status[client], NULL, 0);
     }
-    if (m->on_ams) ancs_ams_tick(&m->ams, t);
-    if (m->on_cts) ancs_cts_tick(&m->cts, t);
-}
+    if (m->on_ams && ancs_ams_next_deadline(&m->ams, &at) && at <= t) ancs_ams_tick(&m->ams, t);
+    if (m->on_cts && ancs_cts_next_deadline(&m->cts, &at) && at <= t) ancs_cts_tick(&m->cts, t);
+    /* Nested (a discovery that fails to start ends, and the adapter settles
+     * again) it finds the discovery due later, or starts the queue's head. */
+    if (ancs_nimble_bearer_free_(a)) pump(m);
 
-static bool
-earliest(bool *due, uint64_t *next, bool candidate, uint64_t at)
-{
-    if (candidate && (!*due || at < *next)) { *next = at; *due = true; }
-    return *due;
-}
-
-static bool
-hook_deadline(ancs_nimble_media *m, uint64_t *deadline)
-{
-    uint64_t at;
-    bool due = false;
-
-    earliest(&due, deadline, m->failed_due[0] || m->failed_due[1], 0);
-    earliest(&due, deadline, m->head_due, m->head_at);
-    earliest(&due, deadline, m->discover_due, m->discover_at);
-    if (m->on_ams && ancs_ams_next_deadline(&m->ams, &at)) earliest(&due, deadline, true, at);
-    if (m->on_cts && ancs_cts_next_deadline(&m->cts, &at)) earliest(&due, deadline, true, at);
+    earlier(&due, deadline, m->failed_due[0] || m->failed_due[1], t);
+    earlier(&due, deadline, m->head_due, m->head_at);
+    earlier(&due, deadline, m->discover_due, m->discover_at);
+    if (m->on_ams && ancs_ams_next_deadline(&m->ams, &at)) earlier(&due, deadline, true, at);
+    if (m->on_cts && ancs_cts_next_deadline(&m->cts, &at)) earlier(&due, deadline, true, at);
     return due;
 }
 
-static ancs_status
-hook_perform(ancs_nimble_media *m, uint8_t command, uint32_t *request_id)
-{
-    return ancs_nimble_ams_perform(m, command, request_id);
-}
-
-static const struct ancs_nimble_media_hooks hooks = {
-    hook_ancs_found, hook_encrypted, hook_link_gone, hook_detach, hook_service_changed, hook_notified,
-    pump, hook_tick, hook_deadline, hook_perform,
-};
+static const struct ancs_nimble_media_hooks hooks = { hook_settle, hook_notified, hook_detach };
 
 /* ---- public ---- */
 
@@ -675,10 +681,10 @@ ancs_nimble_media_init(ancs_nimble_media *m, ancs_nimble *a, const ancs_ams_conf
     m->adapter = a;
     m->self = m;
     m->magic = MEDIA_MAGIC;
+    m->epoch = a->epoch;
     a->media = m;
     a->media_hooks = &hooks;
-    if (a->ancs_seen && a->conn != BLE_HS_CONN_HANDLE_NONE) hook_ancs_found(m);   /* the phone's link is held already */
-    settle(m);
+    settle(m);   /* the phone's link held already: AMS and CTS looked for */
     return 0;
 }
 
@@ -692,11 +698,7 @@ ancs_nimble_media_deinit(ancs_nimble_media *m)
     if (m->in_flight && connected(m)) return BLE_HS_EBUSY;   /* NimBLE's callback would reach the storage */
     a = m->adapter;
     hook_detach(m);   /* the sessions end */
-    if (a) {
-        a->media = NULL;
-        a->media_hooks = NULL;
-        ancs_nimble_schedule_(a);   /* the timer, without the part's deadlines */
-    }
+    if (a) ancs_nimble_schedule_(a);   /* the timer, without the part's deadlines */
     if (m->on_ams) ancs_ams_deinit(&m->ams);
     if (m->on_cts) ancs_cts_deinit(&m->cts);
     m->magic = 0;
@@ -769,4 +771,28 @@ ancs_cts_client *
 ancs_nimble_cts(ancs_nimble_media *m)
 {
     return &m->cts;
+}
+
+/* A posted command, on the host task. */
+static void
+on_posted(struct ble_npl_event *event)
+{
+    ancs_nimble_request *r = ble_npl_event_get_arg(event);
+    ancs_nimble_media *m = from_adapter(r->adapter);
+
+    if (!m) r->status = ANCS_ERR_AMS_NOT_READY;   /* detached (or deinitialised) while the request was queued */
+    else if (r->kind != ANCS_NIMBLE_AMS_PERFORM) r->status = ANCS_ERR_INVALID_ARGUMENT;
+    else r->status = ancs_nimble_ams_perform(m, r->action, &r->request_id);
+    if (r->done) r->done(r);
+}
+
+int
+ancs_nimble_media_post(ancs_nimble_media *m, ancs_nimble_request *r)
+{
+    /* Reads only what init wrote (the adapter and its queue): safe from any task. */
+    if (!m || !r || !m->adapter || !m->adapter->eventq) return BLE_HS_EINVAL;
+    r->adapter = m->adapter;
+    ble_npl_event_init(&r->event, on_posted, r);
+    ble_npl_eventq_put(m->adapter->eventq, &r->event);
+    return 0;
 }

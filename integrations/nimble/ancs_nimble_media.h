@@ -21,8 +21,8 @@
  *     Attribute's long read (Read then Read Blob, the value kept to
  *     ANCS_NIMBLE_MEDIA_VALUE_MAX bytes), CTS's reads. An operation NimBLE
  *     refuses is tried again every 100 ms (ten times) when it is out of
- *     buffers, and otherwise reported failed from the timer, never from
- *     inside the client's callback;
+ *     buffers, and otherwise reported failed afterwards (the timer, or the
+ *     adapter's next event), never from inside the client's callback;
  *   - feeds Remote Command, Entity Update and Current Time notifications,
  *     and the clients' deadlines on the adapter's timer;
  *   - ends the sessions with the link (ancs_ams_link_down: commands waiting
@@ -50,8 +50,12 @@ extern "C" {
 typedef void ancs_nimble_ams_event_fn(void *context, const ancs_ams_event *event);
 typedef void ancs_nimble_cts_event_fn(void *context, const ancs_cts_event *event);
 
-/* The longest value kept from Entity Attribute's long read (ATT's largest attribute value). */
+/* The longest value kept from Entity Attribute's long read: ATT's largest attribute value by
+ * default; a watch that shows less may define it lower (a longer value is kept to it, as
+ * ams.h's max_value_length keeps it). */
+#ifndef ANCS_NIMBLE_MEDIA_VALUE_MAX
 #define ANCS_NIMBLE_MEDIA_VALUE_MAX 512
+#endif
 /* Operations waiting for the bearer: one CCCD write per characteristic, a write or read of each client. */
 #define ANCS_NIMBLE_MEDIA_QUEUE 6
 
@@ -81,7 +85,9 @@ typedef struct ancs_nimble_media {
     uint8_t phase;                      /* discovery (ancs_nimble_media.c) */
     uint8_t wanted;                     /* services to look for (again, once the running discovery ends) */
     uint8_t discovering;                /* services the running discovery looks for */
+    uint8_t epoch;                      /* the adapter's link instance this state is of */
     bool looked;                        /* discovery was asked for on this link (ANCS found) */
+    bool encrypted;                     /* the link was seen encrypted */
     bool awaits_encryption;             /* discovery refused on a plain link: again once encrypted */
     bool discover_due;                  /* discovery failed: again at discover_at */
     uint64_t discover_at;
@@ -133,6 +139,14 @@ ancs_status ancs_nimble_ams_perform(ancs_nimble_media *media, uint8_t command, u
 /* What is playing now, and the phone's time now (ams.h), on the adapter's clock. */
 bool ancs_nimble_ams_playback(ancs_nimble_media *media, ancs_ams_playback *playback);
 bool ancs_nimble_phone_time(ancs_nimble_media *media, ancs_current_time *time);
+
+/* ancs_nimble_ams_perform from another task (a UI task's button): the
+ * request (ancs_nimble.h) with kind ANCS_NIMBLE_AMS_PERFORM and the command in
+ * `action`, run on the adapter's queue; `status` and `request_id` as
+ * ancs_nimble_ams_perform gives them (ANCS_ERR_AMS_NOT_READY if the part
+ * was detached meanwhile), then `done`. The one function of the part safe to
+ * call from any task. 0; BLE_HS_EINVAL without a part attached, a request or a queue. */
+int ancs_nimble_media_post(ancs_nimble_media *media, ancs_nimble_request *request);
 
 /* The clients, for what the functions above do not cover (ancs_ams_text, …). */
 ancs_ams_client *ancs_nimble_ams(ancs_nimble_media *media);

@@ -2,7 +2,8 @@
  * A sample accessory on NimBLE: advertises the ANCS solicitation, lets the
  * phone connect and pair (LE Secure Connections, bonding; numeric comparison
  * confirmed automatically, as a watch whose user taps "OK"), and prints every
- * notification the phone shows — one line each — with its app's name. Reads
+ * notification the phone shows — one line each — with its app's name, what
+ * the phone plays and its clock (AMS and CTS, ancs_nimble_media.h). Reads
  * commands from standard input:
  *
  *   + UID          the notification's positive action (e.g. accept a call)
@@ -10,14 +11,20 @@
  *   a UID          fetch its attributes (Title, Subtitle, Message, Date, action labels)
  *   m UID MAX      fetch its Message, at most MAX bytes
  *   app BUNDLE-ID  fetch an app's display name
+ *   play, pause, toggle, next, previous, volume-up, volume-down
+ *                  a command to the phone's player
+ *   now            what is playing and the phone's time, now
  *   disconnect     end the connection (the phone connects again)
  *   quit           end the connection and exit (also at the end of the input)
  *
  * This build runs NimBLE's Linux port: the HCI transport is a TCP connection
  * to a controller (a Bumble virtual controller in the project's tests).
  *
- * Usage: ancs-sample [--just-works] [--mtu MTU] [--probe-interval S] [--silence-limit S]
+ * Usage: ancs-sample [--just-works] [--no-media] [--mtu MTU] [--probe-interval S] [--silence-limit S]
  *                    [--retry-interval S] [--timeout SECONDS] TCP-PORT
+ *
+ * --no-media leaves AMS and CTS alone (the adapter alone, as a firmware that
+ * does not link the media part).
  *
  * --mtu sets the ATT MTU NimBLE prefers (ble_att_set_preferred_mtu; 23–527,
  * the build's MYNEWT_VAL_BLE_ATT_PREFERRED_MTU, 256, by default).
@@ -34,6 +41,7 @@
 #include <unistd.h>
 
 #include "ancs_nimble.h"
+#include "ancs_nimble_media.h"
 #include "host/util/util.h"
 #include "nimble/nimble_port.h"
 #include "services/gap/ble_svc_gap.h"
@@ -44,6 +52,8 @@ void ble_hci_sock_set_device(int dev);
 void ble_store_config_init(void);
 
 static ancs_nimble adapter;
+static ancs_nimble_media media;
+static bool with_media = true;
 static uint8_t own_address_type;
 static uint16_t connection = BLE_HS_CONN_HANDLE_NONE;
 static bool quitting;
@@ -154,6 +164,114 @@ on_event(void *context, const ancs_event *e, const char *text)
     putchar('\n');
 }
 
+/* ---- what the phone plays, and its clock ---- */
+
+static const char *
+media_attribute_name(uint8_t entity, uint8_t attribute)
+{
+    static const char *player[] = { "player-name", "playback", "volume" };
+    static const char *queue[] = { "queue-index", "queue-count", "shuffle", "repeat" };
+    static const char *track[] = { "artist", "album", "title", "duration" };
+    if (entity == ANCS_AMS_ENTITY_PLAYER && attribute < 3) return player[attribute];
+    if (entity == ANCS_AMS_ENTITY_QUEUE && attribute < 4) return queue[attribute];
+    if (entity == ANCS_AMS_ENTITY_TRACK && attribute < 4) return track[attribute];
+    return "attribute";
+}
+
+/* One line: the track, its artist, the state and where it is, as a watch face shows them. */
+static void
+print_now_playing(void)
+{
+    static const char *states[] = { "paused", "playing", "rewinding", "fast-forwarding" };
+    const uint8_t *text;
+    size_t length;
+    ancs_ams_playback playback;
+
+    printf("now-playing");
+    if (ancs_ams_text(ancs_nimble_ams(&media), ANCS_AMS_ENTITY_TRACK, ANCS_AMS_TRACK_TITLE, &text, &length)) print_text("title", text, length);
+    if (ancs_ams_text(ancs_nimble_ams(&media), ANCS_AMS_ENTITY_TRACK, ANCS_AMS_TRACK_ARTIST, &text, &length)) print_text("artist", text, length);
+    if (ancs_nimble_ams_playback(&media, &playback)) {
+        if (playback.has_playback) {
+            printf(" state=%s elapsed=%u:%02u", playback.state < 4 ? states[playback.state] : "?",
+                   (unsigned)(playback.elapsed_ms / 60000), (unsigned)(playback.elapsed_ms / 1000 % 60));
+        }
+        if (playback.has_duration)
+            printf(" duration=%u:%02u", (unsigned)(playback.duration_ms / 60000), (unsigned)(playback.duration_ms / 1000 % 60));
+        if (playback.has_volume) printf(" volume=%u%%", (unsigned)(playback.volume_permille / 10));
+    }
+    putchar('\n');
+}
+
+static void
+on_ams(void *context, const ancs_ams_event *e)
+{
+    (void)context;
+    switch (e->type) {
+    case ANCS_AMS_EVENT_READY:
+        printf("media-ready\n");
+        break;
+    case ANCS_AMS_EVENT_SUPPORTED_COMMANDS:
+        printf("media-supported commands=");
+        for (size_t i = 0; i < e->length; i++) printf("%s%u", i ? "," : "", e->value[i]);
+        putchar('\n');
+        break;
+    case ANCS_AMS_EVENT_UPDATED:
+        printf("media-updated%s", e->truncated ? " truncated" : "");
+        print_text(media_attribute_name(e->entity, e->attribute), e->value, e->length);
+        putchar('\n');
+        /* The track's or the player's state changed: the watch face's line again. */
+        if (!e->truncated && (e->entity == ANCS_AMS_ENTITY_TRACK || e->attribute == ANCS_AMS_PLAYER_PLAYBACK_INFO)) print_now_playing();
+        break;
+    case ANCS_AMS_EVENT_COMMAND_DONE:
+        printf("media-done request=%u status=%d (%s)\n", (unsigned)e->request_id, (int)e->status,
+               e->status == ANCS_ERR_AMS_UNSUPPORTED ? "unsupported" : e->status == ANCS_ERR_AMS_NOT_READY ? "not ready"
+                                                                                                       : ancs_status_name(e->status));
+        break;
+    case ANCS_AMS_EVENT_SETUP_FAILED:
+        printf("media-setup-failed status=%d (%s)\n", (int)e->status, ancs_status_name(e->status));
+        break;
+    case ANCS_AMS_EVENT_INVALID_UPDATE:
+        printf("media-invalid-update\n");
+        break;
+    case ANCS_AMS_EVENT_ENDED:
+        printf("media-ended reason=%d\n", (int)e->end);
+        break;
+    default:
+        break;
+    }
+}
+
+static void
+print_time(const char *label, const ancs_current_time *t)
+{
+    printf("%s %04u-%02u-%02uT%02u:%02u:%02u", label, t->year, t->month, t->day, t->hours, t->minutes, t->seconds);
+}
+
+static void
+on_cts(void *context, const ancs_cts_event *e)
+{
+    (void)context;
+    switch (e->type) {
+    case ANCS_CTS_EVENT_CURRENT_TIME:
+        print_time("time", &e->time);
+        printf(" reason=0x%02x\n", e->time.adjust_reason);
+        break;
+    case ANCS_CTS_EVENT_LOCAL_TIME:
+        if (e->has_utc_offset) {
+            int offset = e->utc_offset_minutes;
+            printf("zone UTC%c%02d:%02d dst=%u\n", offset < 0 ? '-' : '+', abs(offset) / 60, abs(offset) % 60, e->dst_offset);
+        } else {
+            printf("zone unknown\n");
+        }
+        break;
+    case ANCS_CTS_EVENT_FAILED:
+        printf("time-failed characteristic=%d status=%d (%s)\n", (int)e->characteristic, (int)e->status, ancs_status_name(e->status));
+        break;
+    default:
+        break;
+    }
+}
+
 /* ---- commands from standard input, run on the host task ---- */
 
 static pthread_mutex_t line_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -161,6 +279,20 @@ static pthread_cond_t line_taken = PTHREAD_COND_INITIALIZER;
 static char line[256];
 static bool line_ready, input_ended;
 static struct ble_npl_event line_event;
+
+/* A player command's RemoteCommandID, or -1. */
+static int
+media_command(const char *command)
+{
+    static const struct { const char *name; uint8_t id; } commands[] = {
+        { "play", ANCS_AMS_PLAY }, { "pause", ANCS_AMS_PAUSE }, { "toggle", ANCS_AMS_TOGGLE_PLAY_PAUSE },
+        { "next", ANCS_AMS_NEXT_TRACK }, { "previous", ANCS_AMS_PREVIOUS_TRACK },
+        { "volume-up", ANCS_AMS_VOLUME_UP }, { "volume-down", ANCS_AMS_VOLUME_DOWN },
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(command, commands[i].name)) return commands[i].id;
+    return -1;
+}
 
 static void
 run_command(struct ble_npl_event *event)
@@ -205,8 +337,16 @@ run_command(struct ble_npl_event *event)
         status = ancs_nimble_fetch_attributes(&adapter, (uint32_t)uid, &message, 1, &id);
     } else if (!strncmp(command, "app ", 4)) {
         status = ancs_nimble_fetch_app_attributes(&adapter, command + 4, &id);
+    } else if (with_media && !strcmp(command, "now")) {
+        ancs_current_time t;
+        print_now_playing();
+        if (ancs_nimble_phone_time(&media, &t)) { print_time("time-now", &t); putchar('\n'); }
+        return;
+    } else if (with_media && media_command(command) >= 0) {
+        status = ancs_nimble_ams_perform(&media, (uint8_t)media_command(command), &id);
     } else {
-        printf("unknown command: %s (+ UID, - UID, a UID, m UID MAX, app ID, disconnect, quit)\n", command);
+        printf("unknown command: %s (+ UID, - UID, a UID, m UID MAX, app ID, %sdisconnect, quit)\n", command,
+               with_media ? "play, pause, toggle, next, previous, volume-up, volume-down, now, " : "");
         return;
     }
     printf("request=%u: %s\n", (unsigned)id, status == ANCS_OK ? "sent" : ancs_status_name(status));
@@ -342,7 +482,7 @@ main(int argc, char *argv[])
 {
     static struct ble_npl_task host, hci;
     pthread_t input;
-    static const char usage[] = "usage: ancs-sample [--just-works] [--mtu MTU] [--probe-interval S] [--silence-limit S]"
+    static const char usage[] = "usage: ancs-sample [--just-works] [--no-media] [--mtu MTU] [--probe-interval S] [--silence-limit S]"
                                 " [--retry-interval S] [--timeout SECONDS] TCP-PORT\n";
     ancs_consumer_config config;
     int port = -1, timeout = 0, just_works = 0, mtu = 0;
@@ -353,6 +493,7 @@ main(int argc, char *argv[])
                            : !strcmp(argv[i], "--silence-limit") ? &config.silence_limit_s
                            : !strcmp(argv[i], "--retry-interval") ? &config.retry_interval_s : NULL;
         if (!strcmp(argv[i], "--just-works")) just_works = 1;
+        else if (!strcmp(argv[i], "--no-media")) with_media = false;
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--mtu") && i + 1 < argc) mtu = atoi(argv[++i]);
         else if (interval && i + 1 < argc) {
@@ -383,6 +524,7 @@ main(int argc, char *argv[])
     if (mtu && ble_att_set_preferred_mtu((uint16_t)mtu) != 0) { printf("error: MTU %d refused\n", mtu); return 64; }
 
     if (ancs_nimble_init(&adapter, &config, on_event, NULL) != 0) { printf("error: adapter\n"); return 1; }
+    if (with_media && ancs_nimble_media_init(&media, &adapter, NULL, on_ams, on_cts, NULL) != 0) { printf("error: media\n"); return 1; }
     ble_npl_event_init(&line_event, run_command, NULL);
     pthread_create(&input, NULL, read_input, NULL);
 

@@ -2354,30 +2354,37 @@ test_media_deinit(void)
     CHECK(ancs_nimble_media_deinit(&m) == 0, "media deinit after the adapter's");
 }
 
-/* A command posted from another task; without a media part, refused. */
+/* A command posted from another task; the part detached while it waited: refused. */
 static void
 test_media_posted(void)
 {
-    static ancs_nimble a, b;
+    static ancs_nimble a;
     static ancs_nimble_media m;
-    static ancs_nimble_request r, s;
+    static ancs_nimble_request r, late, wrong;
 
     reset_fake("media: a posted command", 1000);
     media_session(&a, &m, 1, 23);
     r.kind = ANCS_NIMBLE_AMS_PERFORM;
     r.action = ANCS_AMS_NEXT_TRACK;
-    CHECK(ancs_nimble_post(&a, &r) == 0, "post");
+    CHECK(ancs_nimble_media_post(&m, &r) == 0, "post");
+    CHECK(pending_writes_to(RC_VALUE) == 0, "run before the host task took it");
     run_queue();
     CHECK(r.status == ANCS_OK && pending_writes_to(RC_VALUE) == 1, "the posted command: %d, %d written", (int)r.status,
           pending_writes_to(RC_VALUE));
-    CHECK(ancs_nimble_init(&b, &lazy, on_event, NULL) == 0, "init b");
-    s.kind = ANCS_NIMBLE_AMS_PERFORM;
-    s.action = ANCS_AMS_PLAY;
-    ancs_nimble_post(&b, &s);
+    pump();
+    CHECK(command_done(r.request_id) && command_done(r.request_id)->ams.status == ANCS_OK, "the posted command not done");
+    wrong.kind = ANCS_NIMBLE_AMS_PERFORM;
+    ancs_nimble_post(&a, &wrong);   /* the adapter's post knows nothing of the media part */
     run_queue();
-    CHECK(s.status == ANCS_ERR_AMS_NOT_READY, "without a media part: %d", (int)s.status);
-    CHECK(ancs_nimble_deinit(&b) == 0, "deinit b");
-    media_release(&a, &m);
+    CHECK(wrong.status == ANCS_ERR_INVALID_ARGUMENT, "the adapter's post took a media command: %d", (int)wrong.status);
+    late.kind = ANCS_NIMBLE_AMS_PERFORM;
+    late.action = ANCS_AMS_PLAY;
+    CHECK(ancs_nimble_media_post(&m, &late) == 0, "post");
+    CHECK(ancs_nimble_media_deinit(&m) == 0, "media deinit");
+    run_queue();
+    CHECK(late.status == ANCS_ERR_AMS_NOT_READY, "a command queued before the part went: %d", (int)late.status);
+    CHECK(ancs_nimble_media_post(&m, &late) == BLE_HS_EINVAL, "posted to a part deinitialised");
+    release(&a);
 }
 
 #define RUN(test) do { test(); CHECK(overlaps == 0, "%d GATT procedures started while another was pending on the link", overlaps); } while (0)
