@@ -695,7 +695,9 @@ ancs_nimble_media_deinit(ancs_nimble_media *m)
 
     if (!m) return BLE_HS_EINVAL;
     if (!initialised(m)) return 0;
-    if (m->in_flight && connected(m)) return BLE_HS_EBUSY;   /* NimBLE's callback would reach the storage */
+    /* An operation on the air: NimBLE's callback would reach the storage. One
+     * waiting (ancs_nimble_media_stop's, say) goes first: it is the phone's to see. */
+    if ((m->in_flight || m->queued) && connected(m)) return BLE_HS_EBUSY;
     a = m->adapter;
     hook_detach(m);   /* the sessions end */
     if (a) ancs_nimble_schedule_(a);   /* the timer, without the part's deadlines */

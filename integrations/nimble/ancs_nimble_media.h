@@ -122,8 +122,9 @@ int ancs_nimble_media_init(ancs_nimble_media *media, ancs_nimble *adapter, const
 /* Detaches and frees: the sessions end (commands end with
  * ANCS_ERR_SESSION_ENDED; notifications are left on: ancs_nimble_media_stop
  * first to turn them off). BLE_HS_EBUSY, changing nothing, while an
- * operation of the part is on the air (call it again after it ended, or
- * after BLE_GAP_EVENT_DISCONNECT); 0 otherwise. */
+ * operation of the part is on the air or waiting for it (the stop's CCCD
+ * writes, say: call it again after they went, or after
+ * BLE_GAP_EVENT_DISCONNECT); 0 otherwise. */
 int ancs_nimble_media_deinit(ancs_nimble_media *media);
 
 /* Leaves AMS and CTS on the link (their notifications turned off,

@@ -2339,6 +2339,21 @@ test_media_deinit(void)
     finish(first_pending_write_to(RC_VALUE), 0);
     CHECK(ancs_nimble_media_deinit(&m) == 0, "deinit refused");
     CHECK(a.media == NULL, "still attached");
+    release(&a);
+
+    /* Stopped, then deinitialised: the notifications turned off on the phone first. */
+    media_session(&a, &m, 1, 23);
+    int writes = op_count;
+    CHECK(ancs_nimble_media_stop(&m) == 0, "stop");
+    CHECK(ancs_nimble_media_deinit(&m) == BLE_HS_EBUSY, "deinit with the stop's writes waiting not refused");
+    pump();
+    int off = 0;
+    for (int i = writes; i < op_count; i++)
+        off += ops[i].kind == OP_WRITE && (ops[i].handle == RC_CCCD || ops[i].handle == EU_CCCD || ops[i].handle == CT_CCCD) &&
+               ops[i].value[0] == 0;
+    CHECK(off == 3, "%d of Remote Command's, Entity Update's and Current Time's notifications turned off", off);
+    CHECK(ams_last(ANCS_AMS_EVENT_ENDED) && ams_last(ANCS_AMS_EVENT_ENDED)->ams.end == ANCS_AMS_END_STOPPED, "AMS not ended as stopped");
+    CHECK(ancs_nimble_media_deinit(&m) == 0, "deinit refused once they went");
     int before = op_count;
     entity_update(&a, 1, ANCS_AMS_ENTITY_TRACK, ANCS_AMS_TRACK_TITLE, 1, long_title, 17);
     CHECK(op_count == before, "a notification on AMS's handle acted on after deinit");
@@ -2348,6 +2363,8 @@ test_media_deinit(void)
     media_session(&a, &m, 1, 23);
     ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &id);
     drop_link(&a, 1);
+    CHECK(command_done(id) && command_done(id)->ams.status == ANCS_ERR_SESSION_ENDED, "the command on the air ended with %d",
+          command_done(id) ? (int)command_done(id)->ams.status : 999);
     CHECK(ancs_nimble_deinit(&a) == 0, "adapter deinit");
     CHECK(m.adapter == NULL, "the part not detached");
     CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_PLAY, &id) == ANCS_ERR_AMS_NOT_READY, "a command after the adapter went");
