@@ -544,6 +544,9 @@ elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
   check "ESP32-C3: the adapter and libancs.a linked by GNU ld, as ESP-IDF links" grep -q '^rv32imc: adapter + libancs.a linked by GNU ld' "$out/size.txt"
   check "the ESP-IDF component filled and self-contained" integrations/esp-idf/fill.sh --check "$out/esp-idf"
   check "the C library's functions counted (picolibc, libgcc)" grep -Eq '^ +of which libc\.a [0-9]+, libgcc\.a [0-9]+' "$out/size.txt"
+  # BENCHMARKS.md section 8 shows these figures: regenerated with the change that moves them.
+  check "BENCHMARKS.md's firmware table is what scripts/firmware-size.sh prints (scripts/update-tables.sh)" \
+    scripts/update-tables.sh --check scripts/firmware-size.sh "$out/size.txt"
 else
   cat "$out/size.txt"; failed=$((failed + 1)); echo "  FAIL Cortex-M4 and ESP32-C3 builds"
 fi
