@@ -523,4 +523,67 @@ let queenTracks = [
         run(client.received(currentTime: Self.saturday.encode(), at: now))
         #expect(events.count == 3)
     }
+
+    /// A watch whose first read failed would show no time for the whole
+    /// connection: the read goes again 1.5 request timeouts later, three
+    /// times at most per link; a value that is not one does not.
+    @Test func aFailedReadIsTriedAgainThreeTimesAtMostPerLink() {
+        var client = CTSClient(requestTimeout: .seconds(10))  // tried again 15 s later
+        var now = Timestamp.zero
+        var reads: [(CTSCharacteristic, WriteToken)] = []
+        var events: [CTSClientEvent] = []
+        func run(_ actions: [CTSClientAction]) {
+            for action in actions {
+                if case .read(let characteristic, let token) = action { reads.append((characteristic, token)) }
+                if case .emit(let event) = action { events.append(event) }
+            }
+        }
+        run(client.linkUp(at: now))
+        // Refused (the link not encrypted yet, say): told, then the zone read.
+        run(client.readCompleted(reads[0].1, .attError(.insufficientAuthentication), at: now))
+        #expect(events == [.failed(.currentTime, .attError(.insufficientAuthentication))])
+        #expect(reads.map(\.0) == [.currentTime, .localTimeInformation])
+        run(client.readCompleted(reads[1].1, .value(Self.paris.encode()), at: now))
+        #expect(client.nextDeadline == now + .seconds(15))
+        now = now + .seconds(14)
+        run(client.tick(at: now))
+        #expect(reads.count == 2)
+        now = now + .seconds(1)
+        run(client.tick(at: now))
+        #expect(reads.map(\.0) == [.currentTime, .localTimeInformation, .currentTime])
+        // Unanswered this time: timed out, tried again 15 s later, once ATT's 30 s freed the slot.
+        now = now + .seconds(10)
+        run(client.tick(at: now))
+        #expect(events.last == .failed(.currentTime, .timedOut))
+        #expect(client.nextDeadline == now + .seconds(15))
+        now = now + .seconds(15)
+        run(client.tick(at: now))
+        #expect(reads.count == 3)  // the slot still held by the unanswered read
+        now = now + .seconds(5)
+        run(client.tick(at: now))
+        #expect(reads.count == 4)
+        // The third failure is tried again; the fourth is not.
+        run(client.readCompleted(reads[3].1, .transportFailure, at: now))
+        now = now + .seconds(15)
+        run(client.tick(at: now))
+        #expect(reads.count == 5)
+        run(client.readCompleted(reads[4].1, .transportFailure, at: now))
+        #expect(client.nextDeadline == nil)
+        now = now + .seconds(60)
+        run(client.tick(at: now))
+        #expect(reads.count == 5)
+        #expect(client.currentTime == nil)
+        // A value that is not one is not read again; a new link starts afresh.
+        run(client.linkUp(at: now))
+        run(client.readCompleted(reads[5].1, .value([1, 2]), at: now))
+        #expect(reads.count == 7)  // the zone read next, the time not again
+        run(client.readCompleted(reads[6].1, .value(Self.paris.encode()), at: now))
+        now = now + .seconds(60)
+        run(client.tick(at: now))
+        #expect(reads.count == 7)
+        #expect(client.nextDeadline == nil)
+        run(client.linkUp(at: now))
+        run(client.readCompleted(reads[7].1, .value(Self.saturday.encode()), at: now))
+        #expect(client.currentTime == Self.saturday)
+    }
 }

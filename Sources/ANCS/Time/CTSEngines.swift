@@ -8,6 +8,9 @@
 //   a time, each ending with its value, an error, or requestTimeout), and
 //   Current Time's notifications on. A notification whose Adjust Reason says
 //   the zone or daylight saving changed reads Local Time Information again.
+//   A read that fails (unanswered, refused, the transport's) is tried again
+//   1.5 × requestTimeout later, three times at most per link (a value that
+//   is not one is not: the phone would send it again).
 //   stop ──► Current Time's notifications off; nothing more read.
 
 /// Why a CTS read failed.
@@ -47,11 +50,20 @@ public struct CTSClient: Sendable {
         var abandoned = false
     }
 
+    /// Reads tried again after a failure, per link.
+    static let maximumRetries = 3
+
     var requestNanoseconds: Int64
+    var retryNanoseconds: Int64
     var queue: [CTSCharacteristic] = []
     var inFlight: InFlight?
     var nextToken: UInt32 = 0
     var linked = false
+    /// Reads that failed on this link and were asked again.
+    var retries = 0
+    /// What is read again at `retryAt`, after a failure.
+    var retrying: (currentTime: Bool, zone: Bool) = (false, false)
+    var retryAt: Timestamp?
 
     /// The phone's local time as last told, and when (the engine's clock).
     public private(set) var currentTime: CurrentTime?
@@ -59,8 +71,13 @@ public struct CTSClient: Sendable {
     /// The phone's time zone as last read.
     public private(set) var localTimeInformation: LocalTimeInformation?
 
+    /// A read that fails is tried again one and a half `requestTimeout`s
+    /// later (15 s by default).
     public init(requestTimeout: Duration = .seconds(10)) {
         requestNanoseconds = Timestamp.nanoseconds(requestTimeout)
+        // Derived, not a second Duration: each conversion from Duration costs
+        // a firmware about 450 bytes of Cortex-M4 text.
+        retryNanoseconds = requestNanoseconds + requestNanoseconds / 2
     }
 
     /// The phone's local time at `now`: the time told, plus the time since.
@@ -69,12 +86,18 @@ public struct CTSClient: Sendable {
         return currentTime.adding(seconds: max(now.nanoseconds - told.nanoseconds, 0) / 1_000_000_000)
     }
 
-    public var nextDeadline: Timestamp? { inFlight?.deadline }
+    public var nextDeadline: Timestamp? {
+        guard let at = retryAt, let deadline = inFlight?.deadline else { return retryAt ?? inFlight?.deadline }
+        return at < deadline ? at : deadline
+    }
 
     /// The link is up and encrypted, with CTS found.
     public mutating func linkUp(at now: Timestamp) -> [CTSClientAction] {
         linked = true
         queue = [.currentTime, .localTimeInformation]
+        retries = 0
+        retrying = (false, false)
+        retryAt = nil
         return pump(at: now) + [.subscribe(.currentTime)]
     }
 
@@ -82,6 +105,8 @@ public struct CTSClient: Sendable {
         linked = false
         queue = []
         inFlight = nil
+        retrying = (false, false)
+        retryAt = nil
         return []
     }
 
@@ -91,6 +116,8 @@ public struct CTSClient: Sendable {
         guard linked else { return [] }
         linked = false
         queue = []
+        retrying = (false, false)
+        retryAt = nil
         inFlight?.abandoned = true
         return [.unsubscribe(.currentTime)]
     }
@@ -102,8 +129,8 @@ public struct CTSClient: Sendable {
         if !flight.abandoned {
             switch result {
             case .value(let bytes): actions += take(flight.characteristic, bytes, at: now)
-            case .attError(let code): actions.append(.emit(.failed(flight.characteristic, .attError(code))))
-            case .transportFailure: actions.append(.emit(.failed(flight.characteristic, .transportFailure)))
+            case .attError(let code): actions += failed(flight.characteristic, .attError(code), at: now)
+            case .transportFailure: actions += failed(flight.characteristic, .transportFailure, at: now)
             }
         }
         return actions + pump(at: now)
@@ -121,7 +148,15 @@ public struct CTSClient: Sendable {
     }
 
     public mutating func tick(at now: Timestamp) -> [CTSClientAction] {
-        guard var flight = inFlight, flight.deadline <= now else { return [] }
+        // The reads that failed, once their time to be tried again has come.
+        if let at = retryAt, at <= now {
+            // Each characteristic queued once (a zone change may have queued it meanwhile): at most two waiting.
+            if retrying.currentTime && !queue.contains(.currentTime) { queue.append(.currentTime) }
+            if retrying.zone && !queue.contains(.localTimeInformation) { queue.append(.localTimeInformation) }
+            retrying = (false, false)
+            retryAt = nil
+        }
+        guard var flight = inFlight, flight.deadline <= now else { return pump(at: now) }
         if flight.abandoned {
             inFlight = nil
             return pump(at: now)
@@ -129,7 +164,17 @@ public struct CTSClient: Sendable {
         flight.abandoned = true  // the slot stays taken until ATT's own timeout
         flight.deadline = now.adding(nanoseconds: 2 * requestNanoseconds)
         inFlight = flight
-        return [.emit(.failed(flight.characteristic, .timedOut))]
+        return failed(flight.characteristic, .timedOut, at: now)
+    }
+
+    /// A read failed: told, and tried again after the retry interval unless reads failed too often on this link.
+    mutating func failed(_ characteristic: CTSCharacteristic, _ error: CTSClientError, at now: Timestamp) -> [CTSClientAction] {
+        if retries < Self.maximumRetries {
+            retries += 1
+            if characteristic == .currentTime { retrying.currentTime = true } else { retrying.zone = true }
+            retryAt = now.adding(nanoseconds: retryNanoseconds)
+        }
+        return [.emit(.failed(characteristic, error))]
     }
 
     mutating func take(_ characteristic: CTSCharacteristic, _ bytes: [UInt8], at now: Timestamp) -> [CTSClientAction] {

@@ -16,7 +16,10 @@
  *        (ANCS_AMS_EVENT_COMMAND_DONE).
  *   CTS  reads Current Time, then Local Time Information, when the link
  *        comes up, and turns Current Time's notifications on; reads the zone
- *        again when a notified time says it changed.
+ *        again when a notified time says it changed. A read that fails
+ *        (FAILED: unanswered, refused, the transport's) is tried again 15 s
+ *        later (1.5 × request_timeout_ms), three times at most per link (a
+ *        value that is not one is not).
  *
  * Library. integrations/c/build.sh builds libancs_media.a beside libancs.a:
  * an object of its own, so a firmware that links only ANCS (ancs.h) carries
