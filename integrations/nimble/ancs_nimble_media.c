@@ -94,6 +94,7 @@ fail_later(ancs_nimble_media *m, const struct ancs_nimble_media_op *op, ancs_sta
 static void
 enqueue(ancs_nimble_media *m, const struct ancs_nimble_media_op *op)
 {
+    if (m->adapter && m->adapter->link_lost) return;   /* the link is going: its loss ends it (ANCS_ERR_SESSION_ENDED) */
     if (!connected(m)) { fail_later(m, op, ANCS_ERR_TRANSPORT); return; }
     if (op->kind == OP_CCCD) {
         /* One CCCD write per characteristic waits: the last asked for wins (off then on again, say). */

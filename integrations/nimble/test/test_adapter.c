@@ -2235,6 +2235,25 @@ test_media_link_drop(void)
     session(&a, 1, 23);
     CHECK(ams_count(ANCS_AMS_EVENT_READY) == 2, "AMS not ready on the next link");
     CHECK(cts_count(ANCS_CTS_EVENT_CURRENT_TIME) == times + 1, "the time not read on the next link");
+
+    /* NimBLE failed a procedure with BLE_HS_ENOTCONN: the link is going. A
+     * command asked then is not written, and ends with the link, not as a
+     * transport failure. */
+    notification_added(&a, 1, 7);
+    fetch_message(&a, 7);
+    struct op *fetch = first_pending_write_to(CP_VALUE);
+    finish(fetch, BLE_HS_ENOTCONN);
+    calls = gattc_calls;
+    uint32_t late = 0;
+    CHECK(ancs_nimble_ams_perform(&m, ANCS_AMS_PAUSE, &late) == ANCS_OK, "pause refused");
+    advance(1000);
+    CHECK(gattc_calls == calls, "%d GATT procedures started on the going link", gattc_calls - calls);
+    CHECK(!command_done(late), "the command ended before the link did (status %d)", command_done(late) ? (int)command_done(late)->ams.status : 0);
+    drop_link(&a, 1);
+    CHECK(command_done(late) && command_done(late)->ams.status == ANCS_ERR_SESSION_ENDED, "the command asked as the link went ended with %d",
+          command_done(late) ? (int)command_done(late)->ams.status : 999);
+    session(&a, 1, 23);
+    CHECK(ams_count(ANCS_AMS_EVENT_READY) == 3, "AMS not ready on the third link");
     media_release(&a, &m);
 }
 
