@@ -542,6 +542,8 @@ elif timeout 600 scripts/firmware-size.sh > "$out/size.txt" 2>&1; then
   check "Cortex-M4: the adapter's media part ${media_part:-?} bytes of text, within ${MEDIA_PART_TEXT_BUDGET:=5120}" \
     test "${media_part:-999999}" -le "$MEDIA_PART_TEXT_BUDGET"
   check "ESP32-C3: the adapter and libancs.a linked by GNU ld, as ESP-IDF links" grep -q '^rv32imc: adapter + libancs.a linked by GNU ld' "$out/size.txt"
+  check "ESP32-C3: the media part and libancs_media.a linked by GNU ld too, as the component ships them" \
+    grep -q '^rv32imc: adapter + media part + libancs_media.a + libancs.a linked by GNU ld' "$out/size.txt"
   check "the ESP-IDF component filled and self-contained" integrations/esp-idf/fill.sh --check "$out/esp-idf"
   check "the C library's functions counted (picolibc, libgcc)" grep -Eq '^ +of which libc\.a [0-9]+, libgcc\.a [0-9]+' "$out/size.txt"
   # BENCHMARKS.md section 8 shows these figures: regenerated with the change that moves them.

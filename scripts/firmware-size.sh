@@ -54,9 +54,11 @@ m4=(arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb)
 "${m4[@]}" -mfloat-abi=hard -mfpu=fpv4-sp-d16 "${cflags[@]}" -c integrations/nimble/ancs_nimble.c -o "$out/ancs_nimble-hf.o"
 rv=()
 if command -v riscv64-unknown-elf-gcc >/dev/null && [ -f /usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs ]; then
-  rv=("$out/ancs_nimble-rv32imc.o")
+  rv=("$out/ancs_nimble-rv32imc.o" "$out/ancs_nimble_media-rv32imc.o")
   riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 "${cflags[@]}" \
     -c integrations/nimble/ancs_nimble.c -o "${rv[0]}"
+  riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 "${cflags[@]}" \
+    -c integrations/nimble/ancs_nimble_media.c -o "${rv[1]}"
 fi
 "${m4[@]}" "${cflags[@]}" -c integrations/nimble/ancs_nimble_media.c -o "$out/ancs_nimble_media.o"
 "${m4[@]}" "${cflags[@]}" -DANCS_NIMBLE_LOG=0 -c integrations/nimble/ancs_nimble_media.c -o "$out/ancs_nimble_media-nolog.o"
@@ -171,17 +173,27 @@ if [ -n "$clib_rv" ] && [ ${#rv[@]} -gt 0 ]; then
   # As ESP-IDF links a component: GCC's driver and GNU ld, the adapter's
   # object and libancs.a as an archive, the C library and libgcc after them.
   # What stays undefined must be NimBLE's (the IDF's bt component) or
-  # __atomic_load_4 (the IDF's newlib has it for RV32IMC chips).
-  keep=(); for symbol in "${adapter[@]}"; do keep+=(-Wl,--undefined="$symbol"); done
-  riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 -nostartfiles -Wl,--gc-sections \
-    -Wl,--entry=0 "${keep[@]}" -Wl,--warn-unresolved-symbols -o "$out/all-rv32imc-gnu.elf" \
-    "${rv[0]}" "$out/capi-rv32imc/libancs.a" 2> "$out/link-rv32imc-gnu.log"
-  unexpected=$(grep -o "undefined reference to \`[^']*'" "$out/link-rv32imc-gnu.log" | sed "s/.*\`//; s/'$//" | sort -u |
-    grep -Ev '^(ble_|os_|nimble_port_)' | grep -vx '__atomic_load_4' || true)
-  if [ -n "$unexpected" ]; then
-    echo "error: linked by GNU ld for the ESP32-C3, the adapter and libancs.a leave undefined: $unexpected" >&2; exit 1
-  fi
+  # __atomic_load_4 (the IDF's newlib has it for RV32IMC chips). Then the
+  # same with the media part and libancs_media.a, as the component ships them.
+  gnu_link() {  # output roots objects-and-archives...
+    local output=$1 roots=$2; shift 2
+    local keep=() unexpected
+    for symbol in $roots; do keep+=(-Wl,--undefined="$symbol"); done
+    # picolibc's linker script gives 64 KiB of flash; an ESP32-C3 has 4 MiB.
+    riscv64-unknown-elf-gcc --specs=picolibc.specs -march=rv32imc -mabi=ilp32 -nostartfiles -Wl,--gc-sections \
+      -Wl,--defsym=__flash_size=0x400000 -Wl,--entry=0 "${keep[@]}" -Wl,--warn-unresolved-symbols -o "$output" "$@" \
+      2> "$output.log" || { grep -v 'undefined reference\|in function' "$output.log" >&2; exit 1; }
+    unexpected=$(grep -o "undefined reference to \`[^']*'" "$output.log" | sed "s/.*\`//; s/'$//" | sort -u |
+      grep -Ev '^(ble_|os_|nimble_port_)' | grep -vx '__atomic_load_4' || true)
+    if [ -n "$unexpected" ]; then
+      echo "error: linked by GNU ld for the ESP32-C3, $(basename "$output") leaves undefined: $unexpected" >&2; exit 1
+    fi
+  }
+  gnu_link "$out/all-rv32imc-gnu.elf" "${adapter[*]}" "${rv[0]}" "$out/capi-rv32imc/libancs.a"
   echo "rv32imc: adapter + libancs.a linked by GNU ld (riscv64-unknown-elf-gcc), nothing undefined but NimBLE's and __atomic_load_4" > "$out/gnu-ld.txt"
+  gnu_link "$out/all-media-rv32imc-gnu.elf" "${adapter[*]} ${media_adapter[*]}" "${rv[@]}" \
+    "$out/capi-rv32imc/libancs_media.a" "$out/capi-rv32imc/libancs.a"
+  echo "rv32imc: adapter + media part + libancs_media.a + libancs.a linked by GNU ld, the same" >> "$out/gnu-ld.txt"
 fi
 # What of each archive a link took: code and read-only data, by archive.
 taken() { # map
