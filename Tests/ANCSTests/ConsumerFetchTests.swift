@@ -359,3 +359,38 @@ extension ConsumerTests {
         #expect(consumer.writeCompleted(write.token, .attError(.actionFailed), at: .zero) == [.emit(.completed(id, .failure(.actionFailed)))])
     }
 }
+
+extension ConsumerTests {
+    // MARK: What the model keeps of a response
+
+    @Test("A notification's first fetch is kept as it came; later fetches replace by ID and append new ones; a response naming an ID twice keeps one, the later value, in the first one's place")
+    func modelMergesByID() throws {
+        var consumer = sessionConsumer(with: [(2, []), (3, [])])
+        // A first fetch, IDs distinct: the model holds exactly the response's attributes.
+        let first = try onlyWrite(consumer.fetchAttributes(standardAttributes, for: uid(2), at: .zero).actions)
+        _ = consumer.writeCompleted(first.token, .success, at: .zero)
+        _ = deliver(standardResponse(2, title: "Alice"), to: &consumer)
+        #expect(consumer.notification(uid(2))?.attributes == standardResponse(2, title: "Alice").attributes)
+        // A later fetch: the title replaced where it was, the message appended.
+        let later: [NotificationAttributeRequest] = [NotificationAttributeRequest(.message, maxLength: 32), NotificationAttributeRequest(.title, maxLength: 16)]
+        let second = try onlyWrite(consumer.fetchAttributes(later, for: uid(2), at: .zero).actions)
+        _ = consumer.writeCompleted(second.token, .success, at: .zero)
+        _ = deliver(NotificationAttributesResponse(notificationUID: uid(2), attributes: [
+            NotificationAttribute(.message, "Lunch?"), NotificationAttribute(.title, "Bob"),
+        ]), to: &consumer)
+        #expect(consumer.notification(uid(2))?.attributes.map(\.id) == [.appIdentifier, .title, .date, .message])
+        #expect(consumer.notification(uid(2))?[.title] == "Bob")
+        #expect(consumer.notification(uid(2))?[.message] == "Lunch?")
+        // A first fetch that names the title twice (two lengths): one title, the later value.
+        let twice: [NotificationAttributeRequest] = [NotificationAttributeRequest(.title, maxLength: 3), NotificationAttributeRequest(.date), NotificationAttributeRequest(.title, maxLength: 16)]
+        let third = try onlyWrite(consumer.fetchAttributes(twice, for: uid(3), at: .zero).actions)
+        _ = consumer.writeCompleted(third.token, .success, at: .zero)
+        let answered = deliver(NotificationAttributesResponse(notificationUID: uid(3), attributes: [
+            NotificationAttribute(.title, "Car"), NotificationAttribute(.date, "20261129T080000"), NotificationAttribute(.title, "Carol"),
+        ]), to: &consumer)
+        #expect(consumer.notification(uid(3))?.attributes.map(\.id) == [.title, .date])
+        #expect(consumer.notification(uid(3))?[.title] == "Carol")
+        // The application's answer is the response as it came, both titles in it.
+        #expect(events(answered).contains { if case .attributes(let response) = $0 { response.attributes.count == 3 } else { false } })
+    }
+}

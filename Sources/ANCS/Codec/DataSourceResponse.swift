@@ -21,6 +21,19 @@ extension Array where Element: AttributeTuple {
     /// Takes each fetched attribute: in place of the one with its id, else after the others.
     @inline(never)
     mutating func merge(_ fetched: [Element]) {
+        // A first fetch (the model's notification, a new cache entry) whose
+        // IDs are distinct, as the display's are: the fetched list itself,
+        // shared, where appending one by one allocated three times.
+        var distinct = isEmpty
+        var index = 0
+        while distinct && index < fetched.count {
+            distinct = fetched.firstIndex(where: { $0.id.rawValue == fetched[index].id.rawValue }) == index
+            index += 1
+        }
+        if distinct {
+            self = fetched
+            return
+        }
         for attribute in fetched {
             if let index = firstIndex(where: { $0.id.rawValue == attribute.id.rawValue }) {
                 self[index] = attribute
@@ -28,6 +41,21 @@ extension Array where Element: AttributeTuple {
                 append(attribute)
             }
         }
+    }
+}
+
+extension [[UInt8]] {
+    /// Whether one of these byte strings is exactly the value's bytes
+    /// (AppIdentifiers: `hiddenApps`, the apps the phone did not know),
+    /// without copying the value.
+    @inline(never)
+    func contains(_ value: AttributeValue) -> Bool {
+        var index = 0
+        while index < count {
+            if AttributeValue(bytes: self[index]) == value { return true }
+            index += 1
+        }
+        return false
     }
 }
 

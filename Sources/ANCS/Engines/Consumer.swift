@@ -236,12 +236,12 @@ public struct Consumer: Sendable {
 
     /// The cached app attributes of an AppIdentifier, if fetched in this session.
     public func cachedApp(_ appIdentifier: String) -> AppAttributesResponse? {
-        session.cacheIndex(appIdentifier.utf8).map { session.appCache[$0] }
+        session.cacheIndex(AttributeValue(appIdentifier)).map { session.appCache[$0] }
     }
 
     /// The cached app attributes of the AppIdentifier with exactly these bytes.
     public func cachedApp(appIdentifierBytes: [UInt8]) -> AppAttributesResponse? {
-        session.cacheIndex(appIdentifierBytes).map { session.appCache[$0] }
+        session.cacheIndex(AttributeValue(bytes: appIdentifierBytes)).map { session.appCache[$0] }
     }
 
     var writeSlot = WriteSlot.free
@@ -319,7 +319,7 @@ public struct Consumer: Sendable {
 
     /// The cached display name of the app whose AppIdentifier has exactly these bytes.
     public func displayName(ofAppBytes appIdentifier: [UInt8]) -> AttributeValue? {
-        session.displayName(ofAppBytes: appIdentifier)
+        cachedApp(appIdentifierBytes: appIdentifier)?[.displayName]
     }
 
     // MARK: - Link and session inputs
@@ -576,7 +576,7 @@ public struct Consumer: Sendable {
             if result != .success {
                 let entry = session.entries.removeOutOfLine(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: entry.retried)
-                if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierBytes {
+                if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierValue {
                     session.remember(unknownApp: identifier)
                 }
                 session.finish(entry, .failure(ConsumerError(result)), into: &actions)

@@ -90,23 +90,23 @@ extension Consumer {
             wantedCount += 1
         }
 
-        /// The AppIdentifier of the notification at `index`, when fetched.
+        /// The AppIdentifier of the notification at `index`, when fetched
+        /// (its value as held: comparing it copies nothing).
         @inline(never)
-        func appIdentifier(_ index: Int) -> [UInt8]? {
-            model[index].notification[.appIdentifier]?.bytes
+        func appIdentifier(_ index: Int) -> AttributeValue? {
+            model[index].notification[.appIdentifier]
         }
 
         func modelIndex(_ uid: NotificationUID) -> Int? {
             model.firstIndex { $0.notification.uid == uid }
         }
 
-        func cacheIndex<Bytes: Collection<UInt8>>(_ appIdentifier: Bytes) -> Int? {
-            appCache.firstIndex { $0.appIdentifierBytes.elementsEqual(appIdentifier) }
-        }
-
-        /// The cached display name of the app whose AppIdentifier has exactly these bytes.
-        func displayName(ofAppBytes appIdentifier: [UInt8]) -> AttributeValue? {
-            cacheIndex(appIdentifier).flatMap { appCache[$0][.displayName] }
+        /// The index in the cache of the app whose AppIdentifier has
+        /// exactly this value's bytes (one comparison for every caller: the
+        /// model's values, and the bytes of a request or a response as
+        /// `AttributeValue(bytes:)`, which copies nothing).
+        func cacheIndex(_ appIdentifier: AttributeValue) -> Int? {
+            appCache.firstIndex { AttributeValue(bytes: $0.appIdentifierBytes) == appIdentifier }
         }
 
         // Entry lookups made at several places, out of line (as `finish`):
@@ -128,7 +128,7 @@ extension Consumer {
         /// common case: the display's name, asked again); otherwise the phone
         /// is asked, so that the answer is the one the request describes.
         func cachedAnswer(_ request: GetAppAttributes) -> AppAttributesResponse? {
-            guard let cached = cacheIndex(request.appIdentifierBytes),
+            guard let cached = cacheIndex(AttributeValue(bytes: request.appIdentifierBytes)),
                   appCache[cached].attributes.count == request.attributes.count else { return nil }
             for (index, attribute) in request.attributes.enumerated() where appCache[cached].attributes[index].id != attribute { return nil }
             return appCache[cached]
@@ -186,7 +186,7 @@ extension Consumer {
                     actions.appendOutOfLine(.emit(.attributes(value)))
                 }
             case .appAttributes(let value):
-                let cached = cacheIndex(value.appIdentifierBytes)
+                let cached = cacheIndex(AttributeValue(bytes: value.appIdentifierBytes))
                 var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
                 if appCache.count >= configuration.maximumCachedApps { appCache.remove(at: 0) }  // not removeFirst(): one removal code for the cache in firmware
                 merged.attributes.merge(value.attributes)
@@ -209,7 +209,7 @@ extension Consumer {
             }
             actions.complete(entry.waiter, result)
             if let uid = entry.displayFetch { displayFetchEnded(uid, result, into: &actions) }
-            if entry.asksAppName, let identifier = entry.request?.appIdentifierBytes {
+            if entry.asksAppName, let identifier = entry.request?.appIdentifierValue {
                 appNameEnded(identifier, into: &actions)
             }
         }
@@ -240,7 +240,7 @@ extension Consumer {
                   cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
             else { return show(at: index, into: &actions) }
             model[index].stage = .naming
-            let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier, attributes: [.displayName]))
+            let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier.bytes, attributes: [.displayName]))
             guard let bytes = try? command.encode() else { return show(at: index, into: &actions) }
             if let existing = entryIndex(bytes) {
                 // Asked once: a fetch of this app's name already queued or
@@ -255,7 +255,7 @@ extension Consumer {
 
         /// An app-name fetch ended (answered, refused or failed): the
         /// notifications waiting on it are shown, with the name if it came.
-        mutating func appNameEnded(_ identifier: [UInt8], into actions: inout [ConsumerAction]) {
+        mutating func appNameEnded(_ identifier: AttributeValue, into actions: inout [ConsumerAction]) {
             for index in model.indices where model[index].isNaming {
                 if appIdentifier(index) == identifier { show(at: index, into: &actions) }
             }
@@ -265,7 +265,7 @@ extension Consumer {
             model[index].stage = .settled
             let notification = model[index].notification
             var appName: AttributeValue?
-            if let identifier = appIdentifier(index) { appName = displayName(ofAppBytes: identifier) }
+            if let identifier = appIdentifier(index), let cached = cacheIndex(identifier) { appName = appCache[cached][.displayName] }
             actions.appendOutOfLine(.emit(model[index].shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
             model[index].shown = true
         }
@@ -291,10 +291,10 @@ extension Consumer {
             }
         }
 
-        mutating func remember(unknownApp identifier: [UInt8]) {
+        mutating func remember(unknownApp identifier: AttributeValue) {
             guard !unknownApps.contains(identifier) else { return }
             if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
-            unknownApps.append(identifier)
+            unknownApps.append(identifier.bytes)
         }
 
         // MARK: - The model

@@ -124,9 +124,16 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// The AppIdentifier's bytes of a Get App Attributes request, nil for Get
     /// Notification Attributes.
     public var appIdentifierBytes: [UInt8]? {
-        // Copied from the buffer (the one array copy a firmware links for
-        // both uses); `headerCount` never passes the bytes' end.
-        commandID == .getAppAttributes ? bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[1..<(headerCount - 1)])) } : nil
+        // (Copied out by `AttributeValue.bytes`, which a firmware links anyway.)
+        appIdentifierValue?.bytes
+    }
+
+    /// The AppIdentifier of a Get App Attributes request as a value that
+    /// shares the command's bytes (nothing copied); nil for Get Notification
+    /// Attributes.
+    var appIdentifierValue: AttributeValue? {
+        // (`headerCount` never passes the bytes' end.)
+        commandID == .getAppAttributes ? AttributeValue(in: bytes, start: 1, count: headerCount - 2) : nil
     }
 
     /// The largest number of bytes the reassembler may hold for this

@@ -129,36 +129,29 @@ private func cValue(_ characteristic: ANCSCharacteristic) -> ancs_characteristic
 
 // MARK: - Events
 
-/// Calls `body` with `values` as C attributes whose bytes live in one buffer
-/// for the call.
+/// Calls `body` with `count` attributes (`attribute(index)` gives each) as
+/// C attributes, each pointing at its value's bytes where the engine holds
+/// them: nothing is copied. The list is a temporary allocation, on the stack
+/// for any response a display asks for (the standard library takes the heap
+/// only past 1 KiB: an application's own request for hundreds of IDs).
 private func withAttributes(
-    _ values: [(id: UInt8, value: AttributeValue)], _ body: (UnsafePointer<ancs_attribute>?, Int) -> Void
+    _ count: Int, _ attribute: (Int) -> (id: UInt8, value: AttributeValue),
+    _ body: (UnsafePointer<ancs_attribute>?, Int) -> Void
 ) {
-    var total = 0
-    for item in values { total += item.value.count }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(total)
-    for item in values { item.value.withBytes { bytes.append(contentsOf: $0) } }
-    bytes.withUnsafeBufferPointer { buffer in
-        var list: [ancs_attribute] = []
-        list.reserveCapacity(values.count)
-        var offset = 0
-        for item in values {
-            let count = item.value.count
-            list.append(ancs_attribute(id: item.id, length: UInt16(truncatingIfNeeded: count),
-                                       value: count == 0 ? nil : buffer.baseAddress.map { $0 + offset }))
-            offset += count
+    withUnsafeTemporaryAllocation(of: ancs_attribute.self, capacity: count) { list in
+        // Each value's bytes stay valid only inside its `withBytes`: the list
+        // is filled one nested call deeper per attribute, and `body` runs innermost.
+        func fill(_ index: Int) {
+            guard index < count else { return body(count == 0 ? nil : UnsafePointer(list.baseAddress), count) }
+            let item = attribute(index)
+            item.value.withBytes { bytes in
+                list.initializeElement(at: index, to: ancs_attribute(
+                    id: item.id, length: UInt16(truncatingIfNeeded: bytes.count), value: bytes.isEmpty ? nil : bytes.baseAddress))
+                fill(index + 1)
+            }
         }
-        list.withUnsafeBufferPointer { body($0.baseAddress, $0.count) }
+        fill(0)
     }
-}
-
-private func notificationValues(_ attributes: [NotificationAttribute]) -> [(id: UInt8, value: AttributeValue)] {
-    attributes.map { (id: $0.id.rawValue, value: $0.value) }
-}
-
-private func appValues(_ attributes: [AppAttribute]) -> [(id: UInt8, value: AttributeValue)] {
-    attributes.map { (id: $0.id.rawValue, value: $0.value) }
 }
 
 private func describe(_ notification: ConsumerNotification, _ type: ancs_event_type, into event: inout ancs_event) {
@@ -174,8 +167,8 @@ private func send(_ event: inout ancs_event, _ instance: Callbacks) {
     withUnsafePointer(to: &event) { instance.event(instance.context, $0) }
 }
 
-private func send(_ event: inout ancs_event, _ instance: Callbacks, attributes: [(id: UInt8, value: AttributeValue)]) {
-    withAttributes(attributes) { list, count in
+private func send<Tuple: AttributeTuple>(_ event: inout ancs_event, _ instance: Callbacks, attributes: [Tuple]) {
+    withAttributes(attributes.count, { (attributes[$0].id.rawValue, attributes[$0].value) }) { list, count in
         event.attributes = list
         event.attribute_count = count
         send(&event, instance)
@@ -186,7 +179,7 @@ private func send(_ event: inout ancs_event, _ instance: Callbacks, appIdentifie
     appIdentifier.withUnsafeBufferPointer { identifier in
         event.app_identifier = identifier.baseAddress
         event.app_identifier_length = identifier.count
-        send(&event, instance, attributes: appValues(attributes))
+        send(&event, instance, attributes: attributes)
     }
 }
 
@@ -216,12 +209,12 @@ private func emit(_ consumerEvent: ConsumerEvent, _ instance: Callbacks) {
         default: type = ANCS_EVENT_REMOVED
         }
         describe(notification, type, into: &event)
-        send(&event, instance, attributes: notificationValues(notification.attributes))
+        send(&event, instance, attributes: notification.attributes)
     case .ready(let notification, let appName), .updated(let notification, let appName):
         let type: ancs_event_type
         if case .ready = consumerEvent { type = ANCS_EVENT_READY } else { type = ANCS_EVENT_UPDATED }
         describe(notification, type, into: &event)
-        let values = notificationValues(notification.attributes)
+        let values = notification.attributes
         guard let appName else { return send(&event, instance, attributes: values) }
         appName.withBytes { name in
             event.has_app_name = true
@@ -241,7 +234,7 @@ private func emit(_ consumerEvent: ConsumerEvent, _ instance: Callbacks) {
     case .attributes(let response):
         event.type = ANCS_EVENT_ATTRIBUTES
         event.uid = response.notificationUID.rawValue
-        send(&event, instance, attributes: notificationValues(response.attributes))
+        send(&event, instance, attributes: response.attributes)
     case .appAttributes(let response):
         event.type = ANCS_EVENT_APP_ATTRIBUTES
         send(&event, instance, appIdentifier: response.appIdentifierBytes, attributes: response.attributes)
@@ -254,7 +247,7 @@ private func emit(_ consumerEvent: ConsumerEvent, _ instance: Callbacks) {
             send(&event, instance)
         case .success(.notificationAttributes(let response)):
             event.uid = response.notificationUID.rawValue
-            send(&event, instance, attributes: notificationValues(response.attributes))
+            send(&event, instance, attributes: response.attributes)
         case .success(.appAttributes(let response)):
             send(&event, instance, appIdentifier: response.appIdentifierBytes, attributes: response.attributes)
         case .success(.actionPerformed):
