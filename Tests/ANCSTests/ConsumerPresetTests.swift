@@ -14,6 +14,40 @@ struct ConsumerPresetTests {
         #expect(preset.unlimitedValueLength == 128)
         #expect(preset.eagerAttributes == ConsumerConfiguration.displayAttributes && preset.eagerAppNames)
         #expect(preset.pipeliningDepth == 1)
+        #expect(!preset.keepsAttributes && ConsumerConfiguration.default.keepsAttributes)
+    }
+
+    @Test("keepsAttributes false: values held only until shown; READY and UPDATED carry them whole; an application's fetch of a shown notification is answered, not kept; its app's name waits with them")
+    func valuesHeldUntilShown() throws {
+        var configuration = ConsumerConfiguration(eagerAttributes: standardAttributes)
+        configuration.keepsAttributes = false
+        var consumer = sessionConsumer(configuration)
+        // Added: fetched, then its app's name asked; the values wait in the model meanwhile.
+        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        let naming = try onlyWrite(consumer.writeCompleted(fetch.token, .success, at: .zero) + deliver(standardResponse(1, title: "Alice"), to: &consumer))
+        #expect(naming.command == displayNameCommand(mailApp))
+        #expect(consumer.notification(uid(1))?[.title] == "Alice")
+        _ = consumer.writeCompleted(naming.token, .success, at: .zero)
+        let ready = deliver(displayNameResponse(mailApp, "Mail"), to: &consumer)
+        #expect(events(ready).contains(.ready(ConsumerNotification(uid: uid(1), eventFlags: [], categoryID: .email, categoryCount: 1, isPreExisting: false, attributes: standardResponse(1, title: "Alice").attributes), appName: "Mail")))
+        #expect(consumer.notification(uid(1))?.attributes == [])
+        // The application asks for it again: told, answered, not kept.
+        var asked: [ConsumerAction] = []
+        let id = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &asked)
+        _ = consumer.writeCompleted(try onlyWrite(asked).token, .success, at: .zero)
+        let answered = deliver(standardResponse(1, title: "Alice again"), to: &consumer)
+        #expect(events(answered).contains(.attributes(standardResponse(1, title: "Alice again"))))
+        #expect(results(answered, for: id) == [.success(.notificationAttributes(standardResponse(1, title: "Alice again")))])
+        #expect(consumer.notification(uid(1))?.attributes == [])
+        // Modified: fetched again, UPDATED whole (its app's name cached), then dropped again.
+        let again = try onlyWrite(consumer.received(notificationSource: sourceEvent(.modified, 1), at: .zero))
+        _ = consumer.writeCompleted(again.token, .success, at: .zero)
+        let updated = deliver(standardResponse(1, title: "Bob"), to: &consumer)
+        #expect(events(updated).contains { if case .updated(let notification, "Mail") = $0 { notification[.title] == "Bob" && notification.attributes.count == 3 } else { false } })
+        #expect(consumer.notification(uid(1))?.attributes == [])
+        // Removed: told as the model knew it, without values.
+        let removed = consumer.received(notificationSource: sourceEvent(.removed, 1), at: .zero)
+        #expect(events(removed).contains { if case .removed(let notification) = $0 { notification.uid == uid(1) && notification.attributes.isEmpty } else { false } })
     }
 
     @Test("a phone sending every value as long as accepted fills each table to its bound, no further")
@@ -26,6 +60,7 @@ struct ConsumerPresetTests {
             GetNotificationAttributes(notificationUID: uid(1), attributes: preset.eagerAttributes))))
         let bound = request.valueBound(unlimited: preset.unlimitedValueLength)
         var largestBuffer = 0
+        var shown: [ConsumerNotification] = []
         for raw in UInt32(1)...40 {
             now = now + .milliseconds(50)
             pending += consumer.received(notificationSource: sourceEvent(.added, raw), at: now)
@@ -52,13 +87,18 @@ struct ConsumerPresetTests {
                 case .performNotificationAction:
                     continue
                 }
-                pending += consumer.received(dataSource: response, at: now)
+                let answered = consumer.received(dataSource: response, at: now)
+                for event in events(answered) { if case .ready(let notification, _) = event { shown.append(notification) } }
+                pending += answered
                 largestBuffer = max(largestBuffer, consumer.reassembler.scratch.count)
             }
         }
         #expect(consumer.liveNotifications.count == preset.maximumNotifications)
         #expect(consumer.session.appCache.count == preset.maximumCachedApps)
-        #expect(consumer.liveNotifications.allSatisfy { $0[.message]?.count == 256 && $0[.appIdentifier]?.count == 128 })
+        // Each shown with every value whole; the model keeps none of them after (`keepsAttributes`).
+        #expect(shown.count == 40)
+        #expect(shown.allSatisfy { $0[.message]?.count == 256 && $0[.appIdentifier]?.count == 128 })
+        #expect(consumer.liveNotifications.allSatisfy { $0.attributes.isEmpty })
         // The reassembler's buffer holds one response: at most the sum of what was asked.
         #expect(largestBuffer <= bound, "\(largestBuffer) > \(bound)")
         #expect(consumer.session.entries.isEmpty && consumer.reassembler.outstandingCount == 0)

@@ -195,6 +195,13 @@ public struct Consumer: Sendable {
         var isNaming: Bool {
             if case .naming = stage { true } else { false }
         }
+        /// The display's fetch of it is written, or its app's name asked.
+        var isShowing: Bool {
+            switch stage {
+            case .fetching, .naming: true
+            case .settled, .wanted: false
+            }
+        }
     }
 
     /// What the session holds: its requests, its notifications, its app

@@ -182,7 +182,10 @@ extension Consumer {
                 // answer about one never announced (or a request's about one the
                 // model dropped), which the request's `.completed` carries.
                 if let index = modelIndex(value.notificationUID) {
-                    model[index].notification.attributes.merge(value.attributes)
+                    // Unless the configuration keeps them, kept only while the
+                    // display needs them: fetched and not yet shown (not for a
+                    // notification shown, or one the display has not fetched yet).
+                    if configuration.keepsAttributes || model[index].isShowing { model[index].notification.attributes.merge(value.attributes) }
                     actions.appendOutOfLine(.emit(.attributes(value)))
                 }
             case .appAttributes(let value):
@@ -262,12 +265,15 @@ extension Consumer {
         }
 
         mutating func show(at index: Int, into actions: inout [ConsumerAction]) {
-            model[index].stage = .settled
-            let notification = model[index].notification
             var appName: AttributeValue?
             if let identifier = appIdentifier(index), let cached = cacheIndex(identifier) { appName = appCache[cached][.displayName] }
-            actions.appendOutOfLine(.emit(model[index].shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
+            let notification = model[index].notification
+            let shown = model[index].shown
+            model[index].stage = .settled
             model[index].shown = true
+            // (What the model does not keep goes with the event.)
+            if !configuration.keepsAttributes { model[index].notification.attributes = [] }
+            actions.appendOutOfLine(.emit(shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
         }
 
         /// The probe ended. An ANCS error (0xA2) is the answer of a working

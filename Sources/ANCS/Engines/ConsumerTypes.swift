@@ -355,6 +355,18 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// fetched, so never told `.ready` (they are in the model, told
     /// `.added`, `.modified` and `.removed` as any other).
     public var hiddenCategories = CategorySet(rawValue: 0)
+    /// Whether the model keeps a notification's attributes once it is shown.
+    /// True (the default): `notification(_:)`, `.modified` and `.removed`
+    /// carry every attribute fetched in the session. False (the
+    /// `microcontroller` preset, and the C API, which reads none of them):
+    /// the model holds a notification's values only while the display needs
+    /// them (its fetch written and not yet told `.ready` or `.updated`, or
+    /// its app's name being asked); after that, and from an application's
+    /// fetch of a notification the display is not fetching (told as
+    /// `.attributes` and in its `.completed`), they are not kept. A watch
+    /// copies what it shows: the heap then holds the few responses the
+    /// display is working on, not one per live notification.
+    public var keepsAttributes = true
     /// With eager attributes: whether notifications with the Silent flag
     /// are fetched and told `.ready` (when false they stay in the model
     /// unfetched, as a hidden category's).
@@ -456,13 +468,16 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// heap a session can take has a stated worst case whatever the phone
     /// sends: 16 live notifications, 8 apps' names, 4 application requests,
     /// 128 bytes for a value asked without a max length (AppIdentifier,
-    /// Date, an app's name). The worst case on a 32-bit target is in
+    /// Date, an app's name), and a notification's values kept only until
+    /// they are shown (`keepsAttributes` false). The worst case on a 32-bit target is in
     /// BENCHMARKS.md section 8 and `ancs.h`; the firmware test image drives
     /// it and fails past its bound (`firmware/test/WorstCase.swift`).
     public static var microcontroller: ConsumerConfiguration {
-        ConsumerConfiguration(
+        var preset = ConsumerConfiguration(
             eagerAttributes: displayAttributes, maximumNotifications: 16, maximumCachedApps: 8,
             maximumRequests: 4, unlimitedValueLength: 128)
+        preset.keepsAttributes = false
+        return preset
     }
 
     /// What a small display shows of each notification (the firmware's and

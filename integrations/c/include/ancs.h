@@ -69,16 +69,19 @@
  * error) is not recovered from: Embedded Swift traps (an undefined
  * instruction: the firmware's fault handler runs, then typically a reset),
  * so the heap must hold the configuration's bound. The heap holds the live notifications (at most max_notifications;
- * beyond it the oldest is dropped with ANCS_EVENT_REMOVED), each with its
+ * beyond it the oldest is dropped with ANCS_EVENT_REMOVED), a notification's
  * display attributes' values (each at most its max length, or
- * unlimited_value_length when asked without one); the app names (at most
+ * unlimited_value_length when asked without one) only from its fetch to its
+ * READY or UPDATED, which carries them (nothing of this API reads them
+ * after: MODIFIED and REMOVED of a notification shown carry no
+ * attributes, and an ATTRIBUTES event's values are not kept); the app names (at most
  * max_cached_apps, oldest dropped); the requests (at most max_requests
  * application requests, ANCS_ERR_TOO_MANY_REQUESTS beyond, plus one display
  * fetch per live notification); and the one response being reassembled
  * (bounded by the same lengths). Nothing a phone sends grows it past these
  * bounds. integrations/c/test measures it: on a 64-bit host, 100 notifications
- * shown with the defaults and 5 apps hold about 34 KB; 16 kept of 2 000
- * announced, about 1.5 KB. An event's values reach the callback where the
+ * shown with the defaults and 5 apps hold about 4.8 KB; 16 kept of 2 000
+ * announced, about 1.8 KB at the peak. An event's values reach the callback where the
  * engine holds them, copied nowhere: in a steady session, a notification
  * added, fetched, shown and removed makes 3 allocations (its fetch's
  * command, its response's values and their list; BENCHMARKS.md section 8).
@@ -252,7 +255,10 @@ void ancs_consumer_config_default(ancs_consumer_config *config);
  *          as accepted, the application's 4 requests waiting), through this
  *          header too (firmware/capi/worst-case.c, a NULL configuration), and
  *          fail past the bound; BENCHMARKS.md section 8 has the peaks measured
- *          on Cortex-M4 and RV32IMAC with 16-byte block headers (about 18 KB).
+ *          on Cortex-M4 and RV32IMAC with 16-byte block headers (about 7 KB:
+ *          the values of the one or two notifications the display is
+ *          fetching, 8 apps' names, 8 apps the phone did not know, the
+ *          response being reassembled, the requests).
  *          The application's own requests add the max lengths they ask.
  *   stack  the engine's deepest use through the C API, about 1 KB for a whole
  *          session driven from C (BENCHMARKS.md section 8); the NimBLE
@@ -261,7 +267,7 @@ void ancs_consumer_config_default(ancs_consumer_config *config);
  *          these on top of NimBLE's own (ESP-IDF's 4 KB default holds them).
  *   static sizeof(ancs_consumer) per instance (768 bytes), nothing else. */
 void ancs_consumer_config_microcontroller(ancs_consumer_config *config);
-#define ANCS_MICROCONTROLLER_HEAP_BOUND 24576
+#define ANCS_MICROCONTROLLER_HEAP_BOUND 8192
 /* The default display attributes (static storage) and their count. */
 const ancs_attribute_request *ancs_default_display_attributes(size_t *count);
 

@@ -436,6 +436,9 @@ public func ancsConsumerInit(
     liveness.probeNanoseconds = nanoseconds(settings.probe_interval_s, defaults.probe_interval_s)
     liveness.silenceNanoseconds = nanoseconds(settings.silence_limit_s, defaults.silence_limit_s)
     liveness.retryNanoseconds = nanoseconds(settings.retry_interval_s, defaults.retry_interval_s)
+    // Nothing of this API reads the model's values: it keeps them only
+    // until READY or UPDATED carries them (`keepsAttributes`, ancs.h "Memory").
+    liveness.keepsAttributes = false
     // What the display fetches (zero: everything, the whole backlog).
     liveness.hiddenCategories = CategorySet(rawValue: settings.hidden_categories)
     liveness.fetchesSilent = !settings.skip_silent

@@ -337,7 +337,7 @@ static void test_microcontroller_preset(void) {
     CHECK(c.display_attribute_count == d.display_attribute_count && c.display_attributes == d.display_attributes &&
           c.display_app_names && c.request_timeout_ms == d.request_timeout_ms && c.probe_interval_s == d.probe_interval_s,
           "otherwise the defaults");
-    CHECK(ANCS_MICROCONTROLLER_HEAP_BOUND == 24576, "the stated bound");
+    CHECK(ANCS_MICROCONTROLLER_HEAP_BOUND == 8192, "the stated bound");
 }
 
 /* The steady state of the microcontroller preset (issue 37 asks for no
