@@ -60,6 +60,9 @@ func runConsumer(_ input: FuzzInput) {
         configuration.fetchesSilent = false
         configuration.maximumPreExisting = 2
     }
+    // The model keeps values only while the display needs them (bit 6, the
+    // microcontroller preset's way: `keepsAttributes`).
+    configuration.keepsAttributes = setup & 64 == 0
     var consumer = Consumer(configuration: configuration)
     let texts: [[UInt8]] = [[], Array("com.apple.MobileSMS".utf8), Array("On my way — 5 min 🚲".utf8), Array(repeating: 0x41, count: 300)]
     let apps = ["com.apple.mobilemail", "a", "", "a\u{0}b", String(repeating: "x", count: 600)]
@@ -258,6 +261,12 @@ func runConsumer(_ input: FuzzInput) {
             consumer.mtuChanged(Int(input.byte()) + 23)
         }
         check(consumer.notifications.count <= configuration.maximumNotifications, "model bounded")
+        if !configuration.keepsAttributes {
+            // Values only where the display needs them (or an AppIdentifier the app filter reads).
+            for tracked in consumer.session.model where !tracked.isShowing && !tracked.notification.attributes.isEmpty {
+                check(hides && !tracked.isSettled, "\(tracked.notification.uid) holds \(tracked.notification.attributes.count) values, not being shown")
+            }
+        }
         for uid in consumer.notifications.keys { check(inSession && seen.contains(uid), "\(uid) in the model, not announced in this session") }
     }
     absorb(consumer.linkDown(at: now))

@@ -50,6 +50,34 @@ struct ConsumerPresetTests {
         #expect(events(removed).contains { if case .removed(let notification) = $0 { notification.uid == uid(1) && notification.attributes.isEmpty } else { false } })
     }
 
+    @Test("keepsAttributes false: a notification Modified while fetched, or whose fetch fails after the application's answer came, holds no values")
+    func valuesNotHeldWhenNotShowing() throws {
+        // (Two responses due at once: the application's and the display's.)
+        var configuration = ConsumerConfiguration(pipeliningDepth: 2, eagerAttributes: standardAttributes, eagerAppNames: false)
+        configuration.keepsAttributes = false
+        var consumer = sessionConsumer(configuration)
+        // Modified while its fetch is written: the answer read the old content, which is not kept while it waits to be fetched again.
+        let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        _ = consumer.received(notificationSource: sourceEvent(.modified, 1), at: .zero)
+        _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+        let again = try onlyWrite(deliver(standardResponse(1, title: "old"), to: &consumer))
+        #expect(consumer.notification(uid(1))?.attributes == [])
+        _ = consumer.writeCompleted(again.token, .success, at: .zero)
+        let shown = deliver(standardResponse(1, title: "new"), to: &consumer)
+        #expect(events(shown).contains { if case .ready(let notification, _) = $0 { notification[.title] == "new" } else { false } })
+        #expect(consumer.notification(uid(1))?.attributes == [])
+        // The application's answer comes while the display's fetch is written (kept for it), then the display's fetch fails.
+        var asked: [ConsumerAction] = []
+        let id = consumer.fetchAttributes([NotificationAttributeRequest(.title, maxLength: 8)], for: uid(2), at: .zero, into: &asked)
+        let display = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 2), at: .zero) + consumer.writeCompleted(try onlyWrite(asked).token, .success, at: .zero))
+        let answered = deliver(NotificationAttributesResponse(notificationUID: uid(2), attributes: [NotificationAttribute(.title, "Alice")]), to: &consumer)
+        #expect(results(answered, for: id).count == 1)
+        #expect(consumer.notification(uid(2))?[.title] == "Alice")
+        let failed = consumer.writeCompleted(display.token, .attError(.insufficientAuthentication), at: .zero)
+        #expect(events(failed).contains(.displayFailed(uid(2), .att(.insufficientAuthentication))))
+        #expect(consumer.notification(uid(2))?.attributes == [])
+    }
+
     @Test("a phone sending every value as long as accepted fills each table to its bound, no further")
     func longestValues() throws {
         let preset = ConsumerConfiguration.microcontroller

@@ -197,10 +197,10 @@ public struct Consumer: Sendable {
         }
         /// The display's fetch of it is written, or its app's name asked.
         var isShowing: Bool {
-            switch stage {
-            case .fetching, .naming: true
-            case .settled, .wanted: false
-            }
+            if case .fetching = stage { true } else { isNaming }
+        }
+        var isSettled: Bool {
+            if case .settled = stage { true } else { false }
         }
     }
 
@@ -803,7 +803,7 @@ public struct Consumer: Sendable {
         while session.wantedCount > 0, dataSourceAvailable, let next = session.nextWanted() {
             session.wantedCount -= 1
             guard let identifies = session.displayFetch(next) else {
-                session.model[next].stage = .settled
+                session.settle(next)
                 actions.appendOutOfLine(.emit(.hidden(session.model[next].notification.uid)))
                 continue
             }
@@ -815,7 +815,7 @@ public struct Consumer: Sendable {
                 : try? ControlPointCommand.getNotificationAttributes(
                     GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes)).encode()
             guard let bytes else {
-                session.model[next].stage = .settled
+                session.settle(next)
                 continue
             }
             if let index = session.entryIndex(bytes) {

@@ -86,8 +86,20 @@ extension Consumer {
         /// The display wants the notification at `index` fetched.
         @inline(never)
         mutating func want(_ index: Int) {
-            model[index].stage = .wanted
+            settle(index, wanted: true)
             wantedCount += 1
+        }
+
+        /// The notification at `index` is settled (or wanted): unless the
+        /// configuration keeps them (`keepsAttributes`), its values go, as
+        /// the display needs them no more (shown, failed, passed over) or
+        /// will fetch them anew (Modified while fetched or named). A wanted
+        /// one keeps them while apps are hidden: the app filter reads its
+        /// AppIdentifier (`displayFetch`).
+        @inline(never)
+        mutating func settle(_ index: Int, wanted: Bool = false) {
+            model[index].stage = wanted ? .wanted : .settled
+            if !configuration.keepsAttributes && (!wanted || configuration.hiddenApps.isEmpty) { model[index].notification.attributes = [] }
         }
 
         /// The AppIdentifier of the notification at `index`, when fetched
@@ -224,7 +236,7 @@ extension Consumer {
             // fetch of a notification's app alone is wanted again only when
             // it succeeded (`identifies`), so that it never fails in a loop.
             if case .failure(let error) = result, !again || identifies(index) {
-                model[index].stage = .settled
+                settle(index)
                 switch error {
                 // Refused as not shared: the health says so (and sharing again
                 // starts a new session, which announces it anew).
@@ -269,10 +281,9 @@ extension Consumer {
             if let identifier = appIdentifier(index), let cached = cacheIndex(identifier) { appName = appCache[cached][.displayName] }
             let notification = model[index].notification
             let shown = model[index].shown
-            model[index].stage = .settled
             model[index].shown = true
             // (What the model does not keep goes with the event.)
-            if !configuration.keepsAttributes { model[index].notification.attributes = [] }
+            settle(index)
             actions.appendOutOfLine(.emit(shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
         }
 

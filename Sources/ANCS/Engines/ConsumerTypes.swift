@@ -355,6 +355,10 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// fetched, so never told `.ready` (they are in the model, told
     /// `.added`, `.modified` and `.removed` as any other).
     public var hiddenCategories = CategorySet(rawValue: 0)
+    /// With eager attributes: whether notifications with the Silent flag
+    /// are fetched and told `.ready` (when false they stay in the model
+    /// unfetched, as a hidden category's).
+    public var fetchesSilent = true
     /// Whether the model keeps a notification's attributes once it is shown.
     /// True (the default): `notification(_:)`, `.modified` and `.removed`
     /// carry every attribute fetched in the session. False (the
@@ -367,10 +371,6 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// copies what it shows: the heap then holds the few responses the
     /// display is working on, not one per live notification.
     public var keepsAttributes = true
-    /// With eager attributes: whether notifications with the Silent flag
-    /// are fetched and told `.ready` (when false they stay in the model
-    /// unfetched, as a hidden category's).
-    public var fetchesSilent = true
     /// With eager attributes: notifications of these apps are not fetched
     /// (they stay in the model unfetched, as a hidden category's). Each is
     /// an AppIdentifier's bytes, matched exactly, as the phone sends them

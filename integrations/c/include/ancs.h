@@ -84,7 +84,8 @@
  * announced, about 1.8 KB at the peak. An event's values reach the callback where the
  * engine holds them, copied nowhere: in a steady session, a notification
  * added, fetched, shown and removed makes 3 allocations (its fetch's
- * command, its response's values and their list; BENCHMARKS.md section 8).
+ * command, its response's values and their list; BENCHMARKS.md section 8),
+ * none of them kept after READY.
  */
 #ifndef ANCS_H
 #define ANCS_H
