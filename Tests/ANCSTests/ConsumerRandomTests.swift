@@ -119,7 +119,7 @@ private struct RandomRun {
 
     mutating func randomInput() {
         // Out of session most requests only fail with notConnected: lean towards setting one up.
-        if consumer.phase != .active && random.percent(40) {
+        if consumer.link != .active && random.percent(40) {
             recover()
             return
         }
@@ -148,7 +148,7 @@ private struct RandomRun {
             linkIsUp = true
         } else if !subscriptionsToAnswer.isEmpty {
             answerSubscription()
-        } else if consumer.phase == .idle {
+        } else if !consumer.link.isSubscribed {
             // Unpublished, stopped, or a failed subscription: published (again).
             perform(consumer.serviceChanged(published: true, at: now))
         } else {

@@ -5,16 +5,21 @@
 // input also comes in an `into:` form that appends the actions to a buffer
 // the caller owns and may reuse, so a firmware allocates no array per input.
 //
-// Session phases:
+// The link and its session (`LinkState`, one byte: whether the link is up,
+// whether ANCS is published on it, whether the application stopped, and the
+// session's step; the link's MTU and whether Data Source is subscribed are
+// kept beside it, meaningful where it says so):
 //
-//   idle ──linkUp (ANCS published)──► subscribingDataSource
+//   down ──linkUp (ANCS published)──► subscribingDataSource
+//   down ──Service Changed: no ANCS (before linkUp)──► downUnpublished ──linkUp──► unpublished
 //   subscribingDataSource ──DS subscription result (any)──► subscribingNotificationSource
 //        (a failed DS subscription leaves a session without fetches)
 //   subscribingNotificationSource ──NS subscribed──► active
-//   subscribingNotificationSource ──NS subscription failed──► idle   (sessionEnded)
-//   any ──linkDown | stop | ANCS unpublished──► idle                  (sessionEnded if one began)
-//   idle ──ANCS published (link up)──► subscribingDataSource
-//   idle | active without DS ──retryInterval after the NS (DS) subscription
+//   subscribingNotificationSource ──NS subscription failed──► waiting   (sessionEnded)
+//   any ──linkDown──► down                                  (sessionEnded if one began)
+//   any up ──stop──► stopped (unpublished stays so);  ──ANCS unpublished──► unpublished   (sessionEnded if one began)
+//   unpublished | stopped | waiting ──ANCS published──► subscribingDataSource
+//   waiting | active without DS ──retryInterval after the NS (DS) subscription
 //        failed──► subscribingDataSource (the session ended first: subscribe again)
 //   any session ──subscribe again (unsubscribe both, then as at link up)──► subscribingDataSource
 //   active ──refresh (Notification Source off, then on; the session kept)──► subscribingNotificationSource
@@ -92,11 +97,37 @@
 /// returns its `ConsumerRequestID`), so that no array is made per input.
 /// Both run the same code; the C API and hot loops use the second.
 public struct Consumer: Sendable {
-    enum Phase: Hashable, Sendable {
-        case idle
+    /// The link and the session on it (the diagram at the top of this
+    /// file), in one byte, ordered so that each question about it is one
+    /// comparison. The link's MTU is kept beside it (`linkMTU`), meaningful
+    /// whenever the link is up, and so is whether Data Source is
+    /// subscribed (`dataSourceAvailable`), meaningful in a session.
+    enum LinkState: UInt8, Comparable, Sendable {
+        /// No link.
+        case down
+        /// No link, and the host found no ANCS in the next link's
+        /// database (told before `linkUp`).
+        case downUnpublished
+        /// The link is up, ANCS not published on it.
+        case unpublished
+        /// The link is up; the application stopped the session: nothing
+        /// starts until the link or ANCS does.
+        case stopped
+        /// The link is up, with no session: a subscription failed, or a
+        /// session ended; asked again after the retry interval.
+        case waiting
+        /// A session's first step: Data Source being subscribed.
         case subscribingDataSource
+        /// Notification Source being subscribed (at the start, or again in
+        /// place: a refresh).
         case subscribingNotificationSource
         case active
+
+        static func < (left: LinkState, right: LinkState) -> Bool { left.rawValue < right.rawValue }
+        /// The link is up.
+        var isUp: Bool { self >= .unpublished }
+        /// A session is being made or is on (something subscribed or being subscribed).
+        var isSubscribed: Bool { self >= .subscribingDataSource }
     }
 
     /// Where an entry stands; a written one carries its deadline: the
@@ -208,12 +239,15 @@ public struct Consumer: Sendable {
     /// cache (everything a Data Source response can change).
     var session: Session
     public var configuration: ConsumerConfiguration { session.configuration }
-    var phase: Phase = .idle
-    var published = true
+    var link = LinkState.down
+    /// The link's ATT MTU, while it is up (`mtu`).
+    var linkMTU = 0
     /// The ATT MTU of the link, while it is up.
-    public private(set) var mtu: Int?
+    public var mtu: Int? { link.isUp ? linkMTU : nil }
     /// Whether this session can fetch (Data Source subscribed).
     public private(set) var dataSourceAvailable = false
+    /// ANCS is published on the link (or, the link down, not known to be absent from the next).
+    var published: Bool { link != .downUnpublished && link != .unpublished }
 
     /// The session's model: every live notification by UID (built on each
     /// read; `notification(_:)` looks one up without building it).
@@ -272,8 +306,6 @@ public struct Consumer: Sendable {
     var probeUID: UInt32 = 0
     /// The last Control Point write was refused with 0x03 (two in a row: not shared).
     var lastWriteNotPermitted = false
-    /// The application stopped the session (`stop`), and none started since.
-    var stopped = false
     /// Notification Source was subscribed again in place in this session
     /// (`refresh`): a PreExisting announcement is one the phone made again,
     /// known unless newer than every announcement.
@@ -293,7 +325,7 @@ public struct Consumer: Sendable {
     }
 
     /// True from the moment Notification Source is being subscribed until the session ends.
-    public var isInSession: Bool { phase == .subscribingNotificationSource || phase == .active }
+    public var isInSession: Bool { link >= .subscribingNotificationSource }
 
     /// With eager attributes the engine fetches what each notification needs to be shown.
     var fetchesForDisplay: Bool { !configuration.eagerAttributes.isEmpty }
@@ -334,11 +366,13 @@ public struct Consumer: Sendable {
     /// The link is up (connected, encrypted, ANCS discovered) with this ATT MTU.
     @_disfavoredOverload
     public mutating func linkUp(mtu: Int, at now: Timestamp, into actions: inout [ConsumerAction]) {
-        if phase != .idle { endSession(.linkDown, into: &actions) }
+        let published = published
+        if link.isSubscribed { endSession(.linkDown, into: &actions) }
         writeSlot = .free  // a new link has no write in flight
         retries = 0  // a new link is asked soon again
-        self.mtu = mtu
         lastHeard = now
+        link = .unpublished
+        linkMTU = mtu
         if published { startSubscribing(into: &actions) }
     }
 
@@ -349,15 +383,14 @@ public struct Consumer: Sendable {
     }
 
     public mutating func mtuChanged(_ mtu: Int) {
-        if self.mtu != nil { self.mtu = mtu }
+        if link.isUp { linkMTU = mtu }
     }
 
     @_disfavoredOverload
     public mutating func linkDown(at now: Timestamp, into actions: inout [ConsumerAction]) {
         endSession(.linkDown, into: &actions)
         writeSlot = .free  // the link took it
-        mtu = nil
-        published = true  // and its GATT database: the next link's discovery tells anew
+        link = .down  // and its GATT database: the next link's discovery tells anew
     }
 
     public mutating func linkDown(at now: Timestamp) -> [ConsumerAction] {
@@ -369,8 +402,10 @@ public struct Consumer: Sendable {
     /// The application ends the session: unsubscribe, forget everything.
     @_disfavoredOverload
     public mutating func stop(at now: Timestamp, into actions: inout [ConsumerAction]) {
+        let published = published
         unsubscribe(.unsubscribed, into: &actions)
-        stopped = true  // no retry: nothing starts again until the link or ANCS does
+        // No retry: nothing starts again until the link or ANCS does.
+        if link.isUp, published { link = .stopped }
     }
 
     public mutating func stop(at now: Timestamp) -> [ConsumerAction] {
@@ -383,10 +418,12 @@ public struct Consumer: Sendable {
     /// again (true, after the transport re-discovered it).
     @_disfavoredOverload
     public mutating func serviceChanged(published: Bool, at now: Timestamp, into actions: inout [ConsumerAction]) {
-        self.published = published
         if !published {
             endSession(.serviceUnpublished, into: &actions)
-        } else if mtu != nil && phase == .idle {
+            link = link.isUp ? .unpublished : .downUnpublished
+        } else if !link.isUp {
+            link = .down
+        } else if !link.isSubscribed {
             startSubscribing(into: &actions)
         }
     }
@@ -401,10 +438,10 @@ public struct Consumer: Sendable {
     @_disfavoredOverload
     public mutating func subscriptionCompleted(_ characteristic: ANCSCharacteristic, _ result: ATTResult, at now: Timestamp, into actions: inout [ConsumerAction]) {
         lastHeard = now
-        switch (phase, characteristic) {
+        switch (link, characteristic) {
         case (.subscribingDataSource, .dataSource):
+            link = .subscribingNotificationSource
             dataSourceAvailable = result == .success
-            phase = .subscribingNotificationSource
             actions.appendOutOfLine(.emit(.sessionStarted))
             // After sessionStarted: it tells about this session.
             if !dataSourceAvailable { actions.appendOutOfLine(.emit(.dataSourceUnavailable(result))) }
@@ -412,7 +449,7 @@ public struct Consumer: Sendable {
             actions.appendOutOfLine(.subscribe(.notificationSource))
         case (.subscribingNotificationSource, .notificationSource):
             if result == .success {
-                phase = .active
+                link = .active
                 lastSourceEvent = now
                 subscription(.notificationSource, result, into: &actions)
                 pump(at: now, into: &actions)
@@ -717,7 +754,7 @@ public struct Consumer: Sendable {
             // Each step doubles the next retry's wait, four times at most (16 × the retry interval).
             if retries < 4 { retries += 1 }
             // A subscription missing (refused, or failed): subscribe again; else probe.
-            if phase == .active && dataSourceAvailable { writeProbe(at: now, into: &actions) } else { restartSession(into: &actions) }
+            if link == .active && dataSourceAvailable { writeProbe(at: now, into: &actions) } else { restartSession(into: &actions) }
         }
     }
 
@@ -787,7 +824,7 @@ public struct Consumer: Sendable {
         } else if session.refreshDue {
             refresh(into: &actions)
         }
-        guard phase == .active, writeSlot.isFree else { return }
+        guard link == .active, writeSlot.isFree else { return }
         var outstanding = 0
         // The probe's response never holds back a request.
         for index in session.entries.indices where !session.entries[index].isQueued && session.entries[index].expectsResponse && session.entries[index].key != session.probeKey { outstanding += 1 }
@@ -902,12 +939,12 @@ public struct Consumer: Sendable {
     /// (`.resubscribing`) and a new one starts as at link up.
     mutating func restartSession(into actions: inout [ConsumerAction]) {
         unsubscribe(.resubscribing, into: &actions)
-        if mtu != nil && published { startSubscribing(into: &actions) }
+        if link == .waiting { startSubscribing(into: &actions) }
     }
 
     /// Unsubscribes what the session subscribed, and ends it.
     mutating func unsubscribe(_ reason: SessionEndReason, into actions: inout [ConsumerAction]) {
-        if phase != .idle {
+        if link.isSubscribed {
             actions.appendOutOfLine(.unsubscribe(.notificationSource))
             if dataSourceAvailable { actions.appendOutOfLine(.unsubscribe(.dataSource)) }
         }
@@ -915,8 +952,7 @@ public struct Consumer: Sendable {
     }
 
     mutating func startSubscribing(into actions: inout [ConsumerAction]) {
-        phase = .subscribingDataSource
-        stopped = false
+        link = .subscribingDataSource
         probeSoon = true  // each session is probed soon: a phone that refuses or ignores it is told within seconds
         actions.appendOutOfLine(.subscribe(.dataSource))
     }
@@ -950,7 +986,7 @@ public struct Consumer: Sendable {
         session.probeKey = nil
         session.refreshDue = false
         refreshing = false
-        phase = .idle
+        if link.isSubscribed { link = .waiting }
         if hadSession { actions.appendOutOfLine(.emit(.sessionEnded(reason))) }
     }
 }

@@ -48,7 +48,7 @@ extension Consumer {
     /// `tick` takes the step: subscribe again when a subscription is
     /// missing, else write the probe.
     var probeTime: Timestamp? {
-        guard mtu != nil, published, !stopped, phase == .idle || phase == .active, session.probeKey == nil, writeSlot.isFree,
+        guard link == .waiting || link == .active, session.probeKey == nil, writeSlot.isFree,
               isNotShared || session.entries.isEmpty && session.wantedCount == 0 else { return nil }
         // (Idle: no Data Source either. One 0x03 asks again soon: two tell "not shared".)
         // A new session is probed sooner, but not at once: after its
@@ -64,7 +64,9 @@ extension Consumer {
     var retrying: Bool { !dataSourceAvailable || isRefused || lastWriteNotPermitted }
 
     /// Notification Source's silence is watched in an active session that is shared.
-    var watchesSilence: Bool { configuration.silenceNanoseconds > 0 && phase == .active && !isNotShared }
+    var watchesSilence: Bool {
+        configuration.silenceNanoseconds > 0 && link == .active && !isNotShared
+    }
 
     var isNotShared: Bool {
         if case .notShared = health { true } else { false }
@@ -203,7 +205,7 @@ extension Consumer {
         // (Active: `refreshDue` is set by a probe's end, and a session's end clears it.)
         session.refreshDue = false
         refreshing = true
-        phase = .subscribingNotificationSource
+        link = .subscribingNotificationSource
         actions.appendOutOfLine(.unsubscribe(.notificationSource))
         actions.appendOutOfLine(.subscribe(.notificationSource))
     }
