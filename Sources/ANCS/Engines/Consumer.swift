@@ -102,7 +102,7 @@ public struct Consumer: Sendable {
     /// comparison. The link's MTU is kept beside it (`linkMTU`), meaningful
     /// whenever the link is up, and so is whether Data Source is
     /// subscribed (`dataSourceAvailable`), meaningful in a session.
-    enum LinkState: UInt8, Comparable, Sendable {
+    enum LinkState: UInt8, Sendable {
         /// No link.
         case down
         /// No link, and the host found no ANCS in the next link's
@@ -123,11 +123,12 @@ public struct Consumer: Sendable {
         case subscribingNotificationSource
         case active
 
-        static func < (left: LinkState, right: LinkState) -> Bool { left.rawValue < right.rawValue }
         /// The link is up.
-        var isUp: Bool { self >= .unpublished }
+        var isUp: Bool { rawValue >= LinkState.unpublished.rawValue }
         /// A session is being made or is on (something subscribed or being subscribed).
-        var isSubscribed: Bool { self >= .subscribingDataSource }
+        var isSubscribed: Bool { rawValue >= LinkState.subscribingDataSource.rawValue }
+        /// Notification Source is being subscribed, or the session is on.
+        var isInSession: Bool { rawValue >= LinkState.subscribingNotificationSource.rawValue }
     }
 
     /// Where an entry stands; a written one carries its deadline: the
@@ -325,7 +326,7 @@ public struct Consumer: Sendable {
     }
 
     /// True from the moment Notification Source is being subscribed until the session ends.
-    public var isInSession: Bool { link >= .subscribingNotificationSource }
+    public var isInSession: Bool { link.isInSession }
 
     /// With eager attributes the engine fetches what each notification needs to be shown.
     var fetchesForDisplay: Bool { !configuration.eagerAttributes.isEmpty }

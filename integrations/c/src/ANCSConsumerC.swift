@@ -562,9 +562,15 @@ public func ancsConsumerStop(_ storage: UnsafeMutablePointer<ancs_consumer>?, _ 
 
 @_cdecl("ancs_consumer_next_deadline")
 public func ancsConsumerNextDeadline(_ storage: UnsafePointer<ancs_consumer>?, _ deadline: UnsafeMutablePointer<UInt64>?) -> Bool {
-    guard let pointer = instance(UnsafeMutablePointer(mutating: storage)), let next = pointer.pointee.consumer.nextDeadline else { return false }
+    guard let pointer = instance(UnsafeMutablePointer(mutating: storage)), let next = pointer.pointee.consumer.deadlineInPlace() else { return false }
     deadline?.pointee = milliseconds(next)
     return true
+}
+
+extension Consumer {
+    /// `nextDeadline`, read where the engine is: read through the pointer,
+    /// the whole engine was copied first (504 bytes of copying code).
+    fileprivate mutating func deadlineInPlace() -> Timestamp? { nextDeadline }
 }
 
 @_cdecl("ancs_consumer_in_session")
