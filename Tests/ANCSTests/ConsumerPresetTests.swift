@@ -78,6 +78,26 @@ struct ConsumerPresetTests {
         #expect(consumer.notification(uid(2))?.attributes == [])
     }
 
+    @Test("keepsAttributes false with apps hidden: a wanted notification keeps its AppIdentifier fetched alone, and no more")
+    func hiddenAppsKeepOneValue() throws {
+        var configuration = ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false)
+        configuration.keepsAttributes = false
+        configuration.hide(app: "com.example.hidden")
+        var consumer = sessionConsumer(configuration)
+        // Its app is not known: its AppIdentifier is asked alone, kept while it waits for its fetch.
+        let alone = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 1), at: .zero))
+        #expect(alone.bytes == Consumer.appIdentifierCommand(1))
+        _ = consumer.writeCompleted(alone.token, .success, at: .zero)
+        let fetch = try onlyWrite(deliver(NotificationAttributesResponse(notificationUID: uid(1), attributes: [NotificationAttribute(.appIdentifier, AttributeValue(mailApp))]), to: &consumer))
+        #expect(fetch.command == standardCommand(1))
+        // Modified while fetched: the answer's values go with the AppIdentifier, asked alone again.
+        _ = consumer.received(notificationSource: sourceEvent(.modified, 1), at: .zero)
+        _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+        let again = try onlyWrite(deliver(standardResponse(1), to: &consumer))
+        #expect(consumer.notification(uid(1))?.attributes == [])
+        #expect(again.bytes == Consumer.appIdentifierCommand(1))
+    }
+
     @Test("a phone sending every value as long as accepted fills each table to its bound, no further")
     func longestValues() throws {
         let preset = ConsumerConfiguration.microcontroller

@@ -93,13 +93,16 @@ extension Consumer {
         /// The notification at `index` is settled (or wanted): unless the
         /// configuration keeps them (`keepsAttributes`), its values go, as
         /// the display needs them no more (shown, failed, passed over) or
-        /// will fetch them anew (Modified while fetched or named). A wanted
-        /// one keeps them while apps are hidden: the app filter reads its
-        /// AppIdentifier (`displayFetch`).
+        /// will fetch them anew (Modified while fetched or named). While apps
+        /// are hidden, a wanted one keeps a single value: its AppIdentifier
+        /// fetched alone, which the app filter reads (`displayFetch`; more
+        /// values go, the AppIdentifier with them, asked alone again).
         @inline(never)
         mutating func settle(_ index: Int, wanted: Bool = false) {
             model[index].stage = wanted ? .wanted : .settled
-            if !configuration.keepsAttributes && (!wanted || configuration.hiddenApps.isEmpty) { model[index].notification.attributes = [] }
+            if !configuration.keepsAttributes && (!wanted || configuration.hiddenApps.isEmpty || model[index].notification.attributes.count > 1) {
+                model[index].notification.attributes = []
+            }
         }
 
         /// The AppIdentifier of the notification at `index`, when fetched

@@ -225,7 +225,9 @@ typedef struct {
                                       first; 0: all of them, ANCS_NONE_PRE_EXISTING: none */
     /* Apps whose notifications are not fetched: AppIdentifiers (NUL-terminated,
      * matched byte for byte, e.g. "com.facebook.Facebook"). Copied by init,
-     * on the heap: their bytes come on top of ANCS_MICROCONTROLLER_HEAP_BOUND.
+     * on the heap: their bytes come on top of ANCS_MICROCONTROLLER_HEAP_BOUND,
+     * and so does each notification's AppIdentifier fetched alone while
+     * it waits for its fetch (at most max_notifications of them).
      * The app is known only from the phone: while this list is not empty, a
      * notification whose app the session does not know yet is first asked
      * for its AppIdentifier alone, then for display_attributes if its app is
