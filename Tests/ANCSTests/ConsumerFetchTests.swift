@@ -259,6 +259,10 @@ extension ConsumerTests {
         }
         #expect(appFetches == 1)
         #expect(consumer.session.entries.isEmpty)
+        // Remembered in the app cache with no attributes, and told as nothing cached.
+        #expect(consumer.session.appCache.count == 1)
+        #expect(consumer.cachedApp(mailApp) == nil && consumer.displayName(of: mailApp) == nil)
+        #expect(consumer.appAttributes.isEmpty)
         // The application may still ask; a new session asks again.
         let asked = try onlyWrite(consumer.fetchAppAttributes(mailApp, at: .zero).actions)
         #expect(asked.command == displayNameCommand(mailApp))
@@ -270,6 +274,46 @@ extension ConsumerTests {
         let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, 4), at: .zero))
         _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
         #expect(try onlyWrite(deliver(standardResponse(4), to: &consumer)).command == displayNameCommand(mailApp))
+    }
+
+    @Test("Apps the NP did not know and apps' names share the cache's bound: the oldest entry of either kind makes room, and an app whose 0xA2 left the cache is asked again")
+    func unknownAppsShareTheCache() throws {
+        var configuration = ConsumerConfiguration(eagerAttributes: standardAttributes)
+        configuration.maximumCachedApps = 2
+        var consumer = sessionConsumer(configuration)
+        /// Notification `raw` of `app`: fetched, then its app's name asked
+        /// (answered with `name`, or 0xA2 without), or shown at once (nil).
+        func post(_ raw: UInt32, _ app: String, name: String?) throws -> Bool {
+            let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, raw), at: .zero))
+            _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+            let answered = deliver(standardResponse(raw, app: app), to: &consumer)
+            guard let asked = try writes(answered).first else {
+                #expect(events(answered).contains { $0.readyUID == uid(raw) })
+                return false
+            }
+            #expect(asked.command == displayNameCommand(app))
+            if let name {
+                _ = consumer.writeCompleted(asked.token, .success, at: .zero)
+                _ = deliver(displayNameResponse(app, name), to: &consumer)
+            } else {
+                _ = consumer.writeCompleted(asked.token, .attError(.invalidParameter), at: .zero)
+            }
+            return true
+        }
+        #expect(try post(1, "a.known", name: "Known"))
+        #expect(try post(2, "b.unknown", name: nil))
+        // Both cached: neither is asked again.
+        #expect(try !post(3, "a.known", name: "Known"))
+        #expect(try !post(4, "b.unknown", name: nil))
+        #expect(consumer.session.appCache.count == 2)
+        // A third app takes the oldest's place (the named one)...
+        #expect(try post(5, "c.unknown", name: nil))
+        #expect(consumer.cachedApp("a.known") == nil && consumer.session.appCache.count == 2)
+        #expect(try post(6, "a.known", name: "Known"))
+        // ...and the unknown one's next: its name is asked again.
+        #expect(try post(7, "b.unknown", name: nil))
+        #expect(consumer.displayName(of: "a.known") == "Known")
+        #expect(consumer.appAttributes.keys.sorted() == ["a.known"])
     }
 
     @Test("Eager policy without eagerAppNames fetches no app names")

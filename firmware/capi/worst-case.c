@@ -195,8 +195,8 @@ static bool settle(unsigned *turns) {
       continue;
     }
     // The phone knows the first 32 apps asked for by name, not the last 8
-    // (0xA2): the cache of names and the list of apps the phone did not
-    // know both end full.
+    // (0xA2): the app cache is full of names when the apps the phone did
+    // not know take their places (one list holds both).
     if (action.length > 0 && action.bytes[0] == 1 && ++app_names_asked > 32) {
       ancs_consumer_write_result(&consumer, action.token, ANCS_ATT_INVALID_PARAMETER, now_ms);
       continue;

@@ -94,8 +94,8 @@ func worstCaseSteps(_ shown: inout Int, _ named: inout Int, _ answered: inout In
             pending += consumer.subscriptionCompleted(characteristic, .success, at: now)
         case .writeControlPoint(let bytes, let token):
             // The phone knows the first 32 apps asked for by name, not the
-            // last 8 (0xA2): the cache of names and the list of apps the
-            // phone did not know both end full.
+            // last 8 (0xA2): the app cache is full of names when the apps
+            // the phone did not know take their places (one list holds both).
             if bytes.first == CommandID.getAppAttributes.rawValue {
                 appNamesAsked += 1
                 if appNamesAsked > 32 {

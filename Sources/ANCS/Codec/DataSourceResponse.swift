@@ -46,7 +46,7 @@ extension Array where Element: AttributeTuple {
 
 extension [[UInt8]] {
     /// Whether one of these byte strings is exactly the value's bytes
-    /// (AppIdentifiers: `hiddenApps`, the apps the phone did not know),
+    /// (AppIdentifiers: `hiddenApps`),
     /// without copying the value.
     @inline(never)
     func contains(_ value: AttributeValue) -> Bool {

@@ -272,18 +272,23 @@ public struct Consumer: Sendable {
     /// `cachedApp(appIdentifierBytes:)` tells them apart.
     public var appAttributes: [String: AppAttributesResponse] {
         var result: [String: AppAttributesResponse] = [:]
-        for app in session.appCache { result[app.appIdentifier] = app }
+        for app in session.appCache where !app.attributes.isEmpty { result[app.appIdentifier] = app }
         return result
     }
 
     /// The cached app attributes of an AppIdentifier, if fetched in this session.
     public func cachedApp(_ appIdentifier: String) -> AppAttributesResponse? {
-        session.cacheIndex(AttributeValue(appIdentifier)).map { session.appCache[$0] }
+        cachedApp(AttributeValue(appIdentifier))
     }
 
     /// The cached app attributes of the AppIdentifier with exactly these bytes.
     public func cachedApp(appIdentifierBytes: [UInt8]) -> AppAttributesResponse? {
-        session.cacheIndex(AttributeValue(bytes: appIdentifierBytes)).map { session.appCache[$0] }
+        cachedApp(AttributeValue(bytes: appIdentifierBytes))
+    }
+
+    /// (An app the phone did not know is cached with no attributes: not told here.)
+    func cachedApp(_ appIdentifier: AttributeValue) -> AppAttributesResponse? {
+        session.cacheIndex(appIdentifier).map { session.appCache[$0] }.flatMap { $0.attributes.isEmpty ? nil : $0 }
     }
 
     var writeSlot = WriteSlot.free
@@ -622,7 +627,7 @@ public struct Consumer: Sendable {
                 let entry = session.entries.removeOutOfLine(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: entry.retried)
                 if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierValue {
-                    session.remember(unknownApp: identifier)
+                    session.cache(identifier, [])
                 }
                 session.finish(entry, .failure(ConsumerError(result)), into: &actions)
             } else if session.entries[index].expectsResponse {
@@ -982,7 +987,6 @@ public struct Consumer: Sendable {
         }
         reassembler.reset()
         session.appCache.removeAll()
-        session.unknownApps.removeAll()
         dataSourceAvailable = false
         session.probeKey = nil
         session.refreshDue = false

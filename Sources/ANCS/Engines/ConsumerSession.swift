@@ -25,17 +25,17 @@ extension Consumer {
         /// PreExisting notifications whose fetch was written this session
         /// (`ConsumerConfiguration.maximumPreExisting`).
         var preExistingFetched = 0
-        /// App attributes per AppIdentifier, for this session only, oldest first.
+        /// App attributes per AppIdentifier, for this session only, oldest
+        /// first (at most `maximumCachedApps`). An app the NP answered 0xA2
+        /// (Invalid parameter) for is here with no attributes (a phone that
+        /// knows an app answers every attribute asked, at least one): its
+        /// name is not asked for again in the session (spec: never ask the
+        /// NP twice for the same app in a session), and one list holds both.
         /// AppIdentifiers are matched by their bytes everywhere (cache, coalescing,
         /// eager fetches), as the NP does: no Unicode normalization (which would
         /// also pull its tables into firmware), and two AppIdentifiers that are
         /// not valid UTF-8 are never confused through their lenient decoding.
         var appCache: [AppAttributesResponse] = []
-        /// AppIdentifiers the NP answered 0xA2 (Invalid parameter) for in this
-        /// session, oldest first (at most `maximumCachedApps`): their names are
-        /// not asked for again in the session (spec: never ask the NP twice for
-        /// the same app in a session).
-        var unknownApps: [[UInt8]] = []
         /// The entry key of the liveness probe while it is queued or written.
         var probeKey: UInt32?
         /// Subscribe again, for this reason, when the input's work is done (`pump`).
@@ -204,11 +204,7 @@ extension Consumer {
                     actions.appendOutOfLine(.emit(.attributes(value)))
                 }
             case .appAttributes(let value):
-                let cached = cacheIndex(AttributeValue(bytes: value.appIdentifierBytes))
-                var merged = cached.map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: value.appIdentifierBytes, attributes: [])
-                if appCache.count >= configuration.maximumCachedApps { appCache.remove(at: 0) }  // not removeFirst(): one removal code for the cache in firmware
-                merged.attributes.merge(value.attributes)
-                appCache.append(merged)
+                cache(AttributeValue(bytes: value.appIdentifierBytes), value.attributes)
                 actions.appendOutOfLine(.emit(.appAttributes(value)))
             }
         }
@@ -255,7 +251,7 @@ extension Consumer {
             }
             guard configuration.eagerAppNames,
                   let identifier = appIdentifier(index), !identifier.isEmpty,
-                  cacheIndex(identifier) == nil, !unknownApps.contains(identifier)
+                  cacheIndex(identifier) == nil
             else { return show(at: index, into: &actions) }
             model[index].stage = .naming
             let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier.bytes, attributes: [.displayName]))
@@ -311,10 +307,17 @@ extension Consumer {
             }
         }
 
-        mutating func remember(unknownApp identifier: AttributeValue) {
-            guard !unknownApps.contains(identifier) else { return }
-            if unknownApps.count >= configuration.maximumCachedApps { unknownApps.removeFirst() }
-            unknownApps.append(identifier.bytes)
+        /// Caches an app's attributes, merged into what the cache holds of
+        /// it, as its youngest app (the oldest goes when the cache is full).
+        /// With none, the app is one the NP did not know (0xA2), and its
+        /// name is not asked again; attributes that come for it later (an
+        /// application's request) are kept as any app's.
+        @inline(never)
+        mutating func cache(_ identifier: AttributeValue, _ attributes: [AppAttribute]) {
+            var merged = cacheIndex(identifier).map { appCache.remove(at: $0) } ?? AppAttributesResponse(appIdentifierBytes: identifier.bytes, attributes: [])
+            if appCache.count >= configuration.maximumCachedApps { appCache.remove(at: 0) }  // not removeFirst(): one removal code for the cache in firmware
+            merged.attributes.merge(attributes)
+            appCache.append(merged)
         }
 
         // MARK: - The model

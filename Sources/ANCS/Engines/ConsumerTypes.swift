@@ -388,7 +388,9 @@ public struct ConsumerConfiguration: Hashable, Sendable {
     /// Live notifications kept in the model; beyond it the oldest is dropped
     /// (and emitted as `removed`).
     public var maximumNotifications: Int
-    /// App attribute responses cached per session.
+    /// App attribute responses cached per session, counting the apps the
+    /// NP answered 0xA2 for (not asked again while cached); beyond it the
+    /// oldest goes.
     public var maximumCachedApps: Int
     /// Application requests waiting or outstanding at once, each caller
     /// counted (identical requests share one command but not this budget);

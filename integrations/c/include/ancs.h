@@ -260,7 +260,7 @@ void ancs_consumer_config_default(ancs_consumer_config *config);
  *          fail past the bound; BENCHMARKS.md section 8 has the peaks measured
  *          on Cortex-M4 and RV32IMAC with 16-byte block headers (about 7 KB:
  *          the values of the one or two notifications the display is
- *          fetching, 8 apps' names, 8 apps the phone did not know, the
+ *          fetching, 8 apps' names (or apps the phone did not know), the
  *          response being reassembled, the requests).
  *          The application's own requests add the max lengths they ask.
  *   stack  the engine's deepest use through the C API, about 1 KB for a whole
