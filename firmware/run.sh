@@ -21,8 +21,8 @@
 #   capi   the C API (libancs.a, integrations/c/build.sh for the device)
 #          driven through ancs.h by firmware/capi/worst-case.c: the worst
 #          case of the microcontroller preset, whose heap peak must stay
-#          within ancs.h's ANCS_MICROCONTROLLER_HEAP_BOUND, and the heap
-#          allocations of one notification's life in a steady session.
+#          within ancs.h's ANCS_MICROCONTROLLER_HEAP_BOUND, and one
+#          notification's life in a steady session, which must allocate nothing.
 # QEMU's exit status is each run's verdict; a hang is cut after QEMU_TIMEOUT s.
 # Outputs: .build/firmware/<arch>/{test,entry,capi}.{elf,map,txt}, figures.txt.
 #

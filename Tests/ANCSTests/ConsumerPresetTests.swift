@@ -50,6 +50,39 @@ struct ConsumerPresetTests {
         #expect(events(removed).contains { if case .removed(let notification) = $0 { notification.uid == uid(1) && notification.attributes.isEmpty } else { false } })
     }
 
+    @Test("keepsAttributes false: a response shares the reassembler's buffer and list (reused once let go), and one still held is never written over by the next")
+    func lentResponsesStayWhole() throws {
+        var configuration = ConsumerConfiguration(eagerAttributes: standardAttributes, eagerAppNames: false)
+        configuration.keepsAttributes = false
+        #expect(Consumer(configuration: configuration).reassembler.lendsBuffers)
+        // Lent only when nothing is kept per notification.
+        #expect(!Consumer(configuration: .default).reassembler.lendsBuffers)
+        var hiding = configuration
+        hiding.hide(app: "com.example.hidden")
+        #expect(!Consumer(configuration: hiding).reassembler.lendsBuffers)
+        var consumer = sessionConsumer(configuration)
+        func show(_ raw: UInt32, _ title: String, mtu: Int) throws -> ConsumerNotification {
+            let fetch = try onlyWrite(consumer.received(notificationSource: sourceEvent(.added, raw), at: .zero))
+            #expect(fetch.command == standardCommand(raw))
+            _ = consumer.writeCompleted(fetch.token, .success, at: .zero)
+            let answered = deliver(.notificationAttributes(standardResponse(raw, title: title)), mtu: mtu, to: &consumer)
+            let shown = events(answered).compactMap { if case .ready(let notification, _) = $0 { notification } else { nil } }
+            return try #require(shown.first)
+        }
+        // Held while the next ones come, at MTU 23 and whole.
+        let alice = try show(1, "Alice", mtu: 23)
+        let bob = try show(2, "Bob, with a longer title than Alice's", mtu: 185)
+        let carol = try show(3, "Carol", mtu: 23)
+        #expect(alice.attributes == standardResponse(1, title: "Alice").attributes)
+        #expect(bob.attributes == standardResponse(2, title: "Bob, with a longer title than Alice's").attributes)
+        #expect(carol.attributes == standardResponse(3, title: "Carol").attributes)
+        #expect(consumer.liveNotifications.allSatisfy { $0.attributes.isEmpty })
+        // Let go each time: the next is read into the same buffer, whole.
+        for raw in UInt32(4)...8 {
+            #expect(try show(raw, "Dave \(raw)", mtu: 23).attributes == standardResponse(raw, title: "Dave \(raw)").attributes)
+        }
+    }
+
     @Test("keepsAttributes false: a notification Modified while fetched, or whose fetch fails after the application's answer came, holds no values")
     func valuesNotHeldWhenNotShowing() throws {
         // (Two responses due at once: the application's and the display's.)

@@ -327,7 +327,12 @@ public struct Consumer: Sendable {
 
     public init(configuration: ConsumerConfiguration = .default) {
         session = Session(configuration: configuration)
-        reassembler = DataSourceReassembler(configuration: .init(unlimitedValueLength: configuration.unlimitedValueLength))
+        // Responses held only while shown: each may share the reassembler's
+        // buffer, reused once it is let go (none kept per notification; a
+        // kept AppIdentifier of a hidden-apps filter would hold one each).
+        reassembler = DataSourceReassembler(
+            configuration: .init(unlimitedValueLength: configuration.unlimitedValueLength),
+            lendsBuffers: !configuration.keepsAttributes && configuration.hiddenApps.isEmpty)
     }
 
     /// True from the moment Notification Source is being subscribed until the session ends.
@@ -853,10 +858,7 @@ public struct Consumer: Sendable {
             // Its app asked first when apps are hidden: wanted again when the answer comes.
             session.model[next].stage = .fetching(again: identifies)
             let uid = session.model[next].notification.uid
-            let bytes = identifies
-                ? Self.appIdentifierCommand(uid.rawValue)
-                : try? ControlPointCommand.getNotificationAttributes(
-                    GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes)).encode()
+            let bytes = identifies ? Self.appIdentifierCommand(uid.rawValue) : session.displayCommand(uid)
             guard let bytes else {
                 session.settle(next)
                 continue

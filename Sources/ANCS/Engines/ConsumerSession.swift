@@ -36,6 +36,8 @@ extension Consumer {
         /// also pull its tables into firmware), and two AppIdentifiers that are
         /// not valid UTF-8 are never confused through their lenient decoding.
         var appCache: [AppAttributesResponse] = []
+        /// The display's fetch command as last written (`displayCommand`).
+        var displayFetchBytes: [UInt8] = []
         /// The entry key of the liveness probe while it is queued or written.
         var probeKey: UInt32?
         /// Subscribe again, for this reason, when the input's work is done (`pump`).
@@ -147,6 +149,21 @@ extension Consumer {
                   appCache[cached].attributes.count == request.attributes.count else { return nil }
             for (index, attribute) in request.attributes.enumerated() where appCache[cached].attributes[index].id != attribute { return nil }
             return appCache[cached]
+        }
+
+        /// The display's fetch of `uid`: `eagerAttributes`, encoded once and
+        /// then written over in place (its UID) once the last one's entry
+        /// and response are done with it, so that a notification shown
+        /// allocates nothing; nil if the attributes cannot be encoded.
+        mutating func displayCommand(_ uid: NotificationUID) -> [UInt8]? {
+            if displayFetchBytes.isEmpty {
+                guard let bytes = try? ControlPointCommand.getNotificationAttributes(
+                    GetNotificationAttributes(notificationUID: uid, attributes: configuration.eagerAttributes)).encode() else { return nil }
+                displayFetchBytes = bytes
+            }
+            // (A copy first only while an earlier fetch still holds these bytes.)
+            displayFetchBytes.withUnsafeMutableBufferPointer { storeUInt32LE(uid.rawValue, at: $0.baseAddress! + 1) }
+            return displayFetchBytes
         }
 
         /// Adds an entry for `bytes`, last, and returns its index.

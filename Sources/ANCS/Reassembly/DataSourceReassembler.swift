@@ -137,9 +137,26 @@ public struct DataSourceReassembler: Sendable {
     /// AttributeID (at the next one's, once the current one's value has begun).
     var currentBytes: [UInt8] = []
     var attributes = AttributeCursor()
+    /// A Get Notification Attributes response shares `scratch` for its
+    /// values instead of a copy: once whoever took it lets it go, the next
+    /// response reuses it in place, and one that is still held makes the
+    /// copy then (the Consumer sets this when it keeps no values:
+    /// `keepsAttributes`). A response held holds the whole buffer, as long
+    /// as the largest response so far.
+    let lendsBuffers: Bool
+    /// The attribute list of the last Get Notification Attributes response
+    /// (it shares it), emptied as the next response's tuples begin: reused
+    /// in place when that one was let go, and before `scratch` is written,
+    /// whose values it may hold.
+    var lentAttributes: [NotificationAttribute] = []
 
     public init(configuration: Configuration = .default) {
+        self.init(configuration: configuration, lendsBuffers: false)
+    }
+
+    init(configuration: Configuration, lendsBuffers: Bool) {
         self.configuration = configuration
+        self.lendsBuffers = lendsBuffers
     }
 
     /// Requests registered and not yet answered (the one streaming included).
@@ -490,6 +507,8 @@ public struct DataSourceReassembler: Sendable {
     // MARK: - Tuples
 
     private mutating func startTuples(_ handler: (Event) -> Void) {
+        // (Emptied from its end: removeAll(keepingCapacity:) is 100 bytes more of firmware.)
+        while !lentAttributes.isEmpty { lentAttributes.removeLast() }
         tupleIndex = 0
         currentBytes = queue[0].request.bytes
         attributes = AttributeCursor(offset: queue[0].request.headerCount, notification: queue[0].request.commandID == .getNotificationAttributes)
@@ -557,13 +576,18 @@ public struct DataSourceReassembler: Sendable {
     private mutating func completeResponse(_ handler: (Event) -> Void) {
         if collecting {
             let finished = queue[0]
-            // The response's values in one allocation; each value is its part.
-            let values = valuesLength == 0 ? [] : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
-            if finished.request.commandID == .getNotificationAttributes {
-                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: attributes(in: values))
+            let notification = finished.request.commandID == .getNotificationAttributes
+            // The response's values in one allocation, each value its part; or lent.
+            let values = notification && lendsBuffers ? scratch
+                : valuesLength == 0 ? [] : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
+            if notification {
+                Self.attributes(in: values, valuesLength, tupleIndex, into: &lentAttributes)
+                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: lentAttributes)
                 handler(.response(finished.id, .notificationAttributes(response)))
             } else {
-                let response = AppAttributesResponse(appIdentifierBytes: finished.request.appIdentifierBytes ?? [], attributes: attributes(in: values))
+                var list: [AppAttribute] = []
+                Self.attributes(in: values, valuesLength, tupleIndex, into: &list)
+                let response = AppAttributesResponse(appIdentifierBytes: finished.request.appIdentifierBytes ?? [], attributes: list)
                 handler(.response(finished.id, .appAttributes(response)))
             }
         }
@@ -571,19 +595,20 @@ public struct DataSourceReassembler: Sendable {
     }
 
     /// The attributes of the current response, from `values` (its tuples
-    /// as `scratch` holds them), in order. One copy for both kinds of
-    /// response (the two specializations are the same code).
+    /// as `scratch` holds them), in order, appended to `attributes` (empty,
+    /// its capacity kept when lent); `length` bytes of tuples, `tuples` of
+    /// them. (Static: a method of the reassembler writing to one of its
+    /// fields copied the whole reassembler first.) One copy for both kinds of response
+    /// (the two specializations are the same code).
     @inline(never)
-    private func attributes<Attribute: AttributeTuple>(in values: [UInt8]) -> [Attribute] {
-        var attributes: [Attribute] = []
-        attributes.reserveCapacity(tupleIndex)
+    private static func attributes<Attribute: AttributeTuple>(in values: [UInt8], _ length: Int, _ tuples: Int, into attributes: inout [Attribute]) {
+        attributes.reserveCapacity(tuples)
         var start = 0
-        while start < valuesLength {
+        while start < length {
             let count = readUInt16LE(values, at: start + 1)
             attributes.append(Attribute(rawID: values[start], value: AttributeValue(in: values, start: start + 3, count: count)))
             start += 3 + count
         }
-        return attributes
     }
 
     /// Fails the current request once; the rest of its response is framed and dropped.

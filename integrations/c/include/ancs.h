@@ -83,9 +83,10 @@
  * shown with the defaults and 5 apps hold about 4.8 KB; 16 kept of 2 000
  * announced, about 1.8 KB at the peak. An event's values reach the callback where the
  * engine holds them, copied nowhere: in a steady session, a notification
- * added, fetched, shown and removed makes 3 allocations (its fetch's
- * command, its response's values and their list; BENCHMARKS.md section 8),
- * none of them kept after READY.
+ * added, fetched, shown and removed makes no allocation (its fetch's command
+ * is written over in place, its response read into the buffers of the one
+ * before, which the callbacks are done with; BENCHMARKS.md section 8),
+ * unless hidden_apps is set.
  */
 #ifndef ANCS_H
 #define ANCS_H
