@@ -959,6 +959,8 @@ public struct Consumer: Sendable {
         endSession(reason, into: &actions)
     }
 
+    /// (Out of line: its four callers each had a copy, 42 bytes.)
+    @inline(never)
     mutating func startSubscribing(into actions: inout [ConsumerAction]) {
         link = .subscribingDataSource
         probeSoon = true  // each session is probed soon: a phone that refuses or ignores it is told within seconds
