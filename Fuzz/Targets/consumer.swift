@@ -79,6 +79,23 @@ func runConsumer(_ input: FuzzInput) {
     var accepted: [[UInt8]] = []  // writes the NP accepted and owes a response to, oldest first
     var inFlight: (WriteToken, Timestamp)?  // the last write whose result has not come, when issued
     var toldHealth = ConsumerHealth.healthy  // the last health told
+    // The last responses told, as the application holds them, with a copy
+    // of their bytes when told: a later response (read into the buffer a
+    // response may share with the reassembler: `keepsAttributes` false)
+    // must never change one still held.
+    var held: [(attributes: [NotificationAttribute], bytes: [UInt8])] = []
+    func flat(_ attributes: [NotificationAttribute]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for attribute in attributes {
+            let value = attribute.value.bytes
+            bytes += [attribute.id.rawValue, UInt8(truncatingIfNeeded: value.count), UInt8(truncatingIfNeeded: value.count >> 8)] + value
+        }
+        return bytes
+    }
+    func hold(_ attributes: [NotificationAttribute]) {
+        held.append((attributes, flat(attributes)))
+        if held.count > 4 { held.removeFirst() }
+    }
 
     func absorb(_ actions: [ConsumerAction]) {
         // An input may tell a notification ready and then end the session
@@ -121,7 +138,10 @@ func runConsumer(_ input: FuzzInput) {
                 check(inSession, "\(event) outside a session")
                 shown.remove(n.uid)
                 check(consumer.notifications[n.uid] == nil, "removed notification still in the model")
-            case .attributes, .appAttributes:
+            case .attributes(let response):
+                check(inSession, "\(event) outside a session")
+                hold(response.attributes)
+            case .appAttributes:
                 check(inSession, "\(event) outside a session")
             case .completed(let id, let result):
                 guard let request = submitted[id] else { return check(false, "completion of unknown request \(id)") }
@@ -144,9 +164,11 @@ func runConsumer(_ input: FuzzInput) {
                 check(!shown.contains(n.uid), "ready twice for \(n.uid) in one session")
                 check(!configuration.eagerAttributes.isEmpty, "ready without eager attributes")
                 shown.insert(n.uid)
+                hold(n.attributes)
             case .updated(let n, _):
                 check(inSession && (endsSession || consumer.notification(n.uid) != nil), "updated outside a session or for a notification not in the model")
                 check(shown.contains(n.uid), "updated before ready for \(n.uid)")
+                hold(n.attributes)
             case .displayFailed:
                 check(inSession, "displayFailed outside a session")
             case .hidden(let uid):
@@ -261,6 +283,7 @@ func runConsumer(_ input: FuzzInput) {
             consumer.mtuChanged(Int(input.byte()) + 23)
         }
         check(consumer.notifications.count <= configuration.maximumNotifications, "model bounded")
+        for response in held { check(flat(response.attributes) == response.bytes, "a response held changed after it was told") }
         if !configuration.keepsAttributes {
             // Values only where the display needs them (or one, an AppIdentifier the app filter reads).
             for tracked in consumer.session.model where !tracked.isShowing && !tracked.notification.attributes.isEmpty {

@@ -413,10 +413,11 @@ public struct Consumer: Sendable {
     /// The application ends the session: unsubscribe, forget everything.
     @_disfavoredOverload
     public mutating func stop(at now: Timestamp, into actions: inout [ConsumerAction]) {
-        let published = published
         unsubscribe(.unsubscribed, into: &actions)
-        // No retry: nothing starts again until the link or ANCS does.
-        if link.isUp, published { link = .stopped }
+        // No retry: nothing starts again until the link or ANCS does. (A
+        // session ended leaves the link waiting; down, unpublished or
+        // stopped already, it stays so.)
+        if link == .waiting { link = .stopped }
     }
 
     public mutating func stop(at now: Timestamp) -> [ConsumerAction] {
