@@ -168,7 +168,9 @@ public struct DataSourceReassembler: Sendable {
     }
 
     /// The response being received is still wanted: its values are kept.
-    var collecting: Bool { streaming && !failed && !currentAbandoned }
+    /// `streaming && !failed && !currentAbandoned`, kept as one flag where
+    /// those change (each notification reads it: one load, not three).
+    var collecting = false
 
     /// Registers the request the next unclaimed response answers.
     public mutating func expect(_ request: DataSourceRequest, id: RequestID) {
@@ -191,7 +193,10 @@ public struct DataSourceReassembler: Sendable {
         if responseMayFollow || (index == 0 && streaming) {
             // A response already arriving is consumed whatever the caller says.
             queue[index].abandoned = true
-            if index == 0 && streaming { currentAbandoned = true }
+            if index == 0 && streaming {
+                currentAbandoned = true
+                collecting = false
+            }
         } else {
             if index == 0 && isInsideResponse {
                 // Bytes already matched against it belong to nothing now.
@@ -238,6 +243,7 @@ public struct DataSourceReassembler: Sendable {
     /// half updated then: Swift's exclusivity checks refuse that access
     /// (the consumer's handler is given only its session: `Consumer.Session.take`).
     public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (Event) -> Void) {
+        assert(collecting == (streaming && !failed && !currentAbandoned), "DataSourceReassembler: collecting out of step")
         if absorbInsideValue(fragment) { return }
         feedAnyFragment(fragment, handler)
     }
@@ -462,6 +468,7 @@ public struct DataSourceReassembler: Sendable {
     private mutating func beginTuples(_ handler: (Event) -> Void) {
         streaming = true
         currentAbandoned = queue[0].abandoned
+        collecting = !currentAbandoned  // (`failed` is false between responses)
         startTuples(handler)
     }
 
@@ -476,6 +483,7 @@ public struct DataSourceReassembler: Sendable {
         streaming = true
         currentAbandoned = false
         failed = false
+        collecting = true
         if position == 0 {
             fail(.wrongCommandID(expected: request.commandID, actual: CommandID(rawValue: actual)), at: 0, handler)
             resetResponse()
@@ -612,6 +620,7 @@ public struct DataSourceReassembler: Sendable {
     }
 
     /// Fails the current request once; the rest of its response is framed and dropped.
+    @inline(never)
     private mutating func fail(_ reason: DecodingError.Reason, at offset: Int, _ handler: (Event) -> Void) {
         fail(DecodingError(reason, at: offset), handler)
     }
@@ -620,6 +629,7 @@ public struct DataSourceReassembler: Sendable {
     private mutating func fail(_ error: DecodingError, _ handler: (Event) -> Void) {
         guard !failed, streaming else { return }
         failed = true
+        collecting = false
         if !currentAbandoned {
             handler(.failed(queue[0].id, error))
         }
@@ -631,6 +641,7 @@ public struct DataSourceReassembler: Sendable {
         if streaming { queue.remove(at: 0) }  // not removeFirst(): one removal code for the queue in firmware
         streaming = false
         currentAbandoned = false
+        collecting = false
         currentBytes = []
         attributes.offset = 0
         failed = false
