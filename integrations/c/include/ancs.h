@@ -259,7 +259,7 @@ void ancs_consumer_config_default(ancs_consumer_config *config);
  *          as accepted, the application's 4 requests waiting), through this
  *          header too (firmware/capi/worst-case.c, a NULL configuration), and
  *          fail past the bound; BENCHMARKS.md section 8 has the peaks measured
- *          on Cortex-M4 and RV32IMAC with 16-byte block headers (about 7 KB:
+ *          on Cortex-M4 and RV32IMAC with 16-byte block headers (about 6 KB:
  *          the values of the one or two notifications the display is
  *          fetching, 8 apps' names (or apps the phone did not know), the
  *          response being reassembled, the requests).
