@@ -145,9 +145,9 @@ public struct DataSourceReassembler: Sendable {
     /// as the largest response so far.
     let lendsBuffers: Bool
     /// The attribute list of the last Get Notification Attributes response
-    /// (it shares it), emptied as the next response's tuples begin: reused
-    /// in place when that one was let go, and before `scratch` is written,
-    /// whose values it may hold.
+    /// (it shares it), emptied as the next response's tuples begin, before
+    /// `scratch` is written, whose values it may hold: reused in place when
+    /// that response was let go (`lendsBuffers`).
     var lentAttributes: [NotificationAttribute] = []
 
     public init(configuration: Configuration = .default) {
@@ -515,8 +515,14 @@ public struct DataSourceReassembler: Sendable {
     // MARK: - Tuples
 
     private mutating func startTuples(_ handler: (Event) -> Void) {
-        // (Emptied from its end: removeAll(keepingCapacity:) is 100 bytes more of firmware.)
-        while !lentAttributes.isEmpty { lentAttributes.removeLast() }
+        // Emptied from its end (removeAll(keepingCapacity:) is 100 bytes
+        // more of firmware); let go when responses are kept (the model
+        // holds the list: emptied, it would be copied first).
+        if lendsBuffers {
+            while !lentAttributes.isEmpty { lentAttributes.removeLast() }
+        } else {
+            lentAttributes = []
+        }
         tupleIndex = 0
         currentBytes = queue[0].request.bytes
         attributes = AttributeCursor(offset: queue[0].request.headerCount, notification: queue[0].request.commandID == .getNotificationAttributes)
