@@ -88,7 +88,11 @@ func reassemblerPass(_ workload: Workload, _ body: (NotificationAttributesRespon
 }
 
 func consumerPass(_ workload: Workload, mtu: Int, _ body: (NotificationAttributesResponse) -> Void) {
-    var consumer = Consumer(configuration: ConsumerConfiguration(eagerAttributes: [], eagerAppNames: false))
+    // As the C API configures it: responses not kept in the model
+    // (`keepsAttributes` false, which the C API always sets).
+    var configuration = ConsumerConfiguration(eagerAttributes: [], eagerAppNames: false)
+    configuration.keepsAttributes = false
+    var consumer = Consumer(configuration: configuration)
     // One buffer for every input's actions, emptied after each when it holds
     // any, as the C API does.
     var actions: [ConsumerAction] = []

@@ -81,7 +81,11 @@ func reassemblerPass(_ records: UnsafeRawBufferPointer, _ body: (NotificationAtt
 }
 
 func consumerPass(_ records: UnsafeRawBufferPointer, mtu: Int, _ log: inout Log, _ body: (NotificationAttributesResponse) -> Void) -> Int {
-    var consumer = connectedConsumer(mtu: mtu, log: &log)
+    // As the C API configures it: responses not kept in the model
+    // (`keepsAttributes` false, which the C API always sets).
+    var configuration = ConsumerConfiguration(eagerAttributes: [], eagerAppNames: false)
+    configuration.keepsAttributes = false
+    var consumer = connectedConsumer(configuration, mtu: mtu, log: &log)
     var failures = 0
     var request = ConsumerRequestID(rawValue: 0)
     // As the C API drives it: one action buffer for every input, emptied
