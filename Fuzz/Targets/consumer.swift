@@ -80,20 +80,12 @@ func runConsumer(_ input: FuzzInput) {
     var inFlight: (WriteToken, Timestamp)?  // the last write whose result has not come, when issued
     var toldHealth = ConsumerHealth.healthy  // the last health told
     // The last responses told, as the application holds them, with a copy
-    // of their bytes when told: a later response (read into the buffer a
-    // response may share with the reassembler: `keepsAttributes` false)
-    // must never change one still held.
-    var held: [(attributes: [NotificationAttribute], bytes: [UInt8])] = []
-    func flat(_ attributes: [NotificationAttribute]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        for attribute in attributes {
-            let value = attribute.value.bytes
-            bytes += [attribute.id.rawValue, UInt8(truncatingIfNeeded: value.count), UInt8(truncatingIfNeeded: value.count >> 8)] + value
-        }
-        return bytes
-    }
+    // that shares no storage with them: a later response (read into the
+    // buffer a response may share with the reassembler: `keepsAttributes`
+    // false) must never change one still held.
+    var held: [(told: [NotificationAttribute], copy: [NotificationAttribute])] = []
     func hold(_ attributes: [NotificationAttribute]) {
-        held.append((attributes, flat(attributes)))
+        held.append((attributes, attributes.map { NotificationAttribute($0.id, AttributeValue(bytes: $0.value.withBytes { Array($0) })) }))
         if held.count > 4 { held.removeFirst() }
     }
 
@@ -283,7 +275,7 @@ func runConsumer(_ input: FuzzInput) {
             consumer.mtuChanged(Int(input.byte()) + 23)
         }
         check(consumer.notifications.count <= configuration.maximumNotifications, "model bounded")
-        for response in held { check(flat(response.attributes) == response.bytes, "a response held changed after it was told") }
+        for response in held { check(response.told == response.copy, "a response held changed after it was told") }
         if !configuration.keepsAttributes {
             // Values only where the display needs them (or one, an AppIdentifier the app filter reads).
             for tracked in consumer.session.model where !tracked.isShowing && !tracked.notification.attributes.isEmpty {

@@ -288,7 +288,8 @@ public struct Consumer: Sendable {
 
     /// (An app the phone did not know is cached with no attributes: not told here.)
     func cachedApp(_ appIdentifier: AttributeValue) -> AppAttributesResponse? {
-        session.cacheIndex(appIdentifier).map { session.appCache[$0] }.flatMap { $0.attributes.isEmpty ? nil : $0 }
+        guard let index = session.cacheIndex(appIdentifier), !session.appCache[index].attributes.isEmpty else { return nil }
+        return session.appCache[index]
     }
 
     var writeSlot = WriteSlot.free
