@@ -141,6 +141,10 @@ for arch in ("arm", "riscv"):
     print(f"| worst case, microcontroller preset (`firmware/test/WorstCase.swift`; bound {g(arch, 'test', 'worstcase_heap_bound')} B) | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'test', 'worstcase_heap_peak')} B | {g(arch, 'test', 'worstcase_heap_requested_peak')} B | {g(arch, 'test', 'worstcase_stack_peak')} B | – |")
 for arch in ("arm", "riscv"):
     print(f"| the same worst case through `ancs.h` (libancs.a; `firmware/capi/worst-case.c`) | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'capi', 'capi_worstcase_heap_peak')} B | {g(arch, 'capi', 'capi_worstcase_heap_requested_peak')} B | {g(arch, 'capi', 'capi_worstcase_stack_peak')} B | – |")
+for arch in ("arm", "riscv"):
+    print(f"| the same in storage of the caller's (`ancs_heap_use`: 8-byte headers; the storage needed, gaps included) | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'capi', 'capi_storage_peak')} B | – | – | – |")
+for arch in ("arm", "riscv"):
+    print(f"| a random phone in that storage ({g(arch, 'capi', 'capi_storage_random_seeds')} seeds × {g(arch, 'capi', 'capi_storage_random_inputs')} inputs: values of random lengths, 24 apps, refusals, cut responses, links that drop) | {'Cortex-M4' if arch == 'arm' else 'RV32IMAC'} | {g(arch, 'capi', 'capi_storage_random_peak')} B | – | – | – |")
 print()
 print("Heap allocations of one notification's life through `ancs.h` (added, fetched, shown, removed; its app's name already known; `firmware/capi/worst-case.c`): "
       f"{g('arm', 'capi', 'capi_steady_allocations_per_notification')} on Cortex-M4, {g('riscv', 'capi', 'capi_steady_allocations_per_notification')} on RV32IMAC; "

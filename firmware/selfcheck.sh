@@ -3,7 +3,7 @@
 # run out of heap, hang, or fail a check must each make the run fail with
 # their own exit status, and the test image linked with a session heap
 # budget below its measured peak must fail too, as must the C API's worst
-# case held to a bound below its peak. Run after firmware/run.sh
+# case held to a bound below its peak, and trap in storage of that size. Run after firmware/run.sh
 # (it reuses its objects).
 #
 #   firmware/selfcheck.sh [arm|riscv|all]      (default: all)
@@ -68,6 +68,12 @@ for arch in "${arches[@]}"; do
   ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -o "$dir/selfcheck/capi-4k.elf" \
     "$dir/startup-$rt.o" "$dir/selfcheck/worst-case-4k.o" "$(pwd)/.build/capi/$fw_triple/libancs.a" "$dir/runtime.o" "$tables" "$libgcc"
   expect "$arch" "$dir/selfcheck/capi-4k.elf" 1 "^FAIL heap peak within" 60 "the C API's worst case held to a 4 KiB bound"
+  # The same in storage of the caller's (ancs_heap_use) of 4 KiB: an
+  # allocation fails there, and Embedded Swift traps (ancs.h, "Memory").
+  clang "${ctarget[@]}" "${c_flags[@]}" -I integrations/c/include -DCAPI_STORAGE_SIZE=4096 -c "$fw/capi/worst-case.c" -o "$dir/selfcheck/worst-case-storage-4k.o"
+  ld.lld -T "$fw/rt/link-$arch.ld" --gc-sections -o "$dir/selfcheck/capi-storage-4k.elf" \
+    "$dir/startup-$rt.o" "$dir/selfcheck/worst-case-storage-4k.o" "$(pwd)/.build/capi/$fw_triple/libancs.a" "$dir/runtime.o" "$tables" "$libgcc"
+  expect "$arch" "$dir/selfcheck/capi-storage-4k.elf" 139 "$trap_text" 60 "the C API's worst case in 4 KiB of storage (ancs_heap_use)"
 done
 [ $failed = 0 ] && echo "== firmware self-check: every fault fails the run" || echo "== firmware self-check: FAILED" >&2
 exit $failed

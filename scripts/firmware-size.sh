@@ -100,7 +100,7 @@ link() {  # linker output roots objects...
   for symbol in $roots; do keep+=(--undefined="$symbol"); done
   "$linker" --gc-sections --unresolved-symbols=ignore-all --entry=0 "${keep[@]}" -o "$output" "$@"
 }
-capi() { echo "$out/$1/ancs-swift.o" "$out/$1/ancs_tables.o"; }
+capi() { echo "$out/$1/ancs-swift.o" "$out/$1/ancs_tables.o" "$out/$1/ancs_heap.o"; }
 link "$lld" "$out/capi.elf" "${api[*]}" $(capi capi)
 link "$lld" "$out/parser.elf" "${parser_api[*]}" $(capi capi)
 link "$lld" "$out/media.elf" "${media_api[*]}" "$out/capi/ancs-media-swift.o"

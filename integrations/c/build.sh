@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the C API (ancs.h, ancs_parser.h) as a static library: the protocol
 # core (Sources/ANCS), src/ANCSConsumerC.swift and src/ANCSParserC.swift
-# compiled with Embedded Swift as one object, plus src/ancs_tables.c. And
+# compiled with Embedded Swift as one object, plus src/ancs_tables.c and
+# src/ancs_heap.c (where that object allocates). And
 # beside it ams.h's (AMS and CTS) as a library of its own, libancs_media.a:
 # the core's media files and src/ANCSMediaC.swift, one object, so that a
 # firmware that links only ancs.h carries none of it.
@@ -106,9 +107,16 @@ swift_object 'ancs_*' "$out/ancs-swift.o" \
 # ams.h: only its functions (ancs_ams_*, ancs_cts_*) stay visible.
 swift_object 'ancs_[ac][mt]s_*' "$out/ancs-media-swift.o" \
   -I "$here/include" -module-name ANCS "${media[@]}" "$here/src/ANCSMediaC.swift"
+# The consumer's allocations go through src/ancs_heap.c, which serves them
+# from the caller's storage after ancs_heap_use() and from the C library's
+# heap otherwise (ancs.h, "Memory"): the object's posix_memalign and free
+# are renamed to its functions.
+"$(dirname "$(command -v swiftc)")/llvm-objcopy" --redefine-sym posix_memalign=ancs_heap_alloc \
+  --redefine-sym free=ancs_heap_free "$out/ancs-swift.o"
 "${cc[@]}" -c -I "$here/include" -o "$out/ancs_tables.o" "$here/src/ancs_tables.c"
+"${cc[@]}" -c -I "$here/include" -o "$out/ancs_heap.o" "$here/src/ancs_heap.c"
 rm -f "$out/libancs.a" "$out/libancs_media.a"
-ar rcs "$out/libancs.a" "$out/ancs-swift.o" "$out/ancs_tables.o"
+ar rcs "$out/libancs.a" "$out/ancs-swift.o" "$out/ancs_tables.o" "$out/ancs_heap.o"
 ar rcs "$out/libancs_media.a" "$out/ancs-media-swift.o"
 echo "$options" > "$out/options"
 fi
@@ -130,6 +138,6 @@ done
 
 tables=$(dirname "$(command -v swiftc)")/../lib/swift/embedded/$swift_target/libswiftUnicodeDataTables.a
 echo "$($up_to_date && echo "up to date" || echo built) $out/libancs.a $out/libancs_media.a"
-echo "needs from the C library: $(nm -u "$out/ancs-swift.o" | awk '{print $2}' | grep -v '^_swift_stdlib_' | sort -u | tr '\n' ' ')"
+echo "needs from the C library: $(nm -u "$out/ancs-swift.o" "$out/ancs_heap.o" | awk '/ U /{print $2}' | grep -v '^_swift_stdlib_\|^ancs_' | sort -u | tr '\n' ' ')"
 echo "(a C library without posix_memalign: add integrations/c/src/ancs_posix_memalign.c to the firmware)"
 if [ -f "$tables" ]; then echo "UNICODE_TABLES=$(cd "$(dirname "$tables")" && pwd)/$(basename "$tables")"; fi

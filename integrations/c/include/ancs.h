@@ -65,10 +65,12 @@
  * Memory. A NULL or zero-initialised configuration is the microcontroller
  * preset (ancs_consumer_config_microcontroller), whose worst case is stated
  * below (ANCS_MICROCONTROLLER_HEAP_BOUND); ancs_consumer_config_default()
- * is for hosts. An allocation that fails (posix_memalign returning an
- * error) is not recovered from: Embedded Swift traps (an undefined
+ * is for hosts. The library allocates from the C library's heap
+ * (posix_memalign and free), or only from storage the caller reserves for
+ * it (ancs_heap_use(), "The heap" below). An allocation that fails is not
+ * recovered from: Embedded Swift traps (an undefined
  * instruction: the firmware's fault handler runs, then typically a reset),
- * so the heap must hold the configuration's bound. The heap holds the live notifications (at most max_notifications;
+ * so the heap or the storage must hold the configuration's bound. The heap holds the live notifications (at most max_notifications;
  * beyond it the oldest is dropped with ANCS_EVENT_REMOVED), a notification's
  * display attributes' values (each at most its max length, or
  * unlimited_value_length when asked without one) only from its fetch to its
@@ -262,7 +264,11 @@ void ancs_consumer_config_default(ancs_consumer_config *config);
  *          on Cortex-M4 and RV32IMAC with 16-byte block headers (about 6 KB:
  *          the values of the one or two notifications the display is
  *          fetching, 8 apps' names (or apps the phone did not know), the
- *          response being reassembled, the requests).
+ *          response being reassembled, the requests). In storage given
+ *          to ancs_heap_use(), the worst case needs about 6.3 KB of it, gaps
+ *          between blocks included, and a random phone over 400 000 inputs
+ *          about as much (measured, not proven: first fit does not bound
+ *          fragmentation in theory; the margin is in BENCHMARKS.md).
  *          The application's own requests add the max lengths they ask.
  *   stack  the engine's deepest use through the C API, about 1 KB for a whole
  *          session driven from C (BENCHMARKS.md section 8); the NimBLE
@@ -373,6 +379,35 @@ typedef struct {
     /* Something for the application. */
     void (*event)(void *context, const ancs_event *event);
 } ancs_consumer_callbacks;
+
+/* ---- The heap ------------------------------------------------------------ */
+/* Storage of the caller's for every allocation of this library: after
+ * ancs_heap_use(storage, size), the engines' tables (ancs.h "Memory") are
+ * made there, first fit, and never with the C library's malloc: the memory
+ * is reserved when the firmware starts (a static array), nothing else in
+ * the firmware can take it, and the library cannot take more. Call it
+ * before ancs_consumer_init(), e.g.
+ *   static uint8_t ancs_storage[ANCS_MICROCONTROLLER_HEAP_BOUND];
+ *   ancs_heap_use(ancs_storage, sizeof ancs_storage);
+ * for one instance of the microcontroller preset: its worst case, gaps
+ * between blocks included, fits (BENCHMARKS.md section 8; N instances: N
+ * times the bound). Storage too small for what an instance holds fails an
+ * allocation, which traps (see "Memory"). Blocks have a header of two words
+ * and are aligned to two. The storage is shared by every instance and not
+ * locked: with it, every instance is driven from one task, or their calls
+ * are serialized.
+ * ANCS_ERR_BUSY while blocks are in use in the storage given before (deinit
+ * every instance first); ANCS_ERR_INVALID_ARGUMENT for storage smaller than
+ * four blocks' headers. NULL (and 0): back to the C library's heap. */
+ancs_status ancs_heap_use(void *storage, size_t size);
+/* The bytes of the storage in use now, headers included (0 once every
+ * instance is deinitialized: nothing is kept). */
+size_t ancs_heap_in_use(void);
+/* The storage this library has needed since ancs_heap_use(): the end of the
+ * highest block ever handed out, from the storage's start, so headers and
+ * the gaps between blocks are counted. Storage of this size would have
+ * served the same calls the same way: the figure to size it by. */
+size_t ancs_heap_peak(void);
 
 /* ---- The instance -------------------------------------------------------- */
 /* Opaque, caller-provided. Large enough for this library on 32- and 64-bit

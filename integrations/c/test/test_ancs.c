@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ancs.h"
 
@@ -20,16 +23,23 @@
 void *__real_malloc(size_t);
 void __real_free(void *);
 int __real_posix_memalign(void **, size_t, size_t);
-static long heap_now, heap_peak, heap_allocations;
+static long heap_peak, heap_allocations;
 static size_t largest_alignment; /* the most any posix_memalign call asked for */
+/* The storage the library allocates in (ancs_heap_use) while a test uses
+ * it; with -DANCS_TEST_STORAGE, every test runs in it (run.sh). */
+static unsigned char *storage_start, *storage_end;
+static long storage_escapes; /* the library's calls to the C library's heap while storage is in use, or a block of it freed there */
+static long c_heap_now; /* the C library's heap in use, as the test counts it */
 static void counted(void *p) {
     if (!p) return;
-    heap_now += (long)malloc_usable_size(p);
+    c_heap_now += (long)malloc_usable_size(p);
     heap_allocations++;
-    if (heap_now > heap_peak) heap_peak = heap_now;
+    if (c_heap_now > heap_peak) heap_peak = c_heap_now;
 }
 void *__wrap_malloc(size_t n) { void *p = __real_malloc(n); counted(p); return p; }
 int __wrap_posix_memalign(void **p, size_t a, size_t n) {
+    /* (Only the library calls posix_memalign here: the test's own code and the C library's stdio use malloc.) */
+    if (storage_start) storage_escapes++;
     if (a > largest_alignment) largest_alignment = a;
     int r = __real_posix_memalign(p, a, n);
 #ifndef ANCS_TEST_POSIX_MEMALIGN
@@ -38,7 +48,17 @@ int __wrap_posix_memalign(void **p, size_t a, size_t n) {
     /* (The replacement's blocks come from malloc, counted there.) */
     return r;
 }
-void __wrap_free(void *p) { if (p) heap_now -= (long)malloc_usable_size(p); __real_free(p); }
+void __wrap_free(void *p) {
+    if ((unsigned char *)p >= storage_start && (unsigned char *)p < storage_end) { storage_escapes++; return; }
+    if (p) c_heap_now -= (long)malloc_usable_size(p);
+    __real_free(p);
+}
+#ifdef ANCS_TEST_STORAGE
+/* Every test in the storage: what the tests read as the heap in use is the storage's. */
+#define heap_now ((long)ancs_heap_in_use())
+#else
+#define heap_now c_heap_now
+#endif
 
 /* ---- Checks ------------------------------------------------------------- */
 static int failures_in_test;
@@ -579,7 +599,9 @@ static void test_hundred_at_connection(int mtu) {
     CHECK(H.writes_total == 105, "100 fetches and 5 app names: %d writes", H.writes_total);
     CHECK(H.max_in_flight == 1, "one write at a time");
     CHECK(count_events(&H, ANCS_EVENT_DISPLAY_FAILED) == 0, "none failed");
+#ifndef ANCS_TEST_STORAGE /* (the C library's heap: not used then) */
     printf("    heap at MTU %d: peak %ld bytes above the start, %ld in use with 100 notifications\n", mtu, heap_peak - before, heap_now - before);
+#endif
     ancs_consumer_deinit(&H.consumer);
     CHECK(heap_now == before, "deinit frees everything: %ld bytes left", heap_now - before);
 }
@@ -602,7 +624,9 @@ static void test_bounded_by_configuration(void) {
         refused += ancs_consumer_fetch_attributes(&H.consumer, 1999, c.display_attributes, 2, p.now, &id) == ANCS_ERR_TOO_MANY_REQUESTS;
     CHECK(refused == 6, "max_requests 4: %d of 10 refused", refused);
     long peak = heap_peak - before;
+#ifndef ANCS_TEST_STORAGE /* (the C library's heap: not used then) */
     printf("    heap with 16 notifications kept of 2 000: peak %ld bytes\n", peak);
+#endif
     CHECK(peak < 16 * 1024, "bounded: %ld", peak);
     ancs_consumer_deinit(&H.consumer);
     CHECK(heap_now == before, "freed");
@@ -901,14 +925,99 @@ static void test_health(void) {
     ancs_consumer_deinit(&H.consumer);
 }
 
+/* libancs.a's allocator (src/ancs_heap.c): what the library calls in place
+ * of posix_memalign and free; not in ancs.h, tested here directly. */
+int ancs_heap_alloc(void **result, size_t alignment, size_t size);
+void ancs_heap_free(void *pointer);
+
+/* Storage of the caller's (ancs_heap_use): the allocator, a session in it
+ * with nothing from the C library's heap, and storage too small, which traps. */
+static void test_caller_storage(void) {
+    static uint64_t words[64 * 1024 / 8];
+    unsigned char *bytes = (unsigned char *)words, *saved_start = storage_start, *saved_end = storage_end;
+    const size_t granule = 2 * sizeof(void *);
+    CHECK(ancs_heap_in_use() == 0, "every earlier instance deinitialized: %zu bytes in use", ancs_heap_in_use());
+    CHECK(ancs_heap_use(NULL, 5) == ANCS_ERR_INVALID_ARGUMENT, "NULL with a size");
+    CHECK(ancs_heap_use(bytes, 4 * granule - 1) == ANCS_ERR_INVALID_ARGUMENT, "smaller than four headers");
+    CHECK(ancs_heap_use(bytes, sizeof words) == ANCS_OK, "storage");
+    storage_start = bytes;
+    storage_end = bytes + sizeof words;
+    long escapes = storage_escapes;
+
+    /* The allocator: blocks aligned to two words, first fit, split and merged. */
+    void *a = NULL, *b = NULL, *c = NULL, *d = NULL, *refused = NULL;
+    CHECK(ancs_heap_alloc(&a, 8, 10) == 0 && ancs_heap_alloc(&b, granule, 100) == 0 && ancs_heap_alloc(&c, 1, 1) == 0, "three blocks");
+    CHECK((unsigned char *)a == bytes + granule, "the first after its header");
+    CHECK((uintptr_t)a % granule == 0 && (uintptr_t)b % granule == 0 && (uintptr_t)c % granule == 0, "aligned to two words");
+    CHECK(ancs_heap_alloc(&refused, 2 * granule, 8) != 0 && !refused, "more alignment than two words: refused");
+    size_t three = ancs_heap_in_use();
+    CHECK(three == ancs_heap_peak() && (unsigned char *)c + granule == bytes + three, "in use: the three with their headers, %zu", three);
+    CHECK(ancs_heap_use(bytes, sizeof words) == ANCS_ERR_BUSY && ancs_heap_use(NULL, 0) == ANCS_ERR_BUSY, "not while blocks are in use");
+    ancs_heap_free(b);
+    CHECK(ancs_heap_alloc(&d, 8, 50) == 0 && d == b, "first fit: the hole the freed block left");
+    CHECK(ancs_heap_peak() == three, "the peak: the highest block's end");
+    ancs_heap_free(a);
+    ancs_heap_free(c);
+    ancs_heap_free(d);
+    CHECK(ancs_heap_in_use() == 0, "all free");
+    void *whole = NULL;
+    CHECK(ancs_heap_alloc(&whole, 8, sizeof words - granule) == 0 && whole == bytes + granule, "merged again: one block holds all of it");
+    ancs_heap_free(whole);
+    CHECK(ancs_heap_alloc(&refused, 8, sizeof words) != 0 && !refused, "more than the storage: refused");
+    ancs_heap_free(NULL);
+
+    /* A session in it: 100 notifications shown, nothing from the C library's heap. */
+    CHECK(ancs_heap_use(bytes, sizeof words) == ANCS_OK, "storage again: its peak from zero");
+    phone p = { .mtu = 23 };
+    start(&H, &p, NULL);
+    pump(&H, &p);
+    for (uint32_t uid = 1; uid <= 100; uid++) {
+        send_notification(&H, &p, 0, uid % 3 ? 0 : ANCS_FLAG_PRE_EXISTING, 4, uid);
+        pump(&H, &p);
+    }
+    CHECK(count_events(&H, ANCS_EVENT_READY) == 100, "100 shown: %d", count_events(&H, ANCS_EVENT_READY));
+    CHECK(ancs_heap_in_use() > 0 && ancs_heap_use(NULL, 0) == ANCS_ERR_BUSY, "the instance's tables in it");
+    CHECK(ancs_consumer_deinit(&H.consumer) == ANCS_OK, "deinit");
+    CHECK(ancs_heap_in_use() == 0, "deinit gives all of it back: %zu", ancs_heap_in_use());
+    CHECK(storage_escapes == escapes, "nothing from the C library's heap: %ld", storage_escapes - escapes);
+    printf("    storage needed: %zu bytes (100 notifications at MTU 23, microcontroller preset, this host)\n", ancs_heap_peak());
+
+    /* Too small for an instance: an allocation fails, and the library traps (ancs.h "Memory"). */
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        static uint64_t small[16];
+        if (ancs_heap_use(small, sizeof small) != ANCS_OK) _exit(2);
+        memset(&H2, 0, sizeof H2);
+        ancs_consumer_init(&H2.consumer, NULL, &callbacks, &H2);
+        phone q = { .mtu = 185 };
+        start(&H2, &q, NULL);
+        _exit(0);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child, "the child");
+    CHECK(WIFSIGNALED(status) && (WTERMSIG(status) == SIGILL || WTERMSIG(status) == SIGTRAP),
+          "storage too small: the library traps (wait status %d)", status);
+
+    /* Back to the suite's heap. */
+    storage_start = saved_start;
+    storage_end = saved_end;
+    CHECK(ancs_heap_use(saved_start, (size_t)(saved_end - saved_start)) == ANCS_OK, "the suite's heap again");
+}
+
 /* The library asks for no more alignment than malloc gives every block
  * (ancs_posix_memalign.c serves it with malloc). Run last, after every other
  * test has allocated. Built with -DANCS_TEST_POSIX_MEMALIGN, the test binary
  * links integrations/c/src/ancs_posix_memalign.c in place of the C library's:
  * every test above ran on it, and its refusals are checked here. */
 static void test_alignment(void) {
+#ifdef ANCS_TEST_STORAGE
+    CHECK(storage_escapes == 0, "every test in the storage: nothing from the C library's heap: %ld", storage_escapes);
+    CHECK(largest_alignment == 0, "posix_memalign never called: %zu", largest_alignment);
+#else
     CHECK(largest_alignment > 0 && largest_alignment <= _Alignof(max_align_t),
           "asked for %zu-byte alignment; malloc gives %zu", largest_alignment, (size_t)_Alignof(max_align_t));
+#endif
 #ifdef ANCS_TEST_POSIX_MEMALIGN
     void *block = NULL;
     CHECK(__real_posix_memalign(&block, sizeof(void *), 10) == 0 && block && (uintptr_t)block % sizeof(void *) == 0, "a block");
@@ -948,13 +1057,22 @@ int main(void) {
         { "cancel, stop, a short event, an unknown EventID, unasked bytes", test_cancel_stop_and_odd_input },
         { "Data Source refused: a session without fetches", test_data_source_refused },
         { "health: refused, not shared, subscribing again, bond lost; liveness configured", test_health },
+        { "storage of the caller's (ancs_heap_use): the allocator, a session, storage too small", test_caller_storage },
 #ifdef ANCS_TEST_POSIX_MEMALIGN
         { "alignment asked; the posix_memalign replacement, linked", test_alignment },
+#elif defined(ANCS_TEST_STORAGE)
+        { "every test in the caller's storage: nothing from the C library's heap", test_alignment },
 #else
         { "alignment asked", test_alignment },
 #endif
     };
     int passed = 0, failed = 0;
+#ifdef ANCS_TEST_STORAGE
+    static uint64_t suite_storage[256 * 1024 / 8];
+    if (ancs_heap_use(suite_storage, sizeof suite_storage) != ANCS_OK) return 1;
+    storage_start = (unsigned char *)suite_storage;
+    storage_end = storage_start + sizeof suite_storage;
+#endif
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         failures_in_test = 0;
         if (tests[i].run) tests[i].run();
