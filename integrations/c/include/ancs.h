@@ -88,7 +88,9 @@
  * added, fetched, shown and removed makes no allocation (its fetch's command
  * is written over in place, its response read into the buffers of the one
  * before, which the callbacks are done with; BENCHMARKS.md section 8),
- * unless hidden_apps is set.
+ * unless hidden_apps is set: each notification's AppIdentifier is then
+ * fetched alone and kept until its display fetch, and its life makes 7
+ * allocations (integrations/c/test measures it).
  */
 #ifndef ANCS_H
 #define ANCS_H
