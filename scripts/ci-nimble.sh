@@ -21,6 +21,7 @@
 #                    waiting for permission, the engine subscribes again at its retry interval
 #        republish   Service Changed: ANCS removed and added again
 #        hundred     100 notifications waiting at connection, all shown with their app's name
+#                    (the library in storage of the sample's: ancs_heap_use)
 #        media       AMS and CTS beside ANCS (the sample's media part, ancs_nimble_media.h)
 #                    against `provide --media` at MTU 23: a title longer than one
 #                    notification read whole, the phone's play step, next and pause
@@ -377,13 +378,16 @@ fi
 
 if want hundred; then
 echo "== hundred: 100 notifications waiting at connection"
-start hundred -- --scenario integrations/nimble/test/hundred.yaml --sessions 1 --duration 80
+# (In storage of the sample's own, ancs_heap_use: the library's tables reserved up front.)
+start hundred --storage 65536 -- --scenario integrations/nimble/test/hundred.yaml --sessions 1 --duration 80
 for _ in $(seq 300); do [ "$(grep -c '^ready uid=' "$dir/sample.log")" -ge 100 ] && break; kill -0 "$sample_pid" 2>/dev/null || break; sleep 0.2; done
 finish
 check "hundred: all 100 shown" test "$(sed -n 's/^ready uid=\([0-9]*\) .*/\1/p' "$dir/sample.lines" | sort -u | wc -l)" -eq 100
 check "hundred: every one with its app's name" test "$(grep -Ec '^ready uid=[0-9]+ .* name="[A-Za-z]+"' "$dir/sample.lines")" -eq 100
 check "hundred: each app's name asked once" test "$(grep -c '"appAttributesSent"' "$dir/phone.jsonl")" -eq 5
 check "hundred: one ATT request at a time (the phone's capture)" att_one_at_a_time "$dir/phone.btsnoop"
+check "hundred: the library in 64 KiB of storage of the sample's (ancs_heap_use)" \
+  grep -Eq '^storage: needed [1-9][0-9]* of 65536 bytes' "$dir/sample.log"
 fi
 
 if want media; then

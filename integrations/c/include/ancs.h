@@ -36,7 +36,8 @@
  * Threading. Not thread-safe: call every function of one instance from one
  * thread or task (the BLE host's, typically), or serialize the calls.
  * Different instances are independent: they share no object, so two
- * threads may each drive their own. The serialization is required, not
+ * threads may each drive their own (not with ancs_heap_use()'s storage,
+ * which every instance shares: "The heap" below). The serialization is required, not
  * advice: reference counts inside the library are not atomic (a count
  * updated from two threads at once corrupts the heap). Callbacks run on the calling thread,
  * inside the call that caused them, after the engine has finished its own

@@ -21,7 +21,11 @@
  * to a controller (a Bumble virtual controller in the project's tests).
  *
  * Usage: ancs-sample [--just-works] [--no-media] [--mtu MTU] [--probe-interval S] [--silence-limit S]
- *                    [--retry-interval S] [--timeout SECONDS] TCP-PORT
+ *                    [--retry-interval S] [--storage BYTES] [--timeout SECONDS] TCP-PORT
+ *
+ * --storage reserves BYTES for the library (ancs_heap_use, ancs.h "The
+ * heap"): libancs.a then allocates nothing from the C library's heap, and
+ * the storage needed is printed at exit ("storage: needed N of M bytes").
  *
  * --no-media leaves AMS and CTS alone (the adapter alone, as a firmware that
  * does not link the media part).
@@ -57,6 +61,13 @@ static bool with_media = true;
 static uint8_t own_address_type;
 static uint16_t connection = BLE_HS_CONN_HANDLE_NONE;
 static bool quitting;
+static size_t storage_size;
+
+static void
+print_storage(void)
+{
+    if (storage_size) printf("storage: needed %zu of %zu bytes, %zu in use\n", ancs_heap_peak(), storage_size, ancs_heap_in_use());
+}
 
 static void advertise(void);
 
@@ -483,7 +494,7 @@ main(int argc, char *argv[])
     static struct ble_npl_task host, hci;
     pthread_t input;
     static const char usage[] = "usage: ancs-sample [--just-works] [--no-media] [--mtu MTU] [--probe-interval S] [--silence-limit S]"
-                                " [--retry-interval S] [--timeout SECONDS] TCP-PORT\n";
+                                " [--retry-interval S] [--storage BYTES] [--timeout SECONDS] TCP-PORT\n";
     ancs_consumer_config config;
     int port = -1, timeout = 0, just_works = 0, mtu = 0;
 
@@ -496,6 +507,7 @@ main(int argc, char *argv[])
         else if (!strcmp(argv[i], "--no-media")) with_media = false;
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--mtu") && i + 1 < argc) mtu = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--storage") && i + 1 < argc) storage_size = (size_t)strtoul(argv[++i], NULL, 10);
         else if (interval && i + 1 < argc) {
             i++;
             *interval = !strcmp(argv[i], "off") ? ANCS_OFF : (uint32_t)strtoul(argv[i], NULL, 10);
@@ -523,6 +535,12 @@ main(int argc, char *argv[])
     ble_store_config_init();
     if (mtu && ble_att_set_preferred_mtu((uint16_t)mtu) != 0) { printf("error: MTU %d refused\n", mtu); return 64; }
 
+    if (storage_size) {
+        /* The library's memory reserved here, before the engine is made. */
+        void *storage = malloc(storage_size);
+        if (!storage || ancs_heap_use(storage, storage_size) != ANCS_OK) { printf("error: storage of %zu bytes\n", storage_size); return 64; }
+        atexit(print_storage);
+    }
     if (ancs_nimble_init(&adapter, &config, on_event, NULL) != 0) { printf("error: adapter\n"); return 1; }
     if (with_media && ancs_nimble_media_init(&media, &adapter, NULL, on_ams, on_cts, NULL) != 0) { printf("error: media\n"); return 1; }
     ble_npl_event_init(&line_event, run_command, NULL);
