@@ -456,6 +456,7 @@ void firmware_main(void) {
     unsigned shown_before = shown;
     for (uint32_t seed = 1; seed <= RANDOM_SEEDS; seed++) drive_random(seed * 2654435761u, RANDOM_STEPS, &turns);
     check(shown - shown_before > RANDOM_SEEDS * RANDOM_STEPS / 10, "random phone: notifications shown");
+    check(!overflowed, "random phone: the phone's queue held every action");
     check(fw_heap_allocations() == from_c_library, "random phone: no allocation from the C library's heap");
     check(ancs_heap_in_use() == 0, "random phone: all of the storage free after deinit");
     check(ancs_heap_peak() <= CAPI_HEAP_BOUND, "random phone: the storage needed within ANCS_MICROCONTROLLER_HEAP_BOUND");
