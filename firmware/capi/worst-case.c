@@ -383,6 +383,15 @@ static uint64_t storage[CAPI_STORAGE_SIZE / sizeof(uint64_t)];
 #define RANDOM_STEPS 50000
 #endif
 
+// After a run in storage of the caller's: nothing from the C library's heap
+// (which had made `from_c_library` allocations before it), all of the
+// storage free after deinit, and the storage needed within the bound.
+static void check_storage(size_t from_c_library) {
+  check(fw_heap_allocations() == from_c_library, "in storage: no allocation from the C library's heap");
+  check(ancs_heap_in_use() == 0, "in storage: all of it free after deinit");
+  check(ancs_heap_peak() <= CAPI_HEAP_BOUND, "in storage: the storage needed within ANCS_MICROCONTROLLER_HEAP_BOUND");
+}
+
 void firmware_main(void) {
   fw_puts("Worst case through ancs.h, microcontroller preset (a NULL configuration): 40 notifications from 40 apps (the last 8 unknown to the phone), every value as long as accepted, 4 application requests waiting\n");
   // Measured from before init: the instance's whole heap counts.
@@ -442,9 +451,7 @@ void firmware_main(void) {
     ancs_consumer_link_down(&consumer, now_ms);
     settle(&turns);
     check(ancs_consumer_deinit(&consumer) == ANCS_OK, "deinit");
-    check(fw_heap_allocations() == from_c_library, "in storage: no allocation from the C library's heap");
-    check(ancs_heap_in_use() == 0, "in storage: all of it free after deinit");
-    check(ancs_heap_peak() <= CAPI_HEAP_BOUND, "in storage: the storage needed within ANCS_MICROCONTROLLER_HEAP_BOUND");
+    check_storage(from_c_library);
     fw_puts("# worst case in storage of the caller's: ");
     fw_put_uint(worst);
     fw_puts(" B of it needed (headers and gaps included), ");
@@ -452,14 +459,13 @@ void firmware_main(void) {
     fw_puts(" B with the steady state after it\n");
     fw_put_figure("capi_storage_peak", ancs_heap_peak());
     // (Its own figure: the storage given anew, its peak from zero.)
+    fw_puts("The random phone, in storage of the caller's\n");
     check(ancs_heap_use(storage, sizeof storage) == ANCS_OK, "random phone: ancs_heap_use");
     unsigned shown_before = shown;
     for (uint32_t seed = 1; seed <= RANDOM_SEEDS; seed++) drive_random(seed * 2654435761u, RANDOM_STEPS, &turns);
     check(shown - shown_before > RANDOM_SEEDS * RANDOM_STEPS / 10, "random phone: notifications shown");
     check(!overflowed, "random phone: the phone's queue held every action");
-    check(fw_heap_allocations() == from_c_library, "random phone: no allocation from the C library's heap");
-    check(ancs_heap_in_use() == 0, "random phone: all of the storage free after deinit");
-    check(ancs_heap_peak() <= CAPI_HEAP_BOUND, "random phone: the storage needed within ANCS_MICROCONTROLLER_HEAP_BOUND");
+    check_storage(from_c_library);
     fw_puts("# random phone (");
     fw_put_uint(RANDOM_SEEDS);
     fw_puts(" seeds, ");

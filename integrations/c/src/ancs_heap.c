@@ -52,8 +52,8 @@ ancs_status ancs_heap_use(void *storage, size_t size) {
     if (storage == NULL) return size == 0 ? ANCS_OK : ANCS_ERR_INVALID_ARGUMENT;
     uintptr_t first = ((uintptr_t)storage + GRANULE - 1) & ~(uintptr_t)(GRANULE - 1);
     uintptr_t last = ((uintptr_t)storage + size) & ~(uintptr_t)(GRANULE - 1);
-    if (size < 4 * GRANULE || (uintptr_t)storage + size < (uintptr_t)storage || last < first + 2 * GRANULE)
-        return ANCS_ERR_INVALID_ARGUMENT;
+    /* (Storage that wraps past the address space's end ends below its start.) */
+    if (size < 4 * GRANULE || last < first + 2 * GRANULE) return ANCS_ERR_INVALID_ARGUMENT;
     heap_start = (unsigned char *)first;
     heap_end = (unsigned char *)last;
     free_blocks = (block *)heap_start;
