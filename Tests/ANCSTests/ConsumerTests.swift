@@ -242,6 +242,28 @@ struct ConsumerTests {
         #expect(consumer.notification(uid(1)) == nil)
     }
 
+    @Test("A fetch merged into what a notification or an app holds: each ID once, where it first stood, with its last value")
+    func attributesMerged() {
+        func list(_ pairs: [(UInt8, String)]) -> [NotificationAttribute] {
+            pairs.map { NotificationAttribute(rawID: $0.0, value: AttributeValue($0.1)) }
+        }
+        // Into nothing, IDs distinct: the fetched list itself.
+        var held: [NotificationAttribute] = []
+        let fetched = list([(1, "title"), (3, "message"), (0, "app")])
+        held.merge(fetched)
+        #expect(held == fetched)
+        // Into nothing, an ID repeated: once, at its first place, the last value.
+        held = []
+        held.merge(list([(1, "a"), (3, "b"), (1, "c"), (0, "d"), (3, "e")]))
+        #expect(held == list([(1, "c"), (3, "e"), (0, "d")]))
+        // Into what is held: replaced in place, the new ones after.
+        held.merge(list([(0, "D"), (5, "new"), (1, "C")]))
+        #expect(held == list([(1, "C"), (3, "e"), (0, "D"), (5, "new")]))
+        // Nothing fetched changes nothing.
+        held.merge([])
+        #expect(held == list([(1, "C"), (3, "e"), (0, "D"), (5, "new")]))
+    }
+
     // MARK: Sessions
 
     @Test("Nothing survives a session: every notification, fetched value and app cache is discarded, every pending request ends", arguments: SessionEnd.allCases)

@@ -29,11 +29,11 @@ public struct NotificationAttributeRequest: Hashable, Sendable, CustomStringConv
     /// and the C API's encoder into a caller's buffer).
     func write(to bytes: UnsafeMutablePointer<UInt8>, at index: Int) -> Int {
         bytes[index] = id.rawValue
-        var next = index + 1
+        var next = index &+ 1
         if let maxLength {
             bytes[next] = UInt8(truncatingIfNeeded: maxLength)
-            bytes[next + 1] = UInt8(truncatingIfNeeded: maxLength >> 8)
-            next += 2
+            bytes[next &+ 1] = UInt8(truncatingIfNeeded: maxLength >> 8)
+            next &+= 2
         }
         return next
     }
@@ -158,13 +158,13 @@ public enum ControlPointCommand: Hashable, Sendable {
             case .getAppAttributes(let command):
                 for byte in command.appIdentifierBytes {
                     bytes[index] = byte
-                    index += 1
+                    index &+= 1
                 }
                 bytes[index] = 0
-                index += 1
+                index &+= 1
                 for attribute in command.attributes {
                     bytes[index] = attribute.rawValue
-                    index += 1
+                    index &+= 1
                 }
             case .performNotificationAction(let command):
                 storeUInt32LE(command.notificationUID.rawValue, at: bytes + 1)

@@ -23,23 +23,26 @@ extension Array where Element: AttributeTuple {
     mutating func merge(_ fetched: [Element]) {
         // A first fetch (the model's notification, a new cache entry) whose
         // IDs are distinct, as the display's are: the fetched list itself,
-        // shared, where appending one by one allocated three times.
-        var distinct = isEmpty
+        // shared, where appending one by one allocated three times. A
+        // repeated ID found in it starts over one by one (one loop for both).
+        var shared = isEmpty
+        if shared { self = fetched }
         var index = 0
-        while distinct && index < fetched.count {
-            distinct = fetched.firstIndex(where: { $0.id.rawValue == fetched[index].id.rawValue }) == index
-            index += 1
-        }
-        if distinct {
-            self = fetched
-            return
-        }
-        for attribute in fetched {
-            if let index = firstIndex(where: { $0.id.rawValue == attribute.id.rawValue }) {
-                self[index] = attribute
+        while index < fetched.count {
+            let at = firstIndex(where: { $0.id.rawValue == fetched[index].id.rawValue })
+            if shared {
+                if at != index {
+                    shared = false
+                    self = []
+                    index = 0
+                    continue
+                }
+            } else if let at {
+                self[at] = fetched[index]
             } else {
-                append(attribute)
+                append(fetched[index])
             }
+            index &+= 1
         }
     }
 }
@@ -53,7 +56,7 @@ extension [[UInt8]] {
         var index = 0
         while index < count {
             if AttributeValue(bytes: self[index]) == value { return true }
-            index += 1
+            index &+= 1
         }
         return false
     }

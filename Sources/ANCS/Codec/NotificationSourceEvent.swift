@@ -49,13 +49,13 @@ public struct NotificationSourceEvent: Hashable, Sendable {
 
 @inline(__always)
 func readUInt32LE(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
-    UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
+    UInt32(bytes[offset]) | UInt32(bytes[offset &+ 1]) << 8 | UInt32(bytes[offset &+ 2]) << 16 | UInt32(bytes[offset &+ 3]) << 24
 }
 
 /// A little-endian UInt16 from an array, as an Int: one bounds check for the two bytes.
 func readUInt16LE(_ bytes: [UInt8], at offset: Int) -> Int {
     precondition(offset >= 0 && offset <= bytes.count - 2, "readUInt16LE: out of range")
-    return bytes.withUnsafeBytes { Int($0[offset]) | Int($0[offset + 1]) << 8 }
+    return bytes.withUnsafeBytes { Int($0[offset]) | Int($0[offset &+ 1]) << 8 }
 }
 
 /// The same from an array: one bounds check for the four bytes.

@@ -345,7 +345,7 @@ public struct Consumer: Sendable {
     /// Application requests not yet ended (waiting to be written, being written, or awaiting a response).
     public var pendingRequestCount: Int {
         var count = 0
-        for index in session.entries.indices where session.entries[index].waiter != nil { count += 1 }
+        for index in session.entries.indices where session.entries[index].waiter != nil { count &+= 1 }
         return count
     }
 
@@ -725,7 +725,7 @@ public struct Consumer: Sendable {
         var index = 0
         while index < session.entries.count {
             guard let deadline = session.entries[index].deadline, deadline <= now else {
-                index += 1
+                index &+= 1
                 continue
             }
             if case .awaitingResponse = session.entries[index].state, !session.entries[index].retried,
@@ -738,7 +738,7 @@ public struct Consumer: Sendable {
                 // subscribes again (below).
                 session.entries[index].retried = true
                 session.entries[index].state = .queued
-                index += 1
+                index &+= 1
                 continue
             }
             let entry = abandon(at: index)
@@ -840,7 +840,7 @@ public struct Consumer: Sendable {
         guard link == .active, writeSlot.isFree else { return }
         var outstanding = 0
         // The probe's response never holds back a request.
-        for index in session.entries.indices where !session.entries[index].isQueued && session.entries[index].expectsResponse && session.entries[index].key != session.probeKey { outstanding += 1 }
+        for index in session.entries.indices where !session.entries[index].isQueued && session.entries[index].expectsResponse && session.entries[index].key != session.probeKey { outstanding &+= 1 }
         // An app's name first (a notification waits on it), then in order.
         if let index = session.entries.firstIndex(where: { $0.isQueued && $0.asksAppName }) ?? session.entries.firstIndex(where: { $0.isQueued }) {
             if session.entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
@@ -851,7 +851,7 @@ public struct Consumer: Sendable {
         guard outstanding < configuration.pipeliningDepth, !isNotShared else { return }
         // Each turn either writes, or settles one wanted notification without a write.
         while session.wantedCount > 0, dataSourceAvailable, let next = session.nextWanted() {
-            session.wantedCount -= 1
+            session.wantedCount &-= 1
             guard let identifies = session.displayFetch(next) else {
                 session.settle(next)
                 actions.appendOutOfLine(.emit(.hidden(session.model[next].notification.uid)))

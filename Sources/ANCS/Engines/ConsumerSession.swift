@@ -73,7 +73,7 @@ extension Consumer {
             }
             if flags.contains(.preExisting) {
                 if preExistingFetched >= configuration.maximumPreExisting { return nil }
-                if !identifies { preExistingFetched += 1 }
+                if !identifies { preExistingFetched &+= 1 }
             }
             return identifies
         }
@@ -89,7 +89,7 @@ extension Consumer {
         @inline(never)
         mutating func want(_ index: Int) {
             settle(index, wanted: true)
-            wantedCount += 1
+            wantedCount &+= 1
         }
 
         /// The notification at `index` is settled (or wanted): unless the
@@ -175,7 +175,7 @@ extension Consumer {
             entries.append(Entry(
                 key: nextEntryKey, bytes: bytes, waiter: waiter,
                 displayFetch: displayFetch, asksAppName: asksAppName, state: .queued))
-            return entries.count - 1
+            return entries.count &- 1
         }
 
         // MARK: - Responses
@@ -354,7 +354,7 @@ extension Consumer {
         @inline(never)
         mutating func forget(at index: Int) -> Tracked {
             let tracked = model.remove(at: index)
-            if tracked.isWanted { wantedCount -= 1 }
+            if tracked.isWanted { wantedCount &-= 1 }
             return tracked
         }
 
@@ -382,7 +382,7 @@ extension Consumer {
                 if entries[index].isQueued, !entries[index].retried, entries[index].names(uid) {
                     finish(entries.removeOutOfLine(at: index), .failure(.notificationRemoved), into: &actions)
                 } else {
-                    index += 1
+                    index &+= 1
                 }
             }
         }

@@ -35,10 +35,10 @@ struct AttributeCursor: Sendable {
     mutating func next<Command: RandomAccessCollection<UInt8>>(in command: Command) -> Int? where Command.Index == Int {
         let id = offset
         guard notification && NotificationAttributeID(rawValue: command[id]).takesMaxLength else {
-            offset = id + 1
+            offset = id &+ 1
             return nil
         }
         offset = id + 3
-        return id + 2 < command.count ? Int(command[id + 1]) | Int(command[id + 2]) << 8 : 0
+        return id &+ 2 < command.count ? Int(command[id &+ 1]) | Int(command[id &+ 2]) << 8 : 0
     }
 }

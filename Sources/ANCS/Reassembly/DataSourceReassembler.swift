@@ -33,7 +33,15 @@
 // step (matchHeader: a header not whole in its notification, such as a long
 // AppIdentifier's at MTU 23), a wrong UID's report and the check of a
 // notification after unframeable bytes (beginsResponse), for a call per
-// such byte (BENCHMARKS.md section 5, "Why the core is shaped for size"). Bytes are framed one at a time outside values
+// such byte (BENCHMARKS.md section 5, "Why the core is shaped for size").
+// The counters of the byte loop wrap (`&+`) instead of trapping on
+// overflow: an index stays below its fragment's count, the header bytes
+// matched below the header's length, a value's bytes below its Length
+// (at most 65 535), the values kept below the buffer's size; a response's
+// offset grows by at most 65 538 bytes per tuple asked, and past a wrong
+// AppIdentifier (bytes up to a NUL, without bound) it only places an
+// error. Each checked step was a branch to a trap in firmware (0.3 KB of
+// the byte loop, section 5). Bytes are framed one at a time outside values
 // (a header or a tuple's AttributeID and Length), and values are copied in
 // bulk: at MTU 23 nearly every notification lies inside a value.
 //
@@ -255,7 +263,7 @@ public struct DataSourceReassembler: Sendable {
     /// is not discarding, and a response being stored never resynchronizes.)
     @inline(__always)
     mutating func absorbInsideValue(_ fragment: UnsafeRawBufferPointer) -> Bool {
-        guard phase == .value, length - received > fragment.count, collecting else { return false }
+        guard phase == .value, length &- received > fragment.count, collecting else { return false }
         takeValueBytes(fragment)
         return true
     }
@@ -265,9 +273,9 @@ public struct DataSourceReassembler: Sendable {
     /// for this fast path and for `feedAnyFragment`.
     @inline(__always)
     private mutating func takeValueBytes(_ bytes: UnsafeRawBufferPointer) {
-        if collecting { collect(bytes, at: valuesLength + received) }
-        received += bytes.count
-        offset += bytes.count
+        if collecting { collect(bytes, at: valuesLength &+ received) }
+        received &+= bytes.count
+        offset &+= bytes.count
     }
 
     /// `feed` for every notification but the plain middle of a value (kept
@@ -305,7 +313,7 @@ public struct DataSourceReassembler: Sendable {
                     // The whole header of the first request is here: what
                     // matching it byte by byte does, in one step.
                     offset = headerCount
-                    index += headerCount
+                    index &+= headerCount
                     matched = headerCount
                     beginTuples(handler)
                     continue
@@ -314,18 +322,18 @@ public struct DataSourceReassembler: Sendable {
                     offset = 0
                     receivedUID = 0
                 }
-                if matched >= 1 && matched <= 4 { receivedUID |= UInt32(byte) << (8 * UInt32(matched - 1)) }
-                offset += 1
+                if matched >= 1 && matched <= 4 { receivedUID |= UInt32(byte) << (8 * UInt32(matched &- 1)) }
+                offset &+= 1
                 matchHeader(byte, handler)
 
             case .collectingUID:
                 receivedUID |= UInt32(byte) << (8 * UInt32(matched))
-                offset += 1
-                matched += 1
+                offset &+= 1
+                matched &+= 1
                 if matched == 4 { reportUIDMismatch(handler) }
 
             case .skippingAppIdentifier:
-                offset += 1
+                offset &+= 1
                 if byte == 0 { startTuples(handler) }
 
             case .tupleID:
@@ -334,39 +342,39 @@ public struct DataSourceReassembler: Sendable {
                     fail(.unexpectedAttribute(expected: expected, actual: byte), at: offset, handler)
                 }
                 attributeID = byte
-                if count - index >= 3 {
+                if count &- index >= 3 {
                     // The Length is here too: what the two phases below
                     // do byte by byte, in one step.
-                    length = Int(fragment[index + 1]) | Int(fragment[index + 2]) << 8
-                    index += 3
-                    offset += 3
+                    length = Int(fragment[index &+ 1]) | Int(fragment[index &+ 2]) << 8
+                    index &+= 3
+                    offset &+= 3
                     beginValue(handler)
                     continue
                 }
-                offset += 1
+                offset &+= 1
                 phase = .lengthLow
 
             case .lengthLow:
-                offset += 1
+                offset &+= 1
                 length = Int(byte)
                 phase = .lengthHigh
 
             case .lengthHigh:
-                offset += 1
+                offset &+= 1
                 length |= Int(byte) << 8
                 beginValue(handler)
 
             case .value:
-                let take = min(count - index, length - received)
-                takeValueBytes(UnsafeRawBufferPointer(rebasing: fragment[index..<(index + take)]))
-                index += take
+                let take = min(count &- index, length &- received)
+                takeValueBytes(UnsafeRawBufferPointer(rebasing: fragment[index..<(index &+ take)]))
+                index &+= take
                 if received == length {
                     keepValue()
                     finishTuple(handler)
                 }
                 continue
             }
-            index += 1
+            index &+= 1
         }
     }
 
@@ -406,8 +414,8 @@ public struct DataSourceReassembler: Sendable {
         var tuplesStart = 5
         if request.commandID == .getAppAttributes {
             var index = 1
-            while index < fragment.count && fragment[index] != 0 { index += 1 }
-            tuplesStart = index + 1
+            while index < fragment.count && fragment[index] != 0 { index &+= 1 }
+            tuplesStart = index &+ 1
         }
         return fragment.count > tuplesStart && fragment[tuplesStart] == request.bytes[request.headerCount]
     }
@@ -450,7 +458,7 @@ public struct DataSourceReassembler: Sendable {
                 mismatch(head, byte: byte, handler)
                 return
             }
-            head += 1
+            head &+= 1
         }
         guard head < queue.count else {
             queue = []
@@ -460,7 +468,7 @@ public struct DataSourceReassembler: Sendable {
             return
         }
         if head > 0 { queue.removeFirst(head) }
-        matched += 1
+        matched &+= 1
         if matched == queue.withUnsafeBufferPointer({ $0[0].request.headerCount }) { beginTuples(handler) }
     }
 
@@ -477,7 +485,7 @@ public struct DataSourceReassembler: Sendable {
     private mutating func mismatch(_ head: Int, byte: UInt8, _ handler: (Event) -> Void) {
         let request = queue[head].request, first = queue[0].request
         var position = 0
-        while position < matched && position < request.headerCount && request.bytes[position] == first.bytes[position] { position += 1 }
+        while position < matched && position < request.headerCount && request.bytes[position] == first.bytes[position] { position &+= 1 }
         let actual = matched == 0 ? byte : first.bytes[0]
         queue.removeFirst(head)
         streaming = true
@@ -537,12 +545,12 @@ public struct DataSourceReassembler: Sendable {
         // (The walk goes on to the next tuple's AttributeID, read when this one is finished.)
         let limit = attributes.next(in: currentBytes) ?? configuration.unlimitedValueLength
         if length > limit {
-            fail(.valueTooLong(attribute: attributeID, length: length, maxLength: limit), at: offset - 2, handler)
+            fail(.valueTooLong(attribute: attributeID, length: length, maxLength: limit), at: offset &- 2, handler)
         }
         received = 0
         if collecting {
             // The value's AttributeID and Length first, then its bytes.
-            let end = valuesLength + 3 + length
+            let end = valuesLength &+ 3 &+ length
             if end > scratch.count {
                 // Exactly to the end of this tuple, keeping the tuples so far
                 // (the buffer is kept from response to response, so it
@@ -555,9 +563,9 @@ public struct DataSourceReassembler: Sendable {
                 scratch = grown
             }
             scratch[valuesLength] = attributeID
-            scratch[valuesLength + 1] = UInt8(truncatingIfNeeded: length)
-            scratch[valuesLength + 2] = UInt8(truncatingIfNeeded: length >> 8)
-            valuesLength += 3
+            scratch[valuesLength &+ 1] = UInt8(truncatingIfNeeded: length)
+            scratch[valuesLength &+ 2] = UInt8(truncatingIfNeeded: length >> 8)
+            valuesLength &+= 3
         }
         guard length > 0 else {
             keepValue()
@@ -573,12 +581,12 @@ public struct DataSourceReassembler: Sendable {
     @inline(never)
     private mutating func keepValue() {
         guard collecting else { return }
-        valuesLength += length
+        valuesLength &+= length
     }
 
     @inline(never)
     private mutating func finishTuple(_ handler: (Event) -> Void) {
-        tupleIndex += 1
+        tupleIndex &+= 1
         if attributes.offset == currentBytes.count {
             completeResponse(handler)
         } else {
@@ -619,9 +627,9 @@ public struct DataSourceReassembler: Sendable {
         attributes.reserveCapacity(tuples)
         var start = 0
         while start < length {
-            let count = readUInt16LE(values, at: start + 1)
+            let count = readUInt16LE(values, at: start &+ 1)
             attributes.append(Attribute(rawID: values[start], value: AttributeValue(in: values, start: start + 3, count: count)))
-            start += 3 + count
+            start &+= 3 &+ count
         }
     }
 

@@ -63,12 +63,12 @@ public struct DataSourceRequest: Hashable, Sendable {
         guard notification || commandID == .getAppAttributes else { return nil }
         notificationUID = NotificationUID(notification ? readUInt32LE(bytes, at: 1) : 0)
         self.bytes = bytes
-        headerCount = notification ? 5 : (bytes.firstIndex(of: 0) ?? bytes.count - 1) + 1
+        headerCount = notification ? 5 : (bytes.firstIndex(of: 0) ?? bytes.count &- 1) &+ 1
         var attributes = AttributeCursor(offset: headerCount, notification: notification)
         var tuples = 0
         while attributes.offset < bytes.count {
             _ = attributes.next(in: bytes)
-            tuples += 1
+            tuples &+= 1
         }
         tupleCount = tuples
     }
@@ -133,7 +133,7 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// Attributes.
     var appIdentifierValue: AttributeValue? {
         // (`headerCount` never passes the bytes' end.)
-        commandID == .getAppAttributes ? AttributeValue(in: bytes, start: 1, count: headerCount - 2) : nil
+        commandID == .getAppAttributes ? AttributeValue(in: bytes, start: 1, count: headerCount &- 2) : nil
     }
 
     /// The largest number of bytes the reassembler may hold for this
