@@ -131,25 +131,30 @@ public struct Consumer: Sendable {
         var isInSession: Bool { rawValue >= LinkState.subscribingNotificationSource.rawValue }
     }
 
-    /// Where an entry stands; a written one carries its deadline: the
-    /// write and the response must end by then.
-    enum EntryState: Hashable, Sendable {
+    /// Where an entry stands (`Entry.step`); a written one has its
+    /// deadline (`Entry.due`): the write and the response must end by then.
+    enum EntryStep: UInt8, Sendable {
         case queued
-        case writing(WriteToken, deadline: Timestamp)
-        case awaitingResponse(deadline: Timestamp)
+        /// Its write is in flight (the write slot's, `slotToken`): one
+        /// entry at most.
+        case writing
+        case awaitingResponse
     }
 
-    /// The Control Point write in flight: ATT allows one at a time.
-    enum WriteSlot: Hashable, Sendable {
+    /// The Control Point write in flight: ATT allows one at a time. Its
+    /// token, and an abandoned one's deadline and response, are kept beside
+    /// it (`slotToken`, `slotDeadline`, `slotResponseKey`: plain fields, as
+    /// an entry's, `Entry.step`).
+    enum WriteSlot: UInt8, Sendable {
         case free
-        /// The write of the entry in state `.writing` with this token.
-        case busy(WriteToken)
+        /// The write of the one entry `.writing`.
+        case busy
         /// A write no request waits on any more (cancelled, timed out,
         /// session ended): its result is still awaited, but only until
-        /// `deadline`. `responseKey` is the reassembler's key of its
-        /// response, forgotten if the write fails (no response follows,
+        /// `slotDeadline`. `slotResponseKey` is the reassembler's key of
+        /// its response, forgotten if the write fails (no response follows,
         /// spec "Errors"); nil when the reassembler no longer has it.
-        case abandoned(WriteToken, deadline: Timestamp, responseKey: UInt32?)
+        case abandoned
 
         var isFree: Bool {
             if case .free = self { true } else { false }
@@ -164,9 +169,15 @@ public struct Consumer: Sendable {
         /// identical request joins an entry only the display or the probe
         /// waits on; two of the application's get two writes (a rare case,
         /// and a list of waiters cost 416 bytes of Cortex-M4 text).
-        var waiter: ConsumerRequestID?
-        /// The display fetches this notification's attributes with it.
-        var displayFetch: NotificationUID?
+        /// (Kept as its raw value, 0 for none: no ID is 0, `submit`.)
+        var waiterID: UInt32 = 0
+        var waiter: ConsumerRequestID? {
+            get { waiterID == 0 ? nil : ConsumerRequestID(rawValue: waiterID) }
+            set { waiterID = newValue?.rawValue ?? 0 }
+        }
+        /// The display fetches with it the attributes of the notification
+        /// its command names (`displayUID`): a flag, not the UID again.
+        var displayFetch: Bool
         /// The display asks an app's name with it.
         var asksAppName: Bool
         /// Written a second time after its first write timed out unanswered
@@ -174,25 +185,29 @@ public struct Consumer: Sendable {
         /// response under `key`, and the second's is expected behind it,
         /// abandoned, so that whichever comes first answers it.
         var retried = false
-        var state: EntryState
+        // Where it stands, as plain fields: an enum with payloads is moved
+        // and matched as a whole (BENCHMARKS.md section 5, "Why the core is
+        // shaped for size"; the write slot's the same).
+        var step = EntryStep.queued
+        /// Written: when the write and the response must have ended.
+        var due = Timestamp.zero
         var deadline: Timestamp? {
-            switch state {
-            case .queued: nil
-            case .writing(_, let deadline), .awaitingResponse(let deadline): deadline
-            }
+            if case .queued = step { nil } else { due }
         }
         var isQueued: Bool {
-            if case .queued = state { true } else { false }
+            if case .queued = step { true } else { false }
         }
-        func isWriting(_ token: WriteToken) -> Bool {
-            if case .writing(token, _) = state { true } else { false }
+        var isWriting: Bool {
+            if case .writing = step { true } else { false }
         }
         var expectsResponse: Bool { bytes[0] != CommandID.performNotificationAction.rawValue }
         /// What its response must look like (read from `bytes`, sharing
         /// them); nil for Perform Notification Action, which has none.
         var request: DataSourceRequest? { DataSourceRequest(encoded: bytes) }
         /// Nobody waits for it any more.
-        var isUnwanted: Bool { waiter == nil && displayFetch == nil && !asksAppName }
+        var isUnwanted: Bool { waiter == nil && !displayFetch && !asksAppName }
+        /// The notification the display fetches with it.
+        var displayUID: NotificationUID? { displayFetch ? NotificationUID(readUInt32LE(bytes, at: 1)) : nil }
         /// Whether the command names this notification: Get Notification
         /// Attributes and Perform Notification Action carry its UID after
         /// their CommandID (Get App Attributes names an app).
@@ -293,6 +308,12 @@ public struct Consumer: Sendable {
     }
 
     var writeSlot = WriteSlot.free
+    /// The token of the write in the slot (busy or abandoned).
+    var slotToken = WriteToken(rawValue: 0)
+    /// An abandoned write's deadline.
+    var slotDeadline = Timestamp.zero
+    /// An abandoned write's response, as the reassembler knows it.
+    var slotResponseKey: UInt32?
     var reassembler: DataSourceReassembler
     var nextRequest: UInt32 = 0
     var nextToken: UInt32 = 0
@@ -357,7 +378,7 @@ public struct Consumer: Sendable {
             if let deadline, earliest == nil || deadline < earliest! { earliest = deadline }
         }
         for index in session.entries.indices { consider(session.entries[index].deadline) }
-        if case .abandoned(_, let deadline, _) = writeSlot { consider(deadline) }
+        if case .abandoned = writeSlot { consider(slotDeadline) }
         consider(probeTime)
         if watchesSilence { consider(lastSourceEvent.adding(nanoseconds: configuration.silenceNanoseconds)) }
         return earliest
@@ -620,16 +641,13 @@ public struct Consumer: Sendable {
         case .transportFailure:
             break
         }
-        switch writeSlot {
-        case .busy(token):
-            writeSlot = .free
-        case .abandoned(token, _, let key):
-            writeSlot = .free
-            if result != .success, let key { reassembler.cancel(key, responseMayFollow: false) }
-        default:
-            break
+        // The write in the slot, or a late result of an earlier one (ignored).
+        let inSlot = !writeSlot.isFree && slotToken == token
+        if inSlot, case .abandoned = writeSlot, result != .success, let key = slotResponseKey {
+            reassembler.cancel(key, responseMayFollow: false)
         }
-        if let index = session.entries.firstIndex(where: { $0.isWriting(token) }), case .writing(_, let deadline) = session.entries[index].state {
+        if inSlot { writeSlot = .free }
+        if inSlot, let index = session.entries.firstIndex(where: { $0.isWriting }) {
             if result != .success {
                 let entry = session.entries.removeOutOfLine(at: index)
                 reassembler.cancel(entry.key, responseMayFollow: entry.retried)
@@ -638,7 +656,7 @@ public struct Consumer: Sendable {
                 }
                 session.finish(entry, .failure(ConsumerError(result)), into: &actions)
             } else if session.entries[index].expectsResponse {
-                session.entries[index].state = .awaitingResponse(deadline: deadline)
+                session.entries[index].step = .awaitingResponse
             } else {
                 session.finish(session.entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
             }
@@ -728,8 +746,8 @@ public struct Consumer: Sendable {
                 index &+= 1
                 continue
             }
-            if case .awaitingResponse = session.entries[index].state, !session.entries[index].retried,
-               session.entries[index].displayFetch != nil || session.entries[index].asksAppName {
+            if case .awaitingResponse = session.entries[index].step, !session.entries[index].retried,
+               session.entries[index].displayFetch || session.entries[index].asksAppName {
                 // The display's fetch (or app-name fetch), written and taken,
                 // unanswered: asked once more (a phone answering just past the
                 // timeout is still heard: the first answer to come serves it,
@@ -737,7 +755,7 @@ public struct Consumer: Sendable {
                 // Source alone, this is its check: unanswered again, it
                 // subscribes again (below).
                 session.entries[index].retried = true
-                session.entries[index].state = .queued
+                session.entries[index].step = .queued
                 index &+= 1
                 continue
             }
@@ -755,7 +773,7 @@ public struct Consumer: Sendable {
             // the session instead of growing with every timeout.
             if reassembler.outstandingCount > configuration.pipeliningDepth + 2 { session.pendingResubscribe = .probeUnanswered }
         }
-        if case .abandoned(_, let deadline, _) = writeSlot, deadline <= now {
+        if case .abandoned = writeSlot, slotDeadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
             writeSlot = .free
         }
@@ -781,6 +799,7 @@ public struct Consumer: Sendable {
 
     private mutating func submit(_ command: ControlPointCommand, at now: Timestamp, into actions: inout [ConsumerAction]) -> ConsumerRequestID {
         nextRequest &+= 1
+        if nextRequest == 0 { nextRequest = 1 }  // 0 is no request (`Entry.waiterID`)
         let id = ConsumerRequestID(rawValue: nextRequest)
         func fail(_ error: ConsumerError) -> ConsumerRequestID {
             actions.complete(id, .failure(error))
@@ -867,10 +886,10 @@ public struct Consumer: Sendable {
             }
             if let index = session.entryIndex(bytes) {
                 // The application asked for the same, already written: it answers both.
-                session.entries[index].displayFetch = uid
+                session.entries[index].displayFetch = true
                 continue
             }
-            write(at: session.enqueue(bytes, waiter: nil, displayFetch: uid), now, into: &actions)
+            write(at: session.enqueue(bytes, waiter: nil, displayFetch: true), now, into: &actions)
             return
         }
     }
@@ -885,8 +904,10 @@ public struct Consumer: Sendable {
             // is consumed (`cancel` of the key finds the first).
             reassembler.expect(request, id: session.entries[index].key, abandoned: session.entries[index].retried)
         }
-        session.entries[index].state = .writing(token, deadline: now.adding(nanoseconds: requestTimeout))
-        writeSlot = .busy(token)
+        session.entries[index].step = .writing
+        session.entries[index].due = now.adding(nanoseconds: requestTimeout)
+        writeSlot = .busy
+        slotToken = token
         actions.appendOutOfLine(.writeControlPoint(session.entries[index].bytes, token))
     }
 
@@ -900,7 +921,7 @@ public struct Consumer: Sendable {
             // A fetch of it is queued or written: a written one may have read
             // the old content; a queued one reads the new.
             let uid = session.model[index].notification.uid
-            if let fetch = session.entries.firstIndex(where: { $0.displayFetch == uid }), !session.entries[fetch].isQueued {
+            if let fetch = session.entries.firstIndex(where: { $0.displayFetch && $0.names(uid) }), !session.entries[fetch].isQueued {
                 session.model[index].stage = .fetching(again: true)
             }
         case .wanted:
@@ -910,22 +931,17 @@ public struct Consumer: Sendable {
 
     /// Removes the entry at `index`, which nobody waits for any more (or
     /// whose waiter is told next), and returns it.
-    @discardableResult
+    @discardableResult @inline(never)
     private mutating func abandon(at index: Int) -> Entry {
         let entry = session.entries.removeOutOfLine(at: index)
-        switch entry.state {
-        case .queued:
-            // (A retried one's first response may still come.)
-            if entry.retried { reassembler.cancel(entry.key, responseMayFollow: true) }
-        case .writing(let token, let deadline):
-            // The write still occupies the link until its result comes.
-            if case .busy(token) = writeSlot {
-                writeSlot = .abandoned(token, deadline: deadline, responseKey: entry.key)
-            }
-            reassembler.cancel(entry.key, responseMayFollow: true)
-        case .awaitingResponse:
-            reassembler.cancel(entry.key, responseMayFollow: true)
+        if case .writing = entry.step {
+            // The write (the slot's) still occupies the link until its result comes.
+            writeSlot = .abandoned
+            slotDeadline = entry.due
+            slotResponseKey = entry.key
         }
+        // Its response may still come: written, or a retried one's first write's.
+        if !entry.isQueued || entry.retried { reassembler.cancel(entry.key, responseMayFollow: true) }
         return entry
     }
 
@@ -982,12 +998,11 @@ public struct Consumer: Sendable {
         // write at a time: the next session's first write waits for its
         // result, or for its deadline. (linkDown and linkUp forget it.) The
         // new reassembler has no response to forget if it fails.
-        if case .abandoned(let token, let deadline, _) = writeSlot {
-            writeSlot = .abandoned(token, deadline: deadline, responseKey: nil)
-        }
+        slotResponseKey = nil
         for entry in ended {
-            if case .writing(let token, let deadline) = entry.state {
-                writeSlot = .abandoned(token, deadline: deadline, responseKey: nil)
+            if case .writing = entry.step {
+                writeSlot = .abandoned
+                slotDeadline = entry.due
             }
             actions.complete(entry.waiter, .failure(.sessionEnded))
         }

@@ -170,11 +170,11 @@ extension Consumer {
         /// entry is made here, out of line: one copy of its making in
         /// firmware, 90 bytes fewer.)
         @inline(never) @discardableResult
-        mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: NotificationUID? = nil, asksAppName: Bool = false) -> Int {
+        mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: Bool = false, asksAppName: Bool = false) -> Int {
             nextEntryKey &+= 1
             entries.append(Entry(
-                key: nextEntryKey, bytes: bytes, waiter: waiter,
-                displayFetch: displayFetch, asksAppName: asksAppName, state: .queued))
+                key: nextEntryKey, bytes: bytes, waiterID: waiter?.rawValue ?? 0,
+                displayFetch: displayFetch, asksAppName: asksAppName))
             return entries.count &- 1
         }
 
@@ -237,7 +237,7 @@ extension Consumer {
                 probeEnded(result)
             }
             actions.complete(entry.waiter, result)
-            if let uid = entry.displayFetch { displayFetchEnded(uid, result, into: &actions) }
+            if let uid = entry.displayUID { displayFetchEnded(uid, result, into: &actions) }
             if entry.asksAppName, let identifier = entry.request?.appIdentifierValue {
                 appNameEnded(identifier, into: &actions)
             }
