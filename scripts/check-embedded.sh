@@ -2,7 +2,7 @@
 # Builds the protocol core with Embedded Swift for Cortex-M4 and RISC-V and
 # prints its code and data size. Fails if the core uses anything Embedded
 # Swift forbids (Foundation, untyped throws, existentials, reflection), or if
-# the consumer or the parser subset passes its budget of text (below).
+# a build passes its budget of text (below).
 #
 # The builds, per target:
 #   core      every file of Sources/ANCS, as a relocatable object (all public
@@ -13,7 +13,7 @@
 #   consumer-all  the same entry with -D ANCS_WHOLE_CONSUMER: results read
 #             from the input (the refusal paths: 0x03, 0x05, 0xFD, a refused
 #             subscription), Service Changed, stop, bond lost and cancel: the
-#             whole consumer a firmware links (no budget yet: BENCHMARKS.md
+#             whole consumer a firmware links (a ceiling, below: BENCHMARKS.md
 #             section 3)
 #   provider  the same for the Provider engine (provider-entry.swift)
 #   parser    the subset Nordic's ANCS client offers: Notification Source
@@ -74,8 +74,12 @@ linked() { # name target entry sources...
 # Budgets of linked text (BENCHMARKS.md section 5): the consumer an accessory
 # flashes, 16 KiB; the parser subset Nordic's client offers, 4 KB; the AMS
 # client, 12 KiB, and the CTS client, 5 KiB (their first figures, 11 591 and
-# 4 652 bytes, rounded up: a ceiling against growth, to be lowered).
-declare -A budgets=([consumer-armv7em-none-none-eabi]=16384 [parser-armv7em-none-none-eabi]=4096
+# 4 652 bytes, rounded up: a ceiling against growth, to be lowered). The
+# whole consumer's ceiling is its figure when set (16 561), rounded up to
+# 128 bytes: it keeps the room made so far, on the way to the 14 KiB
+# (14 336) the issues ask of it (BENCHMARKS.md section 3).
+declare -A budgets=([consumer-armv7em-none-none-eabi]=16384 [consumer-all-armv7em-none-none-eabi]=16640
+                    [parser-armv7em-none-none-eabi]=4096
                     [ams-armv7em-none-none-eabi]=12288 [cts-armv7em-none-none-eabi]=5120)
 over=false
 

@@ -27,6 +27,29 @@ extension ConsumerTests {
         #expect(consumer.nextDeadline == nil)
     }
 
+    @Test("Request IDs wrap past zero: no request is numbered 0 (an entry's \"no waiter\"), and the one after the last ID still ends")
+    func requestIDsSkipZero() throws {
+        var consumer = sessionConsumer(with: [(1, [])])
+        consumer.nextRequest = UInt32.max &- 1
+        var actions: [ConsumerAction] = []
+        let last = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &actions)
+        #expect(last.rawValue == UInt32.max)
+        let write = try onlyWrite(actions)
+        // Asked again while the first is in flight: its own entry, numbered past zero.
+        actions = []
+        let wrapped = consumer.fetchAttributes(standardAttributes, for: uid(1), at: .zero, into: &actions)
+        #expect(wrapped.rawValue == 1)
+        #expect(consumer.pendingRequestCount == 2)
+        _ = consumer.writeCompleted(write.token, .success, at: .zero)
+        let first = deliver(standardResponse(1), to: &consumer)
+        #expect(results(first, for: last) == [.success(.notificationAttributes(standardResponse(1)))])
+        let second = try onlyWrite(first)
+        _ = consumer.writeCompleted(second.token, .success, at: .zero)
+        let answered = deliver(standardResponse(1), to: &consumer)
+        #expect(results(answered, for: wrapped) == [.success(.notificationAttributes(standardResponse(1)))])
+        #expect(consumer.pendingRequestCount == 0)
+    }
+
     @Test("Responses may be split anywhere across Data Source notifications", arguments: [23, 24, 30, 185])
     func fragmentedResponse(_ mtu: Int) throws {
         var consumer = sessionConsumer(with: [(1, [])])

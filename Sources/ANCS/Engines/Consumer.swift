@@ -200,6 +200,17 @@ public struct Consumer: Sendable {
         var isWriting: Bool {
             if case .writing = step { true } else { false }
         }
+        /// Its write goes out; it must end by `deadline`. (Each change of
+        /// an entry one access to the array: one uniqueness check.)
+        mutating func write(until deadline: Timestamp) {
+            step = .writing
+            due = deadline
+        }
+        /// Queued again, to be written a second time (`retried`).
+        mutating func retry() {
+            retried = true
+            step = .queued
+        }
         var expectsResponse: Bool { bytes[0] != CommandID.performNotificationAction.rawValue }
         /// What its response must look like (read from `bytes`, sharing
         /// them); nil for Perform Notification Action, which has none.
@@ -556,9 +567,7 @@ public struct Consumer: Sendable {
             let known = session.modelIndex(uid) != nil
             if !known { session.insert(announced, into: &actions) }
             guard let index = session.modelIndex(uid) else { break }
-            session.model[index].notification.eventFlags = event.eventFlags
-            session.model[index].notification.categoryID = event.categoryID
-            session.model[index].notification.categoryCount = event.categoryCount
+            session.model[index].notification.take(event)
             actions.appendOutOfLine(.emit(.modified(session.model[index].notification)))
             if !known || configuration.refreshOnModified { want(index) }
         case .removed:
@@ -754,8 +763,7 @@ public struct Consumer: Sendable {
                 // and an application's request that joined it). Asked of Data
                 // Source alone, this is its check: unanswered again, it
                 // subscribes again (below).
-                session.entries[index].retried = true
-                session.entries[index].step = .queued
+                session.entries[index].retry()
                 index &+= 1
                 continue
             }
@@ -904,8 +912,7 @@ public struct Consumer: Sendable {
             // is consumed (`cancel` of the key finds the first).
             reassembler.expect(request, id: session.entries[index].key, abandoned: session.entries[index].retried)
         }
-        session.entries[index].step = .writing
-        session.entries[index].due = now.adding(nanoseconds: requestTimeout)
+        session.entries[index].write(until: now.adding(nanoseconds: requestTimeout))
         writeSlot = .busy
         slotToken = token
         actions.appendOutOfLine(.writeControlPoint(session.entries[index].bytes, token))

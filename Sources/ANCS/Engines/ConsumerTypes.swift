@@ -323,6 +323,13 @@ public struct ConsumerNotification: Hashable, Sendable {
     public subscript(id: NotificationAttributeID) -> AttributeValue? { attributes.value(for: id) }
 
     public var appIdentifier: String? { self[.appIdentifier]?.string }
+
+    /// What a Modified event changes: the flags and the category.
+    mutating func take(_ event: NotificationSourceEvent) {
+        eventFlags = event.eventFlags
+        categoryID = event.categoryID
+        categoryCount = event.categoryCount
+    }
 }
 
 /// How the consumer behaves; every field has a sensible default.
