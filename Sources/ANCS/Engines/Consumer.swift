@@ -905,7 +905,9 @@ public struct Consumer: Sendable {
     mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
-        if let request = session.entries[index].request {
+        // (Its bytes read once: a computed property of an element copies the whole element.)
+        let bytes = session.entries[index].bytes
+        if let request = DataSourceRequest(encoded: bytes) {
             // Written again (`retried`): the first write's response is still
             // expected under the entry's key, and this one's behind it under
             // the same key, abandoned: the first to come answers, the other
@@ -915,7 +917,7 @@ public struct Consumer: Sendable {
         session.entries[index].write(until: now.adding(nanoseconds: requestTimeout))
         writeSlot = .busy
         slotToken = token
-        actions.appendOutOfLine(.writeControlPoint(session.entries[index].bytes, token))
+        actions.appendOutOfLine(.writeControlPoint(bytes, token))
     }
 
     /// The display wants the notification at `index` fetched (again).
