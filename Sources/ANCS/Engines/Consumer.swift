@@ -200,8 +200,8 @@ public struct Consumer: Sendable {
         var isWriting: Bool {
             if case .writing = step { true } else { false }
         }
-        /// Its write goes out; it must end by `deadline`. (Each change of
-        /// an entry one access to the array: one uniqueness check.)
+        /// Its write goes out; it must end by `deadline`. (Both fields set
+        /// in one access to the array: one uniqueness check, not two.)
         mutating func write(until deadline: Timestamp) {
             step = .writing
             due = deadline
