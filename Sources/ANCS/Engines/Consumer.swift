@@ -206,6 +206,12 @@ public struct Consumer: Sendable {
             step = .writing
             due = deadline
         }
+        /// The display's fetch (or app-name fetch), written, taken and
+        /// unanswered, and not yet asked twice: `tick` writes it again.
+        var asksAgainOnTimeout: Bool {
+            guard case .awaitingResponse = step else { return false }
+            return !retried && (displayFetch || asksAppName)
+        }
         /// Queued again, to be written a second time (`retried`).
         mutating func retry() {
             retried = true
@@ -558,18 +564,17 @@ public struct Consumer: Sendable {
                 if newest { session.pendingResubscribe = .missedNotification }
                 break
             }
-            session.insert(announced, into: &actions)
+            let index = session.insert(announced, into: &actions)
             actions.appendOutOfLine(.emit(.added(announced)))
-            if let index = session.modelIndex(uid) { want(index) }
+            want(index)
         case .modified:
             // Modified does not make a notification younger: a known one is
             // changed in place (its attributes kept), an unknown one added.
-            let known = session.modelIndex(uid) != nil
-            if !known { session.insert(announced, into: &actions) }
-            guard let index = session.modelIndex(uid) else { break }
+            let known = session.modelIndex(uid)
+            let index = known ?? session.insert(announced, into: &actions)
             session.model[index].notification.take(event)
             actions.appendOutOfLine(.emit(.modified(session.model[index].notification)))
-            if !known || configuration.refreshOnModified { want(index) }
+            if known == nil || configuration.refreshOnModified { want(index) }
         case .removed:
             var removed = session.modelIndex(uid).map { session.forget(at: $0).notification } ?? announced
             removed.categoryCount = event.categoryCount
@@ -755,8 +760,7 @@ public struct Consumer: Sendable {
                 index &+= 1
                 continue
             }
-            if case .awaitingResponse = session.entries[index].step, !session.entries[index].retried,
-               session.entries[index].displayFetch || session.entries[index].asksAppName {
+            if session.entries[index].asksAgainOnTimeout {
                 // The display's fetch (or app-name fetch), written and taken,
                 // unanswered: asked once more (a phone answering just past the
                 // timeout is still heard: the first answer to come serves it,

@@ -337,7 +337,8 @@ extension Consumer {
 
         // MARK: - The model
 
-        mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) {
+        /// Adds a notification as the youngest (last) and returns its index.
+        mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) -> Int {
             if let known = modelIndex(notification.uid) {
                 // Added again: it is the youngest now, and is shown anew.
                 _ = forget(at: known)
@@ -348,6 +349,7 @@ extension Consumer {
                 actions.appendOutOfLine(.emit(.removed(forget(at: 0).notification)))
             }
             model.append(Tracked(notification: notification))
+            return model.count &- 1
         }
 
         /// Removes a notification from the model, keeping `wantedCount` right.
