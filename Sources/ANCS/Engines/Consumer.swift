@@ -656,23 +656,25 @@ public struct Consumer: Sendable {
             break
         }
         // The write in the slot, or a late result of an earlier one (ignored).
-        let inSlot = !writeSlot.isFree && slotToken == token
-        if inSlot, case .abandoned = writeSlot, result != .success, let key = slotResponseKey {
-            reassembler.cancel(key, responseMayFollow: false)
-        }
-        if inSlot { writeSlot = .free }
-        if inSlot, let index = session.entries.firstIndex(where: { $0.isWriting }) {
-            if result != .success {
-                let entry = session.entries.removeOutOfLine(at: index)
-                reassembler.cancel(entry.key, responseMayFollow: entry.retried)
-                if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierValue {
-                    session.cache(identifier, [])
+        if !writeSlot.isFree && slotToken == token {
+            if case .abandoned = writeSlot, result != .success, let key = slotResponseKey {
+                reassembler.cancel(key, responseMayFollow: false)
+            }
+            writeSlot = .free
+            // The entry writing, unless the write was abandoned (its entry gone).
+            if let index = session.entries.firstIndex(where: { $0.isWriting }) {
+                if result != .success {
+                    let entry = session.entries.removeOutOfLine(at: index)
+                    reassembler.cancel(entry.key, responseMayFollow: entry.retried)
+                    if result == .attError(.invalidParameter), let identifier = entry.request?.appIdentifierValue {
+                        session.cache(identifier, [])
+                    }
+                    session.finish(entry, .failure(ConsumerError(result)), into: &actions)
+                } else if session.entries[index].expectsResponse {
+                    session.entries[index].step = .awaitingResponse
+                } else {
+                    session.finish(session.entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
                 }
-                session.finish(entry, .failure(ConsumerError(result)), into: &actions)
-            } else if session.entries[index].expectsResponse {
-                session.entries[index].step = .awaitingResponse
-            } else {
-                session.finish(session.entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
             }
         }
         pump(at: now, into: &actions)
@@ -871,7 +873,7 @@ public struct Consumer: Sendable {
         guard link == .active, writeSlot.isFree else { return }
         var outstanding = 0
         // The probe's response never holds back a request.
-        for index in session.entries.indices where !session.entries[index].isQueued && session.entries[index].expectsResponse && session.entries[index].key != session.probeKey { outstanding &+= 1 }
+        for entry in session.entries where !entry.isQueued && entry.expectsResponse && entry.key != session.probeKey { outstanding &+= 1 }
         // An app's name first (a notification waits on it), then in order.
         if let index = session.entries.firstIndex(where: { $0.isQueued && $0.asksAppName }) ?? session.entries.firstIndex(where: { $0.isQueued }) {
             if session.entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
@@ -909,14 +911,14 @@ public struct Consumer: Sendable {
     mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
-        // (Its bytes read once: a computed property of an element copies the whole element.)
-        let bytes = session.entries[index].bytes
+        // (Read in place: reading a field of an element copies the whole element.)
+        let (bytes, key, retried) = session.entries.withUnsafeBufferPointer { ($0[index].bytes, $0[index].key, $0[index].retried) }
         if let request = DataSourceRequest(encoded: bytes) {
             // Written again (`retried`): the first write's response is still
             // expected under the entry's key, and this one's behind it under
             // the same key, abandoned: the first to come answers, the other
             // is consumed (`cancel` of the key finds the first).
-            reassembler.expect(request, id: session.entries[index].key, abandoned: session.entries[index].retried)
+            reassembler.expect(request, id: key, abandoned: retried)
         }
         session.entries[index].write(until: now.adding(nanoseconds: requestTimeout))
         writeSlot = .busy

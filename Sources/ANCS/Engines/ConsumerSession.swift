@@ -229,7 +229,7 @@ extension Consumer {
         /// `apply` and `dropUnwrittenRequests`: inlined into each of their
         /// callers they grow the firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
         @inline(never)
-        mutating func finish(_ entry: Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
+        mutating func finish(_ entry: __owned Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
             if entry.key == probeKey {
                 // (An identical request of the application's, or the display's
                 // fetch, may have joined the probe: they end with it, below.)
