@@ -198,7 +198,7 @@ struct DataSourceParserTests {
     func beginRefuses() {
         let cases: [([UInt8], DecodingError)] = [
             ([], DecodingError(.emptyCommand, at: 0)),
-            ([0x00, 1, 0, 0], DecodingError(.truncated(field: "NotificationUID"), at: 4)),
+            ([0x00, 1, 0, 0], DecodingError(.truncated(field: .notificationUID), at: 4)),
             ([0x00, 1, 0, 0, 0], DecodingError(.noAttributesRequested, at: 5)),
             ([0x00, 1, 0, 0, 0, 0x01, 0x10], DecodingError(.missingMaxLength(.title), at: 7)),
             ([0x01, 0x61, 0x62], DecodingError(.missingNULTerminator, at: 3)),

@@ -180,7 +180,7 @@ public enum ControlPointCommand: Hashable, Sendable {
         guard let first = bytes.first else { throw DecodingError(.emptyCommand, at: 0) }
         switch CommandID(rawValue: first) {
         case .getNotificationAttributes:
-            guard bytes.count >= 5 else { throw DecodingError(.truncated(field: "NotificationUID"), at: bytes.count) }
+            guard bytes.count >= 5 else { throw DecodingError(.truncated(field: .notificationUID), at: bytes.count) }
             let uid = NotificationUID(UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24)
             var attributes: [NotificationAttributeRequest] = []
             var index = 5

@@ -217,7 +217,7 @@ public struct DataSourceParser: Sendable {
         var tuples = 0
         switch CommandID(rawValue: command[0]) {
         case .getNotificationAttributes:
-            guard command.count >= 5 else { throw DecodingError(.truncated(field: "NotificationUID"), at: command.count) }
+            guard command.count >= 5 else { throw DecodingError(.truncated(field: .notificationUID), at: command.count) }
             header = 5
             var attributes = AttributeCursor(command, headerCount: header)
             while !attributes.isAtEnd(of: command) {
