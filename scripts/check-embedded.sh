@@ -51,7 +51,7 @@ mapfile -t media_sources < <(scripts/embedded/sources.sh media)
 compile() { # output target sources...
   local output=$1 target=$2; shift 2
   swiftc -target "$target" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
-    -Xfrontend -function-sections -Xcc -fdata-sections \
+    -Xfrontend -mergeable-traps -Xfrontend -function-sections -Xcc -fdata-sections \
     -module-name ANCS -c "$@" -o "$output"
 }
 
