@@ -832,8 +832,8 @@ public struct Consumer: Sendable {
         case .performNotificationAction(let request):
             let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
             // Its flags tell whether the action exists: a UID this session never announced has none to tell.
-            guard let notification = notification(request.notificationUID) else { return fail(.unknownNotification) }
-            guard !flag.isEmpty, notification.eventFlags.contains(flag) else { return fail(.actionNotAvailable) }
+            guard let index = session.modelIndex(request.notificationUID) else { return fail(.unknownNotification) }
+            guard !flag.isEmpty, session.model[index].notification.eventFlags.contains(flag) else { return fail(.actionNotAvailable) }
         }
         // Every waiting caller counts, those of identical requests included.
         guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }

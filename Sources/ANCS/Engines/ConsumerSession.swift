@@ -187,21 +187,29 @@ extension Consumer {
         mutating func take(_ event: DataSourceReassembler.Event, into actions: inout [ConsumerAction]) {
             switch event {
             case .response(let key, let response):
-                guard let index = entryIndex(key: key) else { return }
-                let entry = entries.removeOutOfLine(at: index)
-                apply(response, into: &actions)
-                let result: ConsumerResponse
-                switch response {
-                case .notificationAttributes(let value): result = .notificationAttributes(value)
-                case .appAttributes(let value): result = .appAttributes(value)
-                }
-                finish(entry, .success(result), into: &actions)
+                answered(key, response, into: &actions)
             case .failed(let key, let error):
                 guard let index = entryIndex(key: key) else { return }
                 finish(entries.removeOutOfLine(at: index), .failure(.invalidResponse(error)), into: &actions)
             case .unsolicited(let error):
                 actions.appendOutOfLine(.emit(.protocolError(error)))
             }
+        }
+
+        /// The response to the entry `key` came: applied, and the entry
+        /// ended. (Out of line: the reassembler reports a response from
+        /// two places, one per kind.)
+        @inline(never)
+        mutating func answered(_ key: UInt32, _ response: DataSourceResponse, into actions: inout [ConsumerAction]) {
+            guard let index = entryIndex(key: key) else { return }
+            let entry = entries.removeOutOfLine(at: index)
+            apply(response, into: &actions)
+            let result: ConsumerResponse
+            switch response {
+            case .notificationAttributes(let value): result = .notificationAttributes(value)
+            case .appAttributes(let value): result = .appAttributes(value)
+            }
+            finish(entry, .success(result), into: &actions)
         }
 
         @inline(never)
