@@ -617,7 +617,8 @@ public struct Consumer: Sendable {
         // (the compiler's exclusivity checks hold it), and nothing is stored
         // or moved per notification (BENCHMARKS.md section 5, "Why the core
         // is shaped for size"). Only `pump`, after the feed, writes the next request.
-        reassembler.feed(bytes) { event in session.take(event, into: &actions) }
+        // (Not `feed`, which would ask `absorbInsideValue` again.)
+        reassembler.feedAnyFragment(bytes) { event in session.take(event, into: &actions) }
         pump(at: now, into: &actions)
     }
 

@@ -282,9 +282,10 @@ public struct DataSourceReassembler: Sendable {
     }
 
     /// `feed` for every notification but the plain middle of a value (kept
-    /// out of line, so that the common case above stays small).
+    /// out of line, so that the common case above stays small). The
+    /// consumer calls it itself, after its own `absorbInsideValue`.
     @inline(never)
-    private mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (Event) -> Void) {
+    mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (Event) -> Void) {
         if phase == .discardingFragment {
             phase = .header
             matched = 0
