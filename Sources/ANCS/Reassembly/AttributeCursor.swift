@@ -38,7 +38,7 @@ struct AttributeCursor: Sendable {
             offset = id &+ 1
             return nil
         }
-        offset = id + 3
+        offset = id &+ 3
         return id &+ 2 < command.count ? Int(command[id &+ 1]) | Int(command[id &+ 2]) << 8 : 0
     }
 }

@@ -613,7 +613,7 @@ public struct DataSourceReassembler: Sendable {
         var start = 0
         while start < length {
             let count = readUInt16LE(values, at: start &+ 1)
-            attributes.append(Attribute(rawID: values[start], value: AttributeValue(in: values, start: start + 3, count: count)))
+            attributes.append(Attribute(rawID: values[start], value: AttributeValue(in: values, start: start &+ 3, count: count)))
             start &+= 3 &+ count
         }
     }
