@@ -912,7 +912,8 @@ public struct Consumer: Sendable {
     mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
-        // (Read in place: reading a field of an element copies the whole element.)
+        // (Read in place, unchecked: every caller has just found or made the
+        // entry at `index`; reading a field of an element copies the whole element.)
         let (bytes, key, retried) = session.entries.withUnsafeBufferPointer { ($0[index].bytes, $0[index].key, $0[index].retried) }
         if let request = DataSourceRequest(encoded: bytes) {
             // Written again (`retried`): the first write's response is still

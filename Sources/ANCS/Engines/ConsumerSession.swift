@@ -236,6 +236,8 @@ extension Consumer {
         /// with the notification or app it was fetching. Out of line, as are
         /// `apply` and `dropUnwrittenRequests`: inlined into each of their
         /// callers they grow the firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
+        /// The entry is taken owned: every caller has removed it from
+        /// `entries`, so it is not copied.
         @inline(never)
         mutating func finish(_ entry: __owned Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
             if entry.key == probeKey {
