@@ -83,8 +83,8 @@ grep -q "^let worstCaseHeapBound = ${bound:-none}\$" "$fw/test/WorstCase.swift" 
   echo "firmware/test/WorstCase.swift's worstCaseHeapBound is not ancs.h's ANCS_MICROCONTROLLER_HEAP_BOUND (${bound:-none})" >&2; exit 1; }
 # The entry image is compiled as scripts/check-embedded.sh compiles it (its
 # globals are plain vars, so not in Swift 6 mode); the test module in Swift 6 mode.
-embedded_flags=(-enable-experimental-feature Embedded -enable-experimental-feature Extern
-  -wmo -parse-as-library -Osize -Xfrontend -mergeable-traps -Xfrontend -function-sections -Xcc -fdata-sections)
+embedded_flags=("${embedded_swift[@]}" -enable-experimental-feature Extern
+  -Xfrontend -function-sections -Xcc -fdata-sections)
 swift_flags=(-swift-version 6 "${embedded_flags[@]}")
 c_flags=(-Os -std=c11 -ffunction-sections -fdata-sections -ffreestanding -fno-builtin -Wall -Wextra
   -Wno-initializer-overrides -I "$fw/rt" -DFW_SESSION_HEAP_BUDGET="$budget")

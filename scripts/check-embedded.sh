@@ -48,10 +48,11 @@ mapfile -t provider_sources < <(scripts/embedded/sources.sh provider)
 mapfile -t parser_sources < <(scripts/embedded/sources.sh parser)
 mapfile -t media_sources < <(scripts/embedded/sources.sh media)
 
+. scripts/embedded/targets.sh  # embedded_swift
 compile() { # output target sources...
   local output=$1 target=$2; shift 2
-  swiftc -target "$target" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
-    -Xfrontend -mergeable-traps -Xfrontend -function-sections -Xcc -fdata-sections \
+  swiftc -target "$target" "${embedded_swift[@]}" \
+    -Xfrontend -function-sections -Xcc -fdata-sections \
     -module-name ANCS -c "$@" -o "$output"
 }
 

@@ -93,8 +93,8 @@ swift_object() {
   # The same steps as whole-program.sh, each with the code generation flags.
   local toolchain
   toolchain=$(dirname "$(command -v swiftc)")
-  swiftc -target "$swift_target" "${xcc[@]}" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
-    -Xfrontend -assume-single-threaded -Xfrontend -mergeable-traps -lto=llvm-full "${extra[@]}" "$@" -c -o "$base.bc"
+  swiftc -target "$swift_target" "${xcc[@]}" "${embedded_swift[@]}" \
+    -Xfrontend -assume-single-threaded -lto=llvm-full "${extra[@]}" "$@" -c -o "$base.bc"
   "$toolchain/clang" -target "$clang_target" "${codegen[@]}" -Oz -flto -I "$toolchain/../lib/swift/shims" \
     -ffunction-sections -fdata-sections -c "$root/scripts/embedded/nonatomic-refcounting.c" -o "$base.refcounting.bc"
   "$toolchain/ld.lld" --lto-emit-llvm --lto-O2 --unresolved-symbols=ignore-all --entry=0 \

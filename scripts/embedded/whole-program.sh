@@ -29,11 +29,7 @@
 # retain was an exclusive-load/store loop inlined where it is made: 1.9 KB
 # of the consumer's Cortex-M4 text.
 #
-# Traps are mergeable (-mergeable-traps): each failed check (a bounds, an
-# overflow, a precondition) branches to the one trap of its function, not
-# to a trap of its own. A trap still stops the firmware where it is; only
-# which check failed in a function is no longer told by the trap's address.
-# 140 bytes of the whole consumer's Cortex-M4 text (110 traps were 38).
+# Traps are mergeable (targets.sh, `embedded_swift`).
 #
 # Uses the Swift toolchain's own lld and clang: they read the bitcode of its
 # LLVM (a distribution's older ones do not).
@@ -52,8 +48,8 @@ esac
 . "$(dirname "$0")/targets.sh"
 embedded_target "$target"
 bitcode=${output%.o}.bc
-swiftc -target "$swift_target" "${xcc[@]}" -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
-  -Xfrontend -assume-single-threaded -Xfrontend -mergeable-traps -lto=llvm-full "$@" -c -o "$bitcode"
+swiftc -target "$swift_target" "${xcc[@]}" "${embedded_swift[@]}" \
+  -Xfrontend -assume-single-threaded -lto=llvm-full "$@" -c -o "$bitcode"
 "$toolchain/clang" -target "$clang_target" "${codegen[@]}" -Oz -flto -I "$toolchain/../lib/swift/shims" "${clang_flags[@]}" \
   -c "$(dirname "$0")/nonatomic-refcounting.c" -o "${output%.o}.refcounting.bc"
 "$toolchain/ld.lld" --lto-emit-llvm --lto-O2 --unresolved-symbols=ignore-all --entry=0 \
