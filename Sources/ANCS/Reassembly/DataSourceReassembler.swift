@@ -6,9 +6,9 @@
 // So every request is registered with `expect` before (or as) its Control
 // Point write goes out, and responses are matched to requests in order.
 //
-// Phases, per response (`matched` counts the header bytes received):
+// Phases, per response (`offset` counts its bytes received):
 //
-//   header (matched 0)  ── first byte ──►  header (matched k)  ── last header byte ──►  tupleID
+//   header (offset 0)  ── first byte ──►  header (offset k)  ── last header byte ──►  tupleID
 //   tupleID  ──►  lengthLow  ──►  lengthHigh  ──►  value  ──►  tupleID | (complete) header
 //   header mismatch on the CommandID byte, or bytes with nothing outstanding  ──►  discardingFragment
 //   wrong NotificationUID  ──►  collectingUID  ──►  tupleID (failed: framing kept, nothing stored)
@@ -26,7 +26,7 @@
 // until a notification begins like an outstanding request's response, each
 // notification is dropped as unsolicited, never charged to the next request.
 //
-// Per-tuple and per-response steps (keepValue, finishTuple, completeResponse,
+// Per-tuple and per-response steps (finishTuple, completeResponse,
 // fail) are kept out of line: inlined into every phase that reaches them
 // they made the byte loop much larger in a firmware image, for a few per
 // cent fewer instructions per response. So are the header's step
@@ -38,15 +38,16 @@
 // consumer's firmware for 3 % fewer instructions per response (287 at
 // MTU 23).
 // The counters of the byte loop wrap (`&+`) instead of trapping on
-// overflow: an index stays below its fragment's count, the header bytes
-// matched below the header's length, a value's bytes below its Length
-// (at most 65 535), the values kept below the buffer's size; a response's
-// offset grows by at most 65 538 bytes per tuple asked, and past a wrong
-// AppIdentifier (bytes up to a NUL, without bound) it only places an
-// error. Each checked step was a branch to a trap in firmware (0.3 KB of
-// the byte loop, section 5). Bytes are framed one at a time outside values
-// (a header or a tuple's AttributeID and Length), and values are copied in
-// bulk: at MTU 23 nearly every notification lies inside a value.
+// overflow: an index stays below its fragment's count, a value's bytes
+// below its Length (at most 65 535), the values kept below the buffer's
+// size; a response's offset stays below its header's length while the
+// header is matched, grows by at most 65 538 bytes per tuple asked, and
+// past a wrong AppIdentifier (bytes up to a NUL, without bound) it only
+// places an error. Each checked step was a branch to a trap in firmware
+// (0.3 KB of the byte loop, section 5). Bytes are framed one at a time
+// outside values (a header or a tuple's AttributeID and Length), and
+// values are copied in bulk: at MTU 23 nearly every notification lies
+// inside a value.
 //
 // Cost: each byte is looked at once; values are copied in bulk into one
 // buffer the reassembler keeps, where a response's tuples lie one after the
@@ -111,24 +112,19 @@ public struct DataSourceReassembler: Sendable {
     /// The header of the first request's response is complete (or failed
     /// to match): its tuples are being received.
     var streaming = false
-    /// While streaming: the request being answered was abandoned, before
-    /// its response began or during it. Its queue entry's flag, kept here
-    /// too because every notification reads it (the queue's element is not
-    /// read that cheaply).
-    var currentAbandoned = false
     var phase = Phase.header
-    /// Header bytes received (the header phases), matched against the first request's.
-    var matched = 0
-    /// Set once the current response has failed: keep framing, store nothing.
-    var failed = false
     /// Set after bytes that could not be framed (a wrong CommandID, bytes no
     /// request explains): a notification that does not begin like the
     /// response of an outstanding request is dropped as unsolicited.
     var resynchronizing = false
     var tupleIndex = 0
-    /// Bytes of the current response seen so far.
+    /// Bytes of the current response seen so far: in the header phase, the
+    /// header bytes matched (against the first request's), 0 between responses.
     var offset = 0
-    /// NotificationUID bytes as received, for the error message of a wrong one.
+    /// The last four header bytes received, each shifted in from the top,
+    /// for the error message of a wrong NotificationUID: after its last
+    /// byte, it is the NotificationUID received. (No branch on which byte
+    /// goes where, and nothing to clear between responses.)
     var receivedUID: UInt32 = 0
     /// The current tuple: its AttributeID, its Length and the value bytes received.
     var attributeID: UInt8 = 0
@@ -175,12 +171,15 @@ public struct DataSourceReassembler: Sendable {
 
     /// True between the first and the last byte of a response.
     public var isInsideResponse: Bool {
-        phase == .header ? matched > 0 : phase != .discardingFragment
+        phase == .header ? offset > 0 : phase != .discardingFragment
     }
 
-    /// The response being received is still wanted: its values are kept.
-    /// `streaming && !failed && !currentAbandoned`, kept as one flag where
-    /// those change (each notification reads it: one load, not three).
+    /// While streaming: the response is still wanted, so its values are
+    /// kept and a failure of it is reported. False once it has failed
+    /// (framing goes on, nothing is stored) or when its request was
+    /// abandoned, before its response began (the queue entry's flag) or
+    /// during it; false between responses. One flag for all of these, read
+    /// by every notification (the queue's element is not read that cheaply).
     var collecting = false
 
     /// Registers the request the next unclaimed response answers.
@@ -204,16 +203,13 @@ public struct DataSourceReassembler: Sendable {
         if responseMayFollow || (index == 0 && streaming) {
             // A response already arriving is consumed whatever the caller says.
             queue[index].abandoned = true
-            if index == 0 && streaming {
-                currentAbandoned = true
-                collecting = false
-            }
+            if index == 0 && streaming { collecting = false }
         } else {
             if index == 0 && isInsideResponse {
                 // Bytes already matched against it belong to nothing now.
                 phase = .discardingFragment
             }
-            queue.remove(at: index)
+            removeRequest(at: index)
         }
         return true
     }
@@ -224,7 +220,7 @@ public struct DataSourceReassembler: Sendable {
         for index in queue.indices where !queue[index].abandoned {
             let pending = queue[index]
             if index == 0 && streaming {
-                if !failed {
+                if collecting {
                     handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: tupleIndex), at: offset)))
                 }
             } else {
@@ -254,7 +250,7 @@ public struct DataSourceReassembler: Sendable {
     /// half updated then: Swift's exclusivity checks refuse that access
     /// (the consumer's handler is given only its session: `Consumer.Session.take`).
     public mutating func feed(_ fragment: UnsafeRawBufferPointer, _ handler: (Event) -> Void) {
-        assert(collecting == (streaming && !failed && !currentAbandoned), "DataSourceReassembler: collecting out of step")
+        assert(streaming || !collecting, "DataSourceReassembler: collecting out of step")
         if absorbInsideValue(fragment) { return }
         feedAnyFragment(fragment, handler)
     }
@@ -288,16 +284,18 @@ public struct DataSourceReassembler: Sendable {
     mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (Event) -> Void) {
         if phase == .discardingFragment {
             phase = .header
-            matched = 0
+            offset = 0
         }
-        if resynchronizing && !isInsideResponse {
+        // (Resynchronizing, no response has begun: the bytes that could not
+        // be framed ended their fragment.)
+        if resynchronizing {
             guard beginsResponse(fragment) else {
                 if fragment.count > 0 { handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0))) }
                 return
             }
             resynchronizing = false
         }
-        if streaming && (failed || currentAbandoned) && queue.count > 1 && fragment.begins(with: queue[1].request, atLeast: queue[1].request.headerCount) {
+        if streaming && !collecting && queue.count > 1 && fragment.begins(with: queue[1].request, atLeast: queue[1].request.headerCount) {
             // The response being skipped was given up on (timed out or
             // invalid) and this notification starts exactly like the next
             // request's response: an NP that sent fewer tuples than asked
@@ -313,19 +311,13 @@ public struct DataSourceReassembler: Sendable {
                 return
 
             case .header:
-                if matched == 0 {
-                    offset = 0
-                    receivedUID = 0
-                }
-                if matched >= 1 && matched <= 4 { receivedUID |= UInt32(byte) << (8 * UInt32(matched &- 1)) }
-                offset &+= 1
+                receivedUID = receivedUID &>> 8 | UInt32(byte) &<< 24
                 matchHeader(byte, handler)
 
             case .collectingUID:
-                receivedUID |= UInt32(byte) << (8 * UInt32(matched))
+                receivedUID = receivedUID &>> 8 | UInt32(byte) &<< 24
                 offset &+= 1
-                matched &+= 1
-                if matched == 4 { reportUIDMismatch(handler) }
+                if offset == 5 { reportUIDMismatch(handler) }  // the NotificationUID's last byte
 
             case .skippingAppIdentifier:
                 offset &+= 1
@@ -364,7 +356,6 @@ public struct DataSourceReassembler: Sendable {
                 takeValueBytes(UnsafeRawBufferPointer(rebasing: fragment[index..<(index &+ take)]))
                 index &+= take
                 if received == length {
-                    keepValue()
                     finishTuple(handler)
                 }
                 continue
@@ -420,7 +411,7 @@ public struct DataSourceReassembler: Sendable {
     /// Whether the request at `index` of the queue has `byte` as its header
     /// byte number `matched`, after the header bytes matched so far (those
     /// of the first request).
-    private func extendsHeader(_ index: Int, _ byte: UInt8) -> Bool {
+    private func extendsHeader(_ index: Int, _ byte: UInt8, _ matched: Int) -> Bool {
         // Read in place: copying a request out of the queue costs a retain
         // and a release of each of its arrays, for every header byte.
         queue.withUnsafeBufferPointer { pending in
@@ -432,15 +423,17 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
-    /// The header byte number `matched` has come. It must extend the header
+    /// The header byte number `offset` has come. It must extend the header
     /// of the first request; an abandoned request may never be answered, so
     /// the next one may claim the bytes if its header starts the same way.
     @inline(never)
     private mutating func matchHeader(_ byte: UInt8, _ handler: (Event) -> Void) {
+        let matched = offset
+        offset = matched &+ 1
         var head = 0
-        while head < queue.count && !extendsHeader(head, byte) {
+        while head < queue.count && !extendsHeader(head, byte, matched) {
             if !queue[head].abandoned {
-                mismatch(head, byte: byte, handler)
+                mismatch(head, byte: byte, matched, handler)
                 return
             }
             head &+= 1
@@ -452,30 +445,30 @@ public struct DataSourceReassembler: Sendable {
             resynchronizing = true
             return
         }
-        if head > 0 { queue.removeFirst(head) }
-        matched &+= 1
-        if matched == queue.withUnsafeBufferPointer({ $0[0].request.headerCount }) { beginTuples(handler) }
+        // (One at a time: one removal code for the queue in firmware, where
+        // `removeFirst(_:)` was another; a request is passed over so only
+        // when it was abandoned and its response never came.)
+        for _ in 0..<head { removeRequest(at: 0) }
+        if offset == queue.withUnsafeBufferPointer({ $0[0].request.headerCount }) { beginTuples(handler) }
     }
 
     /// The first request's header is complete: its tuples come next.
     private mutating func beginTuples(_ handler: (Event) -> Void) {
         streaming = true
-        currentAbandoned = queue[0].abandoned
-        collecting = !currentAbandoned  // (`failed` is false between responses)
+        collecting = !queue[0].abandoned
         startTuples(handler)
     }
 
     /// The live request at `head` of the queue (the abandoned ones before it
-    /// to be dropped) does not match the header bytes received.
-    private mutating func mismatch(_ head: Int, byte: UInt8, _ handler: (Event) -> Void) {
+    /// to be dropped) does not match the header bytes received (`matched` of
+    /// them, then `byte`).
+    private mutating func mismatch(_ head: Int, byte: UInt8, _ matched: Int, _ handler: (Event) -> Void) {
         let request = queue[head].request, first = queue[0].request
         var position = 0
         while position < matched && position < request.headerCount && request.bytes[position] == first.bytes[position] { position &+= 1 }
         let actual = matched == 0 ? byte : first.bytes[0]
-        queue.removeFirst(head)
+        for _ in 0..<head { removeRequest(at: 0) }  // (as in matchHeader)
         streaming = true
-        currentAbandoned = false
-        failed = false
         collecting = true
         if position == 0 {
             fail(.wrongCommandID(expected: request.commandID, actual: CommandID(rawValue: actual)), at: 0, handler)
@@ -485,7 +478,7 @@ public struct DataSourceReassembler: Sendable {
             return
         }
         if request.commandID == .getNotificationAttributes {
-            if matched == 4 {
+            if offset == 5 {  // the NotificationUID's last byte
                 reportUIDMismatch(handler)
             } else {
                 phase = .collectingUID
@@ -496,12 +489,12 @@ public struct DataSourceReassembler: Sendable {
         }
     }
 
+    /// The last byte of a wrong NotificationUID has come (the request
+    /// answered is a Get Notification Attributes: only its header has one).
     @inline(never)
     private mutating func reportUIDMismatch(_ handler: (Event) -> Void) {
-        let request = queue[0].request
-        if request.commandID == .getNotificationAttributes {
-            fail(.wrongNotificationUID(expected: request.notificationUID, actual: NotificationUID(receivedUID)), at: 1, handler)
-        }
+        let expected = queue.withUnsafeBufferPointer { $0[0].request.notificationUID }
+        fail(.wrongNotificationUID(expected: expected, actual: NotificationUID(receivedUID)), at: 1, handler)
         startTuples(handler)
     }
 
@@ -553,24 +546,18 @@ public struct DataSourceReassembler: Sendable {
             valuesLength &+= 3
         }
         guard length > 0 else {
-            keepValue()
             finishTuple(handler)
             return
         }
         phase = .value
     }
 
-    /// The value of `length` bytes just collected after its tuple's ID and
-    /// Length is complete: the response's values now end after it (when
-    /// the response is being kept at all).
-    @inline(never)
-    private mutating func keepValue() {
-        guard collecting else { return }
-        valuesLength &+= length
-    }
-
     @inline(never)
     private mutating func finishTuple(_ handler: (Event) -> Void) {
+        // The value of `length` bytes just collected after its tuple's ID
+        // and Length is complete: the response's values now end after it
+        // (when the response is being kept at all).
+        if collecting { valuesLength &+= length }
         tupleIndex &+= 1
         if attributes.offset == currentBytes.count {
             completeResponse(handler)
@@ -582,20 +569,21 @@ public struct DataSourceReassembler: Sendable {
     @inline(never)
     private mutating func completeResponse(_ handler: (Event) -> Void) {
         if collecting {
-            let finished = queue[0]
-            let notification = finished.request.commandID == .getNotificationAttributes
+            // (Read in place: a copy of the request costs a retain and a release.)
+            let (id, uid) = queue.withUnsafeBufferPointer { ($0[0].id, $0[0].request.notificationUID) }
+            let notification = attributes.notification  // (set from the request's CommandID)
             // The response's values in one allocation, each value its part; or lent.
             let values = notification && lendsBuffers ? scratch
                 : valuesLength == 0 ? [] : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
             if notification {
                 Self.attributes(in: values, valuesLength, tupleIndex, into: &lentAttributes)
-                let response = NotificationAttributesResponse(notificationUID: finished.request.notificationUID, attributes: lentAttributes)
-                handler(.response(finished.id, .notificationAttributes(response)))
+                let response = NotificationAttributesResponse(notificationUID: uid, attributes: lentAttributes)
+                handler(.response(id, .notificationAttributes(response)))
             } else {
                 var list: [AppAttribute] = []
                 Self.attributes(in: values, valuesLength, tupleIndex, into: &list)
-                let response = AppAttributesResponse(appIdentifierBytes: finished.request.appIdentifierBytes ?? [], attributes: list)
-                handler(.response(finished.id, .appAttributes(response)))
+                let response = AppAttributesResponse(appIdentifierBytes: queue[0].request.appIdentifierBytes ?? [], attributes: list)
+                handler(.response(id, .appAttributes(response)))
             }
         }
         resetResponse()
@@ -621,33 +609,32 @@ public struct DataSourceReassembler: Sendable {
     /// Fails the current request once; the rest of its response is framed and dropped.
     @inline(never)
     private mutating func fail(_ reason: DecodingError.Reason, at offset: Int, _ handler: (Event) -> Void) {
-        fail(DecodingError(reason, at: offset), handler)
+        // (Not collecting: failed already, or abandoned, reported by no one.)
+        guard collecting else { return }
+        collecting = false
+        handler(.failed(queue[0].id, DecodingError(reason, at: offset)))
     }
 
+    /// Removes a request from the queue: the one removal code for the queue
+    /// in firmware (the standard library's removals are each specialized
+    /// for the queue's element), out of line for its four callers.
     @inline(never)
-    private mutating func fail(_ error: DecodingError, _ handler: (Event) -> Void) {
-        guard !failed, streaming else { return }
-        failed = true
-        collecting = false
-        if !currentAbandoned {
-            handler(.failed(queue[0].id, error))
-        }
+    private mutating func removeRequest(at index: Int) {
+        queue.remove(at: index)
     }
 
     /// Ends the response being received (its request leaves the queue) and
     /// waits for the next one's header.
+    @inline(never)
     private mutating func resetResponse() {
-        if streaming { queue.remove(at: 0) }  // not removeFirst(): one removal code for the queue in firmware
+        if streaming { removeRequest(at: 0) }
         streaming = false
-        currentAbandoned = false
         collecting = false
         currentBytes = []
         attributes.offset = 0
-        failed = false
         tupleIndex = 0
         offset = 0
         phase = .header
-        matched = 0
         valuesLength = 0
     }
 }
