@@ -145,10 +145,14 @@ extension Consumer {
         /// common case: the display's name, asked again); otherwise the phone
         /// is asked, so that the answer is the one the request describes.
         func cachedAnswer(_ request: GetAppAttributes) -> AppAttributesResponse? {
-            guard let cached = cacheIndex(AttributeValue(bytes: request.appIdentifierBytes)),
-                  appCache[cached].attributes.count == request.attributes.count else { return nil }
-            for (index, attribute) in request.attributes.enumerated() where appCache[cached].attributes[index].id != attribute { return nil }
-            return appCache[cached]
+            guard let cached = cacheIndex(AttributeValue(bytes: request.appIdentifierBytes)) else { return nil }
+            // (Read in place, as in `show`: each read of the list's element
+            // copied the whole app; 8 bytes fewer of firmware each.)
+            return appCache.withUnsafeBufferPointer { apps in
+                guard apps[cached].attributes.count == request.attributes.count else { return nil }
+                for (index, attribute) in request.attributes.enumerated() where apps[cached].attributes[index].id != attribute { return nil }
+                return apps[cached]
+            }
         }
 
         /// The display's fetch of `uid`: `eagerAttributes`, encoded once and
@@ -302,7 +306,7 @@ extension Consumer {
 
         mutating func show(at index: Int, into actions: inout [ConsumerAction]) {
             var appName: AttributeValue?
-            if let identifier = appIdentifier(index), let cached = cacheIndex(identifier) { appName = appCache[cached][.displayName] }
+            if let identifier = appIdentifier(index), let cached = cacheIndex(identifier) { appName = appCache.withUnsafeBufferPointer { $0[cached].attributes.value(for: .displayName) } }
             let notification = model[index].notification
             let shown = model[index].shown
             model[index].shown = true
