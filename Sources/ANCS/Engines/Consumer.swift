@@ -212,6 +212,12 @@ public struct Consumer: Sendable {
             guard case .awaitingResponse = step else { return false }
             return !retried && (displayFetch || asksAppName)
         }
+        /// The display waits on it too: for a notification's attributes
+        /// (`fetch`), or for an app's name (`Session.enqueueForDisplay`; one
+        /// access to the array for either).
+        mutating func join(fetch: Bool) {
+            if fetch { displayFetch = true } else { asksAppName = true }
+        }
         /// Queued again, to be written a second time (`retried`).
         mutating func retry() {
             retried = true
@@ -250,6 +256,7 @@ public struct Consumer: Sendable {
 
     struct Tracked: Sendable {
         var notification: ConsumerNotification
+        /// Changed by `Session.move` alone.
         var stage = DisplayStage.settled
         /// `.ready` was told: the next show is `.updated`.
         var shown = false
@@ -892,19 +899,16 @@ public struct Consumer: Sendable {
                 continue
             }
             // Its app asked first when apps are hidden: wanted again when the answer comes.
-            session.model[next].stage = .fetching(again: identifies)
+            session.move(next, to: .fetching(again: identifies))
             let uid = session.model[next].notification.uid
             let bytes = identifies ? Self.appIdentifierCommand(uid.rawValue) : session.displayCommand(uid)
             guard let bytes else {
                 session.settle(next)
                 continue
             }
-            if let index = session.entryIndex(bytes) {
-                // The application asked for the same, already written: it answers both.
-                session.entries[index].displayFetch = true
-                continue
-            }
-            write(at: session.enqueue(bytes, waiter: nil, displayFetch: true), now, into: &actions)
+            // The application asked for the same, already written: it answers both.
+            guard let index = session.enqueueForDisplay(bytes, fetch: true) else { continue }
+            write(at: index, now, into: &actions)
             return
         }
     }
@@ -939,7 +943,7 @@ public struct Consumer: Sendable {
             // the old content; a queued one reads the new.
             let uid = session.model[index].notification.uid
             if let fetch = session.entries.firstIndex(where: { $0.displayFetch && $0.names(uid) }), !session.entries[fetch].isQueued {
-                session.model[index].stage = .fetching(again: true)
+                session.move(index, to: .fetching(again: true))
             }
         case .wanted:
             break

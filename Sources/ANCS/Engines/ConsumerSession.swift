@@ -39,7 +39,13 @@ extension Consumer {
         /// The display's fetch command as last written (`displayCommand`).
         var displayFetchBytes: [UInt8] = []
         /// The entry key of the liveness probe while it is queued or written.
-        var probeKey: UInt32?
+        var probeKey: UInt32? {
+            get { probeEntryKey == 0 ? nil : probeEntryKey }
+            set { probeEntryKey = newValue ?? 0 }
+        }
+        /// `probeKey` as it is kept: the key itself, 0 for none (no entry's
+        /// key is 0, `enqueue`), so that `finish` compares one word.
+        var probeEntryKey: UInt32 = 0
         /// Subscribe again, for this reason, when the input's work is done (`pump`).
         var pendingResubscribe: ResubscribeReason?
         /// The probe written is an interval's: answered 0xA2, Notification
@@ -88,23 +94,34 @@ extension Consumer {
         /// The display wants the notification at `index` fetched.
         @inline(never)
         mutating func want(_ index: Int) {
-            settle(index, wanted: true)
+            move(index, to: .wanted)
             wantedCount &+= 1
         }
 
-        /// The notification at `index` is settled (or wanted): unless the
-        /// configuration keeps them (`keepsAttributes`), its values go, as
-        /// the display needs them no more (shown, failed, passed over) or
-        /// will fetch them anew (Modified while fetched or named). While apps
-        /// are hidden, a wanted one keeps a single value: its AppIdentifier
-        /// fetched alone, which the app filter reads (`displayFetch`; more
-        /// values go, the AppIdentifier with them, asked alone again).
+        /// The notification at `index` is settled (`move`).
+        mutating func settle(_ index: Int) {
+            move(index, to: .settled)
+        }
+
+        /// The notification at `index` moves to `stage` (every change of a
+        /// stage is made here, out of line: one access to the model for it).
+        /// Settled or wanted, unless the configuration keeps them
+        /// (`keepsAttributes`), its values go, as the display needs them no
+        /// more (shown, failed, passed over) or will fetch them anew
+        /// (Modified while fetched or named). While apps are hidden, a
+        /// wanted one keeps a single value: its AppIdentifier fetched alone,
+        /// which the app filter reads (`displayFetch`; more values go, the
+        /// AppIdentifier with them, asked alone again). Fetched or named, it
+        /// keeps them.
         @inline(never)
-        mutating func settle(_ index: Int, wanted: Bool = false) {
-            model[index].stage = wanted ? .wanted : .settled
-            if !configuration.keepsAttributes && (!wanted || configuration.hiddenApps.isEmpty || model[index].notification.attributes.count > 1) {
-                model[index].notification.attributes = []
+        mutating func move(_ index: Int, to stage: DisplayStage) {
+            model[index].stage = stage
+            switch stage {
+            case .settled: break
+            case .wanted: if !configuration.hiddenApps.isEmpty && model[index].notification.attributes.count <= 1 { return }
+            case .fetching, .naming: return
             }
+            if !configuration.keepsAttributes { model[index].notification.attributes = [] }
         }
 
         /// The AppIdentifier of the notification at `index`, when fetched
@@ -176,10 +193,25 @@ extension Consumer {
         @inline(never) @discardableResult
         mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: Bool = false, asksAppName: Bool = false) -> Int {
             nextEntryKey &+= 1
+            if nextEntryKey == 0 { nextEntryKey = 1 }  // 0 is no entry (`probeEntryKey`), even after the key wraps
             entries.append(Entry(
                 key: nextEntryKey, bytes: bytes, waiterID: waiter?.rawValue ?? 0,
                 displayFetch: displayFetch, asksAppName: asksAppName))
             return entries.count &- 1
+        }
+
+        /// A command of the display's: a fetch of a notification's
+        /// attributes (`fetch`), or an app's name. An identical entry
+        /// already queued or written (the application's, or the display's)
+        /// is joined (nil); else one is added and its index returned. (Out
+        /// of line: the display's two commands share it, 22 bytes fewer.)
+        @inline(never) @discardableResult
+        mutating func enqueueForDisplay(_ bytes: [UInt8], fetch: Bool) -> Int? {
+            if let index = entryIndex(bytes) {
+                entries[index].join(fetch: fetch)
+                return nil
+            }
+            return enqueue(bytes, waiter: nil, displayFetch: fetch, asksAppName: !fetch)
         }
 
         // MARK: - Responses
@@ -216,7 +248,11 @@ extension Consumer {
             finish(entry, .success(result), into: &actions)
         }
 
-        @inline(never)
+        /// A response applied: to the model (a notification's attributes)
+        /// or to the app cache, and told. (Left to the compiler: out of
+        /// line it measured 20 bytes more of the whole consumer and of the
+        /// NimBLE firmware, 16 fewer of the C API's, which also reaches it
+        /// through `learn`.)
         mutating func apply(_ response: DataSourceResponse, into actions: inout [ConsumerAction]) {
             switch response {
             case .notificationAttributes(let value):
@@ -237,17 +273,17 @@ extension Consumer {
         }
 
         /// Ends an entry: its waiter hears the result, and the display goes on
-        /// with the notification or app it was fetching. Out of line, as are
-        /// `apply` and `dropUnwrittenRequests`: inlined into each of their
-        /// callers they grow the firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
+        /// with the notification or app it was fetching. Out of line:
+        /// inlined into each of its callers it grows the firmware
+        /// (BENCHMARKS.md section 5, "Why the core is shaped for size").
         /// The entry is taken owned: every caller has removed it from
         /// `entries`, so it is not copied.
         @inline(never)
         mutating func finish(_ entry: __owned Entry, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
-            if entry.key == probeKey {
+            if entry.key == probeEntryKey {
                 // (An identical request of the application's, or the display's
                 // fetch, may have joined the probe: they end with it, below.)
-                probeKey = nil
+                probeEntryKey = 0
                 probeEnded(result)
             }
             actions.complete(entry.waiter, result)
@@ -265,12 +301,14 @@ extension Consumer {
             // it succeeded (`identifies`), so that it never fails in a loop.
             if case .failure(let error) = result, !again || identifies(index) {
                 settle(index)
-                switch error {
                 // Refused as not shared: the health says so (and sharing again
-                // starts a new session, which announces it anew).
-                case .sessionEnded, .notificationRemoved, .cancelled, .att(.writeNotPermitted): break
-                default: actions.appendOutOfLine(.emit(.displayFailed(uid, error)))
-                }
+                // starts a new session, which announces it anew). (The other
+                // failures never told reach no display fetch here: a
+                // session's end and a cancel end no entry through `finish`,
+                // and a removed notification has left the model, `modelIndex`
+                // above, before its fetch is dropped.)
+                if case .att(.writeNotPermitted) = error { return }
+                actions.appendOutOfLine(.emit(.displayFailed(uid, error)))
                 return
             }
             if again {
@@ -282,18 +320,15 @@ extension Consumer {
                   let identifier = appIdentifier(index), !identifier.isEmpty,
                   cacheIndex(identifier) == nil
             else { return show(at: index, into: &actions) }
-            model[index].stage = .naming
+            move(index, to: .naming)
             let command = ControlPointCommand.getAppAttributes(GetAppAttributes(appIdentifierBytes: identifier.bytes, attributes: [.displayName]))
             guard let bytes = try? command.encode() else { return show(at: index, into: &actions) }
-            if let existing = entryIndex(bytes) {
-                // Asked once: a fetch of this app's name already queued or
-                // written (the display's, or an application's identical
-                // request) serves every notification of it.
-                entries[existing].asksAppName = true
-            } else {
-                // Written ahead of the application's queued requests (`pump`): a notification is waiting on it.
-                enqueue(bytes, waiter: nil, asksAppName: true)
-            }
+            // Asked once: a fetch of this app's name already queued or
+            // written (the display's, or an application's identical
+            // request) serves every notification of it. Else written ahead
+            // of the application's queued requests (`pump`): a notification
+            // is waiting on it.
+            enqueueForDisplay(bytes, fetch: false)
         }
 
         /// An app-name fetch ended (answered, refused or failed): the
@@ -307,12 +342,12 @@ extension Consumer {
         mutating func show(at index: Int, into actions: inout [ConsumerAction]) {
             var appName: AttributeValue?
             if let identifier = appIdentifier(index), let cached = cacheIndex(identifier) { appName = appCache.withUnsafeBufferPointer { $0[cached].attributes.value(for: .displayName) } }
+            // Told before it is settled, which drops what the model does not
+            // keep: the event carries it.
             let notification = model[index].notification
-            let shown = model[index].shown
+            actions.appendOutOfLine(.emit(model[index].shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
             model[index].shown = true
-            // (What the model does not keep goes with the event.)
             settle(index)
-            actions.appendOutOfLine(.emit(shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
         }
 
         /// The probe ended. An ANCS error (0xA2) is the answer of a working
@@ -353,14 +388,14 @@ extension Consumer {
 
         /// Adds a notification as the youngest (last) and returns its index.
         mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) -> Int {
-            if let known = modelIndex(notification.uid) {
-                // Added again: it is the youngest now, and is shown anew.
-                _ = forget(at: known)
-            } else if model.count >= configuration.maximumNotifications {
+            // Added again: it is the youngest now, and is shown anew.
+            let known = modelIndex(notification.uid)
+            if known != nil || model.count >= configuration.maximumNotifications {
+                let dropped = forget(at: known ?? 0)
                 // Oldest first: a bounded model under an NP that never removes.
                 // The application hears it as removed (from the model; the NP
                 // still has it), so a display never shows what the model lost.
-                actions.appendOutOfLine(.emit(.removed(forget(at: 0).notification)))
+                if known == nil { actions.appendOutOfLine(.emit(.removed(dropped.notification))) }
             }
             model.append(Tracked(notification: notification))
             return model.count &- 1
@@ -389,8 +424,8 @@ extension Consumer {
 
         /// A removed notification names nothing on the NP any more (it would
         /// answer 0xA2): its requests not yet written (application fetches and
-        /// actions) are dropped, and whoever waits on them is told.
-        @inline(never)
+        /// actions) are dropped, and whoever waits on them is told. (Not out
+        /// of line: it has one caller.)
         mutating func dropUnwrittenRequests(for uid: NotificationUID, into actions: inout [ConsumerAction]) {
             var index = 0
             while index < entries.count {
