@@ -129,9 +129,11 @@ public enum ControlPointCommand: Hashable, Sendable {
     var encodedLength: Int {
         switch self {
         case .getNotificationAttributes(let command):
-            var tuples = 0
-            for attribute in command.attributes { tuples += attribute.encodedLength }
-            return 5 + tuples
+            // (Wrapping: each attribute adds at most 3 and takes at least 5
+            // bytes of the array's storage, itself at most `Int.max` bytes.)
+            var length = 5
+            for attribute in command.attributes { length &+= attribute.encodedLength }
+            return length
         case .getAppAttributes(let command):
             return 2 + command.appIdentifierBytes.count + command.attributes.count
         case .performNotificationAction:
@@ -141,7 +143,10 @@ public enum ControlPointCommand: Hashable, Sendable {
 
     /// The command's bytes, as `encode()` makes them but whatever the
     /// command holds (no attributes, a NUL in the AppIdentifier, any
-    /// length): what a `DataSourceRequest` made from it reads.
+    /// length): what a `DataSourceRequest` made from it reads. (Out of
+    /// line: inlined in the throwing `encode()`, the array's making kept a
+    /// check for an error its closure never throws.)
+    @inline(never)
     func unvalidatedBytes(length: Int) -> [UInt8] {
         // Every byte written in place into one allocation of the length
         // computed first: no growth code in a firmware image (`length`
@@ -149,13 +154,14 @@ public enum ControlPointCommand: Hashable, Sendable {
         [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
             let bytes = buffer.baseAddress!
             bytes[0] = commandID.rawValue
-            var index = 1
+            var index = 5
+            let uid: NotificationUID
             switch self {
             case .getNotificationAttributes(let command):
-                storeUInt32LE(command.notificationUID.rawValue, at: bytes + 1)
-                index = 5
+                uid = command.notificationUID
                 for attribute in command.attributes { index = attribute.write(to: bytes, at: index) }
             case .getAppAttributes(let command):
+                index = 1
                 for byte in command.appIdentifierBytes {
                     bytes[index] = byte
                     index &+= 1
@@ -166,13 +172,21 @@ public enum ControlPointCommand: Hashable, Sendable {
                     bytes[index] = attribute.rawValue
                     index &+= 1
                 }
+                assert(index == length, "encode: the bytes written differ from the length computed")
+                initialized = buffer.count
+                return
             case .performNotificationAction(let command):
-                storeUInt32LE(command.notificationUID.rawValue, at: bytes + 1)
+                uid = command.notificationUID
                 bytes[5] = command.actionID.rawValue
                 index = 6
             }
+            // The two commands about a notification: its UID after the
+            // CommandID, stored in one place.
+            storeUInt32LE(uid.rawValue, at: bytes + 1)
             assert(index == length, "encode: the bytes written differ from the length computed")
-            initialized = index
+            // (The whole buffer, `length` bytes, which `index` equals: then
+            // no check of the count against the capacity is compiled.)
+            initialized = buffer.count
         }
     }
 

@@ -56,21 +56,30 @@ public struct DataSourceRequest: Hashable, Sendable {
     /// The bytes are trusted (the engine's own commands): read, not checked
     /// as `DataSourceParser.layout` checks a caller's (smaller firmware:
     /// BENCHMARKS.md section 5; a cut max length reads as 0, a missing NUL
-    /// as no attributes, never past the end).
-    init?(encoded bytes: [UInt8]) {
+    /// as no attributes, never past the end). The bytes are borrowed, and
+    /// kept shared (a copy of the array, not of its bytes).
+    init?(encoded bytes: borrowing [UInt8]) {
         commandID = CommandID(rawValue: bytes[0])
-        let notification = commandID == .getNotificationAttributes
-        guard notification || commandID == .getAppAttributes else { return nil }
-        notificationUID = NotificationUID(notification ? readUInt32LE(bytes, at: 1) : 0)
-        self.bytes = bytes
-        headerCount = notification ? 5 : (bytes.firstIndex(of: 0) ?? bytes.count &- 1) &+ 1
-        var attributes = AttributeCursor(offset: headerCount, notification: notification)
-        var tuples = 0
-        while attributes.offset < bytes.count {
-            _ = attributes.next(in: bytes)
-            tuples &+= 1
+        self.bytes = copy bytes
+        switch commandID {
+        case .getNotificationAttributes:
+            notificationUID = NotificationUID(readUInt32LE(bytes, at: 1))
+            headerCount = 5
+            var attributes = AttributeCursor(offset: 5, notification: true)
+            var tuples = 0
+            while attributes.offset < bytes.count {
+                _ = attributes.next(in: bytes)
+                tuples &+= 1
+            }
+            tupleCount = tuples
+        case .getAppAttributes:
+            notificationUID = NotificationUID(0)
+            headerCount = (bytes.firstIndex(of: 0) ?? bytes.count &- 1) &+ 1
+            // One AttributeID per attribute, after the NUL (none without one).
+            tupleCount = bytes.count &- headerCount
+        default:
+            return nil
         }
-        tupleCount = tuples
     }
 
     private init(_ command: GetNotificationAttributes, bytes: [UInt8]) {
