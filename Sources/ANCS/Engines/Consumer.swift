@@ -135,25 +135,28 @@ public struct Consumer: Sendable {
     /// deadline (`Entry.due`): the write and the response must end by then.
     enum EntryStep: UInt8, Sendable {
         case queued
-        /// Its write is in flight (the write slot's, `slotToken`): one
+        /// Its write is in flight (the write slot's): one
         /// entry at most.
         case writing
         case awaitingResponse
     }
 
     /// The Control Point write in flight: ATT allows one at a time. Its
-    /// token, and an abandoned one's deadline and response, are kept beside
-    /// it (`slotToken`, `slotDeadline`, `slotResponseKey`: plain fields, as
-    /// an entry's, `Entry.step`).
+    /// entry's key and its deadline (the entry's `due`) are kept beside it
+    /// (`slotKey`, `slotDeadline`: plain fields, as an entry's,
+    /// `Entry.step`); its token is the last one given (`nextToken`: a write
+    /// goes out only with the slot free). Busy exactly while an entry is
+    /// writing.
     enum WriteSlot: UInt8, Sendable {
         case free
         /// The write of the one entry `.writing`.
         case busy
         /// A write no request waits on any more (cancelled, timed out,
         /// session ended): its result is still awaited, but only until
-        /// `slotDeadline`. `slotResponseKey` is the reassembler's key of
-        /// its response, forgotten if the write fails (no response follows,
-        /// spec "Errors"); nil when the reassembler no longer has it.
+        /// `slotDeadline`. If it fails, no response follows (spec
+        /// "Errors"): the reassembler forgets the one it expects under
+        /// `slotKey` (after a session's end it expects none: it was
+        /// emptied, and nothing is written while the slot is taken).
         case abandoned
 
         var isFree: Bool {
@@ -332,30 +335,24 @@ public struct Consumer: Sendable {
     }
 
     var writeSlot = WriteSlot.free
-    /// The token of the write in the slot (busy or abandoned).
-    var slotToken = WriteToken(rawValue: 0)
-    /// An abandoned write's deadline.
+    /// The key of the entry whose write is in the slot (busy: the entry
+    /// writing; abandoned: the one that was), as the reassembler knows
+    /// its response.
+    var slotKey: UInt32 = 0
+    /// The deadline of the write in the slot (its entry's `due`): an
+    /// abandoned one's result is awaited until then.
     var slotDeadline = Timestamp.zero
-    /// An abandoned write's response, as the reassembler knows it.
-    var slotResponseKey: UInt32?
     var reassembler: DataSourceReassembler
     var nextRequest: UInt32 = 0
+    /// The token of the last write: the write slot's, unless it is free.
     var nextToken: UInt32 = 0
 
     // Liveness and health, after the fields every input touches (their
     // offsets stay small: short loads and stores in Thumb code).
     /// Whether notifications reach the accessory, as the phone's answers tell.
     public internal(set) var health: ConsumerHealth = .healthy
-    /// When anything last came from the phone (a notification, a write or subscription result).
-    var lastHeard = Timestamp.zero
-    /// When Notification Source last spoke (or the session became active).
-    var lastSourceEvent = Timestamp.zero
     /// Probe as soon as nothing is in flight (a new session).
     var probeSoon = false
-    /// The UID after the highest announced (0 before any: a phone may
-    /// number from 0): the probe asks for it, and a refresh's announcement
-    /// of it or a later one was never announced before.
-    var probeUID: UInt32 = 0
     /// The last Control Point write was refused with 0x03 (two in a row: not shared).
     var lastWriteNotPermitted = false
     /// Notification Source was subscribed again in place in this session
@@ -367,6 +364,14 @@ public struct Consumer: Sendable {
     /// doubles the wait before the next (15 s, 30 s, 1 min, 2 min, then
     /// every 4 min with the default retry interval).
     var retries: UInt8 = 0
+    /// The UID after the highest announced (0 before any: a phone may
+    /// number from 0): the probe asks for it, and a refresh's announcement
+    /// of it or a later one was never announced before.
+    var probeUID: UInt32 = 0
+    /// When anything last came from the phone (a notification, a write or subscription result).
+    var lastHeard = Timestamp.zero
+    /// When Notification Source last spoke (or the session became active).
+    var lastSourceEvent = Timestamp.zero
 
     /// `configuration.requestTimeout`, in nanoseconds.
     var requestTimeout: Int64 { session.configuration.requestNanoseconds }
@@ -562,8 +567,18 @@ public struct Consumer: Sendable {
             uid: uid, eventFlags: event.eventFlags, categoryID: event.categoryID,
             categoryCount: event.categoryCount, isPreExisting: event.eventFlags.contains(.preExisting))
         switch event.eventID {
-        case .added:
-            if refreshing && announced.isPreExisting {
+        case .added, .modified:
+            let added = event.eventID == .added
+            if !added, let known = session.modelIndex(uid) {
+                // Modified does not make a notification younger: a known one
+                // is changed in place (its attributes kept); an unknown one
+                // is added, as an Added one is (below).
+                session.model[known].notification.take(event)
+                actions.appendOutOfLine(.emit(.modified(session.model[known].notification)))
+                if configuration.refreshOnModified { want(known) }
+                break
+            }
+            if added && refreshing && announced.isPreExisting {
                 // Announced again after `refresh`: known (or dropped by the
                 // model's bound), unless it is newer than every announcement:
                 // then Notification Source had stopped, and a new session
@@ -572,16 +587,8 @@ public struct Consumer: Sendable {
                 break
             }
             let index = session.insert(announced, into: &actions)
-            actions.appendOutOfLine(.emit(.added(announced)))
+            actions.appendOutOfLine(.emit(added ? .added(announced) : .modified(announced)))
             want(index)
-        case .modified:
-            // Modified does not make a notification younger: a known one is
-            // changed in place (its attributes kept), an unknown one added.
-            let known = session.modelIndex(uid)
-            let index = known ?? session.insert(announced, into: &actions)
-            session.model[index].notification.take(event)
-            actions.appendOutOfLine(.emit(.modified(session.model[index].notification)))
-            if known == nil || configuration.refreshOnModified { want(index) }
         case .removed:
             var removed = session.modelIndex(uid).map { session.forget(at: $0).notification } ?? announced
             removed.categoryCount = event.categoryCount
@@ -648,13 +655,17 @@ public struct Consumer: Sendable {
         case .attError(let code):
             switch code {
             case .writeNotPermitted:
-                if lastWriteNotPermitted && !isNotShared { setHealth(.notShared, into: &actions) }
-                if !lastWriteNotPermitted { retries = 0 }  // the first: asked again soon
-                lastWriteNotPermitted = true
+                if !lastWriteNotPermitted {
+                    retries = 0  // the first: asked again soon
+                    lastWriteNotPermitted = true
+                } else if !isNotShared {
+                    setHealth(.notShared, into: &actions)
+                }
             case .insufficientAuthentication, .insufficientAuthorization, .insufficientEncryptionKeySize, .insufficientEncryption:
                 refused(.controlPoint, result, into: &actions)
             case .cccdImproperlyConfigured:  // the phone holds no subscription of ours
-                if isInSession { session.pendingResubscribe = .subscriptionLost }
+                // (Outside a session, `resubscribe` lets it go.)
+                session.pendingResubscribe = .subscriptionLost
             case .unknownCommand, .invalidCommand, .invalidParameter, .actionFailed:  // an ANCS error is an answer
                 answered(.dataSource, into: &actions)  // as a response would be
             default:
@@ -664,9 +675,9 @@ public struct Consumer: Sendable {
             break
         }
         // The write in the slot, or a late result of an earlier one (ignored).
-        if !writeSlot.isFree && slotToken == token {
-            if case .abandoned = writeSlot, result != .success, let key = slotResponseKey {
-                reassembler.cancel(key, responseMayFollow: false)
+        if !writeSlot.isFree && token.rawValue == nextToken {
+            if case .abandoned = writeSlot, result != .success {
+                reassembler.cancel(slotKey, responseMayFollow: false)
             }
             writeSlot = .free
             // The entry writing, unless the write was abandoned (its entry gone).
@@ -747,8 +758,8 @@ public struct Consumer: Sendable {
         for index in session.entries.indices {
             if session.entries[index].waiter == id {
                 session.entries[index].waiter = nil
+                if session.entries[index].isUnwanted { abandon(session.entries.removeOutOfLine(at: index)) }
                 actions.complete(id, .failure(.cancelled))
-                if session.entries[index].isUnwanted { abandon(at: index) }
                 break
             }
         }
@@ -781,19 +792,21 @@ public struct Consumer: Sendable {
                 index &+= 1
                 continue
             }
-            let entry = abandon(at: index)
-            // Asked twice and answered neither time: Data Source is not delivering.
-            if entry.retried { session.pendingResubscribe = .probeUnanswered }
-            // Its response is still consumed if it comes; whoever waited hears it timed out.
-            session.finish(entry, .failure(.timedOut), into: &actions)
-            // More requests left unanswered than the pipeline holds: a phone
-            // that takes the writes and answers none (its Data Source
-            // subscription gone, while Notification Source may still speak
-            // and keep the display's fetches, and so the probe, coming).
+            let entry = session.entries.removeOutOfLine(at: index)
+            abandon(entry)
+            // Asked twice and answered neither time: Data Source is not
+            // delivering. Or more requests left unanswered than the pipeline
+            // holds: a phone that takes the writes and answers none (its Data
+            // Source subscription gone, while Notification Source may still
+            // speak and keep the display's fetches, and so the probe, coming).
             // Subscribe again, as for an unanswered probe; the reassembler,
             // which keeps each request for its late response, is emptied with
             // the session instead of growing with every timeout.
-            if reassembler.outstandingCount > configuration.pipeliningDepth + 2 { session.pendingResubscribe = .probeUnanswered }
+            if entry.retried || reassembler.outstandingCount &- 2 > configuration.pipeliningDepth {
+                session.pendingResubscribe = .probeUnanswered
+            }
+            // Its response is still consumed if it comes; whoever waited hears it timed out.
+            session.finish(entry, .failure(.timedOut), into: &actions)
         }
         if case .abandoned = writeSlot, slotDeadline <= now {
             // Its result never came: stop waiting, so later requests proceed.
@@ -829,11 +842,9 @@ public struct Consumer: Sendable {
         }
         guard isInSession else { return fail(.notConnected) }
         switch command {
-        case .getNotificationAttributes:
+        case .getNotificationAttributes, .getAppAttributes:
             guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
-        case .getAppAttributes(let request):
-            guard dataSourceAvailable else { return fail(.dataSourceUnavailable) }
-            if let answer = session.cachedAnswer(request) {
+            if case .getAppAttributes(let request) = command, let answer = session.cachedAnswer(request) {
                 actions.complete(id, .success(.appAttributes(answer)))
                 return id
             }
@@ -880,8 +891,12 @@ public struct Consumer: Sendable {
         }
         guard link == .active, writeSlot.isFree else { return }
         var outstanding = 0
-        // The probe's response never holds back a request.
-        for entry in session.entries where !entry.isQueued && entry.expectsResponse && entry.key != session.probeKey { outstanding &+= 1 }
+        // The probe's response never holds back a request. (With the slot
+        // free no entry is writing, and only a command with a response
+        // awaits one: `writeCompleted`.)
+        for entry in session.entries {
+            if case .awaitingResponse = entry.step, entry.key != session.probeKey { outstanding &+= 1 }
+        }
         // An app's name first (a notification waits on it), then in order.
         if let index = session.entries.firstIndex(where: { $0.isQueued && $0.asksAppName }) ?? session.entries.firstIndex(where: { $0.isQueued }) {
             if session.entries[index].expectsResponse && outstanding >= configuration.pipeliningDepth { return }
@@ -891,7 +906,8 @@ public struct Consumer: Sendable {
         // Not shared: the display's fetches wait (each would be refused); the probe asks.
         guard outstanding < configuration.pipeliningDepth, !isNotShared else { return }
         // Each turn either writes, or settles one wanted notification without a write.
-        while session.wantedCount > 0, dataSourceAvailable, let next = session.nextWanted() {
+        // (Only a session with Data Source wants any: `want`.)
+        while session.wantedCount > 0, let next = session.nextWanted() {
             session.wantedCount &-= 1
             guard let identifies = session.displayFetch(next) else {
                 session.settle(next)
@@ -926,9 +942,11 @@ public struct Consumer: Sendable {
             // is consumed (`cancel` of the key finds the first).
             reassembler.expect(request, id: key, abandoned: retried)
         }
-        session.entries[index].write(until: now.adding(nanoseconds: requestTimeout))
+        let due = now.adding(nanoseconds: requestTimeout)
+        session.entries[index].write(until: due)
         writeSlot = .busy
-        slotToken = token
+        slotKey = key
+        slotDeadline = due
         actions.appendOutOfLine(.writeControlPoint(bytes, token))
     }
 
@@ -940,9 +958,10 @@ public struct Consumer: Sendable {
             session.want(index)
         case .fetching:
             // A fetch of it is queued or written: a written one may have read
-            // the old content; a queued one reads the new.
+            // the old content; a queued one reads the new. (A display fetch
+            // is always Get Notification Attributes, of `displayUID`.)
             let uid = session.model[index].notification.uid
-            if let fetch = session.entries.firstIndex(where: { $0.displayFetch && $0.names(uid) }), !session.entries[fetch].isQueued {
+            if let fetch = session.entries.firstIndex(where: { $0.displayUID == uid }), !session.entries[fetch].isQueued {
                 session.move(index, to: .fetching(again: true))
             }
         case .wanted:
@@ -950,20 +969,16 @@ public struct Consumer: Sendable {
         }
     }
 
-    /// Removes the entry at `index`, which nobody waits for any more (or
-    /// whose waiter is told next), and returns it.
-    @discardableResult @inline(never)
-    private mutating func abandon(at index: Int) -> Entry {
-        let entry = session.entries.removeOutOfLine(at: index)
+    /// The entry just removed from `entries`, which nobody waits for any
+    /// more (or whose waiter is told next), is given up.
+    @inline(never)
+    private mutating func abandon(_ entry: Entry) {
         if case .writing = entry.step {
             // The write (the slot's) still occupies the link until its result comes.
             writeSlot = .abandoned
-            slotDeadline = entry.due
-            slotResponseKey = entry.key
         }
         // Its response may still come: written, or a retried one's first write's.
         if !entry.isQueued || entry.retried { reassembler.cancel(entry.key, responseMayFollow: true) }
-        return entry
     }
 
     // MARK: - App names kept by the host
@@ -1014,19 +1029,14 @@ public struct Consumer: Sendable {
         session.model.removeAll()
         session.wantedCount = 0
         session.preExistingFetched = 0
-        // A write still in flight on a link that stays up (Service Changed,
-        // stop) answers nothing in the next session, but ATT allows one
-        // write at a time: the next session's first write waits for its
-        // result, or for its deadline. (linkDown and linkUp forget it.) The
-        // new reassembler has no response to forget if it fails.
-        slotResponseKey = nil
-        for entry in ended {
-            if case .writing = entry.step {
-                writeSlot = .abandoned
-                slotDeadline = entry.due
-            }
-            actions.complete(entry.waiter, .failure(.sessionEnded))
-        }
+        // A write still in flight (the slot busy: its entry is one of these)
+        // on a link that stays up (Service Changed, stop) answers nothing
+        // in the next session, but ATT allows one write at a time: the next
+        // session's first write waits for its result, or for its deadline.
+        // (linkDown and linkUp forget it.) The new reassembler has no
+        // response to forget if it fails.
+        if case .busy = writeSlot { writeSlot = .abandoned }
+        for entry in ended { actions.complete(entry.waiter, .failure(.sessionEnded)) }
         reassembler.reset()
         session.appCache.removeAll()
         dataSourceAvailable = false

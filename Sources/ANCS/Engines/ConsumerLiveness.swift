@@ -53,10 +53,15 @@ extension Consumer {
         // (Idle: no Data Source either. One 0x03 asks again soon: two tell "not shared".)
         // A new session is probed sooner, but not at once: after its
         // PreExisting announcements (the probe asks for the UID after them).
-        let interval = retrying ? configuration.retryNanoseconds &<< retries : configuration.probeNanoseconds
+        var interval = configuration.probeNanoseconds
+        if retrying {
+            interval = configuration.retryNanoseconds &<< retries
+        } else if interval > 0 && probeSoon {
+            // (With retries off, a new session's probe goes at once.)
+            return lastHeard.adding(nanoseconds: configuration.retryNanoseconds)
+        }
         guard interval > 0 else { return nil }
-        // (With retries off, a new session's probe goes at once.)
-        return lastHeard.adding(nanoseconds: probeSoon && !retrying ? configuration.retryNanoseconds : interval)
+        return lastHeard.adding(nanoseconds: interval)
     }
 
     /// Something is missing that the phone refused or failed (a
@@ -175,7 +180,7 @@ extension Consumer {
         session.probeRefreshes = !probeSoon
         probeSoon = false
         let index = session.enqueue(Self.appIdentifierCommand(probeUID), waiter: nil)
-        session.probeKey = session.entries[index].key
+        session.probeKey = session.nextEntryKey  // (the key `enqueue` just gave it)
         write(at: index, now, into: &actions)
     }
 
