@@ -573,8 +573,13 @@ public struct Consumer: Sendable {
                 // Modified does not make a notification younger: a known one
                 // is changed in place (its attributes kept); an unknown one
                 // is added, as an Added one is (below).
-                session.model[known].notification.take(event)
-                actions.appendOutOfLine(.emit(.modified(session.model[known].notification)))
+                // (In place, unchecked: "An element at an index just found", at
+                // the end of this file.)
+                let modified = session.model.withUnsafeMutableBufferPointer {
+                    $0[known].notification.take(event)
+                    return $0[known].notification
+                }
+                actions.appendOutOfLine(.emit(.modified(modified)))
                 if configuration.refreshOnModified { want(known) }
                 break
             }
@@ -690,7 +695,7 @@ public struct Consumer: Sendable {
                     }
                     session.finish(entry, .failure(ConsumerError(result)), into: &actions)
                 } else if session.entries[index].expectsResponse {
-                    session.entries[index].step = .awaitingResponse
+                    session.entries.withUnsafeMutableBufferPointer { $0[index].step = .awaitingResponse }
                 } else {
                     session.finish(session.entries.removeOutOfLine(at: index), .success(.actionPerformed), into: &actions)
                 }
@@ -757,8 +762,11 @@ public struct Consumer: Sendable {
     public mutating func cancel(_ id: ConsumerRequestID, at now: Timestamp, into actions: inout [ConsumerAction]) {
         for index in session.entries.indices {
             if session.entries[index].waiter == id {
-                session.entries[index].waiter = nil
-                if session.entries[index].isUnwanted { abandon(session.entries.removeOutOfLine(at: index)) }
+                let unwanted = session.entries.withUnsafeMutableBufferPointer {
+                    $0[index].waiter = nil
+                    return $0[index].isUnwanted
+                }
+                if unwanted { abandon(session.entries.removeOutOfLine(at: index)) }
                 actions.complete(id, .failure(.cancelled))
                 break
             }
@@ -781,14 +789,14 @@ public struct Consumer: Sendable {
                 index &+= 1
                 continue
             }
-            if session.entries[index].asksAgainOnTimeout {
+            if session.entries.withUnsafeBufferPointer({ $0[index].asksAgainOnTimeout }) {
                 // The display's fetch (or app-name fetch), written and taken,
                 // unanswered: asked once more (a phone answering just past the
                 // timeout is still heard: the first answer to come serves it,
                 // and an application's request that joined it). Asked of Data
                 // Source alone, this is its check: unanswered again, it
                 // subscribes again (below).
-                session.entries[index].retry()
+                session.entries.withUnsafeMutableBufferPointer { $0[index].retry() }
                 index &+= 1
                 continue
             }
@@ -852,7 +860,7 @@ public struct Consumer: Sendable {
             let flag: EventFlags = request.actionID == .positive ? .positiveAction : request.actionID == .negative ? .negativeAction : []
             // Its flags tell whether the action exists: a UID this session never announced has none to tell.
             guard let index = session.modelIndex(request.notificationUID) else { return fail(.unknownNotification) }
-            guard !flag.isEmpty, session.model[index].notification.eventFlags.contains(flag) else { return fail(.actionNotAvailable) }
+            guard !flag.isEmpty, session.model.withUnsafeBufferPointer({ $0[index].notification.eventFlags }).contains(flag) else { return fail(.actionNotAvailable) }
         }
         // Every waiting caller counts, those of identical requests included.
         guard pendingRequestCount < configuration.maximumRequests else { return fail(.tooManyRequests) }
@@ -864,8 +872,8 @@ public struct Consumer: Sendable {
         }
         // An identical command in flight that only the display or the probe
         // waits on is joined (compared as bytes).
-        if let index = session.entryIndex(bytes), session.entries[index].waiter == nil {
-            session.entries[index].waiter = id
+        if let index = session.entryIndex(bytes), session.entries.withUnsafeBufferPointer({ $0[index].waiter == nil }) {
+            session.entries.withUnsafeMutableBufferPointer { $0[index].waiter = id }
             return id
         }
         session.enqueue(bytes, waiter: id)
@@ -911,12 +919,12 @@ public struct Consumer: Sendable {
             session.wantedCount &-= 1
             guard let identifies = session.displayFetch(next) else {
                 session.settle(next)
-                actions.appendOutOfLine(.emit(.hidden(session.model[next].notification.uid)))
+                actions.appendOutOfLine(.emit(.hidden(session.model.withUnsafeBufferPointer { $0[next].notification.uid })))
                 continue
             }
             // Its app asked first when apps are hidden: wanted again when the answer comes.
             session.move(next, to: .fetching(again: identifies))
-            let uid = session.model[next].notification.uid
+            let uid = session.model.withUnsafeBufferPointer { $0[next].notification.uid }
             let bytes = identifies ? Self.appIdentifierCommand(uid.rawValue) : session.displayCommand(uid)
             guard let bytes else {
                 session.settle(next)
@@ -932,9 +940,14 @@ public struct Consumer: Sendable {
     mutating func write(at index: Int, _ now: Timestamp, into actions: inout [ConsumerAction]) {
         nextToken &+= 1
         let token = WriteToken(rawValue: nextToken)
-        // (Read in place, unchecked: every caller has just found or made the
-        // entry at `index`; reading a field of an element copies the whole element.)
-        let (bytes, key, retried) = session.entries.withUnsafeBufferPointer { ($0[index].bytes, $0[index].key, $0[index].retried) }
+        // (Changed and read in place, unchecked: every caller has just found
+        // or made the entry at `index`; reading a field of an element copies
+        // the whole element. One access: one uniqueness check.)
+        let due = now.adding(nanoseconds: requestTimeout)
+        let (bytes, key, retried) = session.entries.withUnsafeMutableBufferPointer {
+            $0[index].write(until: due)
+            return ($0[index].bytes, $0[index].key, $0[index].retried)
+        }
         if let request = DataSourceRequest(encoded: bytes) {
             // Written again (`retried`): the first write's response is still
             // expected under the entry's key, and this one's behind it under
@@ -942,8 +955,6 @@ public struct Consumer: Sendable {
             // is consumed (`cancel` of the key finds the first).
             reassembler.expect(request, id: key, abandoned: retried)
         }
-        let due = now.adding(nanoseconds: requestTimeout)
-        session.entries[index].write(until: due)
         writeSlot = .busy
         slotKey = key
         slotDeadline = due
@@ -953,14 +964,16 @@ public struct Consumer: Sendable {
     /// The display wants the notification at `index` fetched (again).
     private mutating func want(_ index: Int) {
         guard fetchesForDisplay, dataSourceAvailable else { return }
-        switch session.model[index].stage {
+        // (Read in place, unchecked: every caller has just found or made the
+        // notification at `index`.)
+        let (stage, uid) = session.model.withUnsafeBufferPointer { ($0[index].stage, $0[index].notification.uid) }
+        switch stage {
         case .settled, .naming:
             session.want(index)
         case .fetching:
             // A fetch of it is queued or written: a written one may have read
             // the old content; a queued one reads the new. (A display fetch
             // is always Get Notification Attributes, of `displayUID`.)
-            let uid = session.model[index].notification.uid
             if let fetch = session.entries.firstIndex(where: { $0.displayUID == uid }), !session.entries[fetch].isQueued {
                 session.move(index, to: .fetching(again: true))
             }
@@ -1024,19 +1037,18 @@ public struct Consumer: Sendable {
     /// Nothing survives a session (spec: "Sessions").
     mutating func endSession(_ reason: SessionEndReason, into actions: inout [ConsumerAction]) {
         let hadSession = isInSession
-        let ended = session.entries
+        for entry in session.entries { actions.complete(entry.waiter, .failure(.sessionEnded)) }
         session.entries.removeAll()
         session.model.removeAll()
         session.wantedCount = 0
         session.preExistingFetched = 0
-        // A write still in flight (the slot busy: its entry is one of these)
+        // A write still in flight (the slot busy: its entry was one of those ended)
         // on a link that stays up (Service Changed, stop) answers nothing
         // in the next session, but ATT allows one write at a time: the next
         // session's first write waits for its result, or for its deadline.
         // (linkDown and linkUp forget it.) The new reassembler has no
         // response to forget if it fails.
         if case .busy = writeSlot { writeSlot = .abandoned }
-        for entry in ended { actions.complete(entry.waiter, .failure(.sessionEnded)) }
         reassembler.reset()
         session.appCache.removeAll()
         dataSourceAvailable = false
@@ -1063,6 +1075,12 @@ extension Array {
         remove(at: index)
     }
 }
+
+// An element at an index just found (by a search, `enqueue`, `nextWanted`,
+// a loop's bound) is read or changed through the array's buffer: in place,
+// with no bounds check, since the index is valid there. A checked subscript
+// costs a comparison and a trap at each such place; a change through one
+// access also checks uniqueness once for the fields it sets together.
 
 // A request's end, told from five places: one copy of the event's making.
 extension [ConsumerAction] {
