@@ -178,16 +178,27 @@ public struct Consumer: Sendable {
             get { waiterID == 0 ? nil : ConsumerRequestID(rawValue: waiterID) }
             set { waiterID = newValue?.rawValue ?? 0 }
         }
-        /// The display fetches with it the attributes of the notification
-        /// its command names (`displayUID`): a flag, not the UID again.
-        var displayFetch: Bool
-        /// The display asks an app's name with it.
-        var asksAppName: Bool
-        /// Written a second time after its first write timed out unanswered
-        /// (`tick`): the reassembler still expects the first write's
-        /// response under `key`, and the second's is expected behind it,
-        /// abandoned, so that whichever comes first answers it.
-        var retried = false
+        /// Whether the display waits on it too, and whether it was written
+        /// twice: each set once and never cleared, in one byte (an entry is
+        /// made and joined with one store; 44 bytes of firmware fewer than a
+        /// Bool each).
+        struct Flags: OptionSet, Sendable {
+            var rawValue: UInt8
+            /// The display fetches with it the attributes of the notification
+            /// its command names (`displayUID`): a flag, not the UID again.
+            static let displayFetch = Flags(rawValue: 1)
+            /// The display asks an app's name with it.
+            static let asksAppName = Flags(rawValue: 2)
+            /// Written a second time after its first write timed out unanswered
+            /// (`tick`): the reassembler still expects the first write's
+            /// response under `key`, and the second's is expected behind it,
+            /// abandoned, so that whichever comes first answers it.
+            static let retried = Flags(rawValue: 4)
+        }
+        var flags: Flags
+        var displayFetch: Bool { flags.contains(.displayFetch) }
+        var asksAppName: Bool { flags.contains(.asksAppName) }
+        var retried: Bool { flags.contains(.retried) }
         // Where it stands, as plain fields: an enum with payloads is moved
         // and matched as a whole (BENCHMARKS.md section 5, "Why the core is
         // shaped for size"; the write slot's the same).
@@ -213,17 +224,11 @@ public struct Consumer: Sendable {
         /// unanswered, and not yet asked twice: `tick` writes it again.
         var asksAgainOnTimeout: Bool {
             guard case .awaitingResponse = step else { return false }
-            return !retried && (displayFetch || asksAppName)
-        }
-        /// The display waits on it too: for a notification's attributes
-        /// (`fetch`), or for an app's name (`Session.enqueueForDisplay`; one
-        /// access to the array for either).
-        mutating func join(fetch: Bool) {
-            if fetch { displayFetch = true } else { asksAppName = true }
+            return !retried && !flags.isDisjoint(with: [.displayFetch, .asksAppName])
         }
         /// Queued again, to be written a second time (`retried`).
         mutating func retry() {
-            retried = true
+            flags.insert(.retried)
             step = .queued
         }
         var expectsResponse: Bool { bytes[0] != CommandID.performNotificationAction.rawValue }
@@ -231,7 +236,7 @@ public struct Consumer: Sendable {
         /// them); nil for Perform Notification Action, which has none.
         var request: DataSourceRequest? { DataSourceRequest(encoded: bytes) }
         /// Nobody waits for it any more.
-        var isUnwanted: Bool { waiter == nil && !displayFetch && !asksAppName }
+        var isUnwanted: Bool { waiter == nil && flags.isDisjoint(with: [.displayFetch, .asksAppName]) }
         /// The notification the display fetches with it.
         var displayUID: NotificationUID? { displayFetch ? NotificationUID(readUInt32LE(bytes, at: 1)) : nil }
         /// Whether the command names this notification: Get Notification
@@ -255,27 +260,25 @@ public struct Consumer: Sendable {
         case fetching(again: Bool)
         /// Its attributes are in; its app's name is being asked.
         case naming
+
+        var isWanted: Bool {
+            if case .wanted = self { true } else { false }
+        }
+        var isNaming: Bool {
+            if case .naming = self { true } else { false }
+        }
+        /// The display's fetch of it is written, or its app's name asked.
+        var isShowing: Bool {
+            if case .fetching = self { true } else { isNaming }
+        }
     }
 
     struct Tracked: Sendable {
         var notification: ConsumerNotification
-        /// Changed by `Session.move` alone.
+        /// Changed by `Session.move` alone (read by `Session.stage`).
         var stage = DisplayStage.settled
         /// `.ready` was told: the next show is `.updated`.
         var shown = false
-        var isWanted: Bool {
-            if case .wanted = stage { true } else { false }
-        }
-        var isNaming: Bool {
-            if case .naming = stage { true } else { false }
-        }
-        /// The display's fetch of it is written, or its app's name asked.
-        var isShowing: Bool {
-            if case .fetching = stage { true } else { isNaming }
-        }
-        var isSettled: Bool {
-            if case .settled = stage { true } else { false }
-        }
     }
 
     /// What the session holds: its requests, its notifications, its app
@@ -903,7 +906,7 @@ public struct Consumer: Sendable {
         // free no entry is writing, and only a command with a response
         // awaits one: `writeCompleted`.)
         for entry in session.entries {
-            if case .awaitingResponse = entry.step, entry.key != session.probeKey { outstanding &+= 1 }
+            if case .awaitingResponse = entry.step, entry.key != session.probeEntryKey { outstanding &+= 1 }
         }
         // An app's name first (a notification waits on it), then in order.
         if let index = session.entries.firstIndex(where: { $0.isQueued && $0.asksAppName }) ?? session.entries.firstIndex(where: { $0.isQueued }) {

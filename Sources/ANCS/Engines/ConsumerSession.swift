@@ -124,11 +124,22 @@ extension Consumer {
             if !configuration.keepsAttributes { model[index].notification.attributes = [] }
         }
 
+        // The notification at `index` read in place, unchecked (here, and
+        // in `show`): every caller has its index from the model just now
+        // (`modelIndex`, `nextWanted`, a walk of `model.indices` that adds
+        // or removes nothing). Read through the array, each read checked
+        // the bounds again: 40 bytes more of firmware.
+
         /// The AppIdentifier of the notification at `index`, when fetched
         /// (its value as held: comparing it copies nothing).
         @inline(never)
         func appIdentifier(_ index: Int) -> AttributeValue? {
-            model[index].notification[.appIdentifier]
+            model.withUnsafeBufferPointer { $0[index].notification[.appIdentifier] }
+        }
+
+        /// The display stage of the notification at `index`.
+        func stage(_ index: Int) -> DisplayStage {
+            model.withUnsafeBufferPointer { $0[index].stage }
         }
 
         func modelIndex(_ uid: NotificationUID) -> Int? {
@@ -146,10 +157,11 @@ extension Consumer {
         // Entry lookups made at several places, out of line (as `finish`):
         // smaller firmware (BENCHMARKS.md section 5, "Why the core is shaped for size").
 
-        /// The entry with exactly these command bytes (coalescing).
+        /// The entry with exactly these command bytes (coalescing), compared
+        /// as values (`==` of the two arrays measured 16 bytes more).
         @inline(never)
         func entryIndex(_ bytes: [UInt8]) -> Int? {
-            entries.firstIndex { $0.bytes == bytes }
+            entries.firstIndex { AttributeValue(bytes: $0.bytes) == AttributeValue(bytes: bytes) }
         }
 
         @inline(never)
@@ -189,14 +201,15 @@ extension Consumer {
 
         /// Adds an entry for `bytes`, last, and returns its index. (Every
         /// entry is made here, out of line: one copy of its making in
-        /// firmware, 90 bytes fewer.)
+        /// firmware, 90 bytes fewer.) The bytes are taken owned, here and in
+        /// `enqueueForDisplay`: each caller's command is its entry's, not
+        /// retained once more (28 bytes fewer).
         @inline(never) @discardableResult
-        mutating func enqueue(_ bytes: [UInt8], waiter: ConsumerRequestID?, displayFetch: Bool = false, asksAppName: Bool = false) -> Int {
+        mutating func enqueue(_ bytes: __owned [UInt8], waiter: ConsumerRequestID?, flags: Entry.Flags = []) -> Int {
             nextEntryKey &+= 1
             if nextEntryKey == 0 { nextEntryKey = 1 }  // 0 is no entry (`probeEntryKey`), even after the key wraps
             entries.append(Entry(
-                key: nextEntryKey, bytes: bytes, waiterID: waiter?.rawValue ?? 0,
-                displayFetch: displayFetch, asksAppName: asksAppName))
+                key: nextEntryKey, bytes: bytes, waiterID: waiter?.rawValue ?? 0, flags: flags))
             return entries.count &- 1
         }
 
@@ -206,12 +219,14 @@ extension Consumer {
         /// is joined (nil); else one is added and its index returned. (Out
         /// of line: the display's two commands share it, 22 bytes fewer.)
         @inline(never) @discardableResult
-        mutating func enqueueForDisplay(_ bytes: [UInt8], fetch: Bool) -> Int? {
+        mutating func enqueueForDisplay(_ bytes: __owned [UInt8], fetch: Bool) -> Int? {
+            let flag: Entry.Flags = fetch ? .displayFetch : .asksAppName
             if let index = entryIndex(bytes) {
-                entries[index].join(fetch: fetch)
+                // The display waits on it too (one access to the array).
+                entries[index].flags.insert(flag)
                 return nil
             }
-            return enqueue(bytes, waiter: nil, displayFetch: fetch, asksAppName: !fetch)
+            return enqueue(bytes, waiter: nil, flags: flag)
         }
 
         // MARK: - Responses
@@ -263,7 +278,7 @@ extension Consumer {
                     // Unless the configuration keeps them, kept only while the
                     // display needs them: fetched and not yet shown (not for a
                     // notification shown, or one the display has not fetched yet).
-                    if configuration.keepsAttributes || model[index].isShowing { model[index].notification.attributes.merge(value.attributes) }
+                    if configuration.keepsAttributes || stage(index).isShowing { model[index].notification.attributes.merge(value.attributes) }
                     actions.appendOutOfLine(.emit(.attributes(value)))
                 }
             case .appAttributes(let value):
@@ -288,13 +303,17 @@ extension Consumer {
             }
             actions.complete(entry.waiter, result)
             if let uid = entry.displayUID { displayFetchEnded(uid, result, into: &actions) }
-            if entry.asksAppName, let identifier = entry.request?.appIdentifierValue {
-                appNameEnded(identifier, into: &actions)
+            if entry.asksAppName {
+                // Its bytes are the display's command (`displayFetchEnded`;
+                // an entry is joined only by identical bytes): the CommandID,
+                // the AppIdentifier, its NUL and Display Name's AttributeID
+                // (read so, not decoded as a request: 24 bytes fewer).
+                appNameEnded(AttributeValue(in: entry.bytes, start: 1, count: entry.bytes.count &- 3), into: &actions)
             }
         }
 
         mutating func displayFetchEnded(_ uid: NotificationUID, _ result: ConsumerResult, into actions: inout [ConsumerAction]) {
-            guard let index = modelIndex(uid), case .fetching(let again) = model[index].stage else { return }
+            guard let index = modelIndex(uid), case .fetching(let again) = stage(index) else { return }
             // A failed fetch is told, unless a Modified event came while it
             // was written (fetched again, as after a fetch that succeeded); the
             // fetch of a notification's app alone is wanted again only when
@@ -334,7 +353,7 @@ extension Consumer {
         /// An app-name fetch ended (answered, refused or failed): the
         /// notifications waiting on it are shown, with the name if it came.
         mutating func appNameEnded(_ identifier: AttributeValue, into actions: inout [ConsumerAction]) {
-            for index in model.indices where model[index].isNaming {
+            for index in model.indices where stage(index).isNaming {
                 if appIdentifier(index) == identifier { show(at: index, into: &actions) }
             }
         }
@@ -343,9 +362,9 @@ extension Consumer {
             var appName: AttributeValue?
             if let identifier = appIdentifier(index), let cached = cacheIndex(identifier) { appName = appCache.withUnsafeBufferPointer { $0[cached].attributes.value(for: .displayName) } }
             // Told before it is settled, which drops what the model does not
-            // keep: the event carries it.
-            let notification = model[index].notification
-            actions.appendOutOfLine(.emit(model[index].shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
+            // keep: the event carries it. (Read in place, as `appIdentifier`.)
+            let (notification, shown) = model.withUnsafeBufferPointer { ($0[index].notification, $0[index].shown) }
+            actions.appendOutOfLine(.emit(shown ? .updated(notification, appName: appName) : .ready(notification, appName: appName)))
             model[index].shown = true
             settle(index)
         }
@@ -387,7 +406,8 @@ extension Consumer {
         // MARK: - The model
 
         /// Adds a notification as the youngest (last) and returns its index.
-        mutating func insert(_ notification: ConsumerNotification, into actions: inout [ConsumerAction]) -> Int {
+        /// (Taken owned: it is the model's, not copied; 20 bytes fewer.)
+        mutating func insert(_ notification: __owned ConsumerNotification, into actions: inout [ConsumerAction]) -> Int {
             // Added again: it is the youngest now, and is shown anew.
             let known = modelIndex(notification.uid)
             if known != nil || model.count >= configuration.maximumNotifications {
@@ -405,7 +425,7 @@ extension Consumer {
         @inline(never)
         mutating func forget(at index: Int) -> Tracked {
             let tracked = model.remove(at: index)
-            if tracked.isWanted { wantedCount &-= 1 }
+            if tracked.stage.isWanted { wantedCount &-= 1 }
             return tracked
         }
 
@@ -415,7 +435,7 @@ extension Consumer {
         /// backlog newest first (what a watch shows first).
         func nextWanted() -> Int? {
             var preExisting: Int?
-            for index in model.indices where model[index].isWanted {
+            for index in model.indices where model[index].stage.isWanted {
                 if !model[index].notification.isPreExisting { return index }
                 preExisting = index
             }
