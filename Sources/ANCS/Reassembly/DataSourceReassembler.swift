@@ -10,7 +10,8 @@
 //
 //   header (offset 0)  ── first byte ──►  header (offset k)  ── last header byte ──►  tupleID
 //   tupleID  ──►  lengthLow  ──►  lengthHigh  ──►  value  ──►  tupleID | (complete) header
-//   header mismatch on the CommandID byte, or bytes with nothing outstanding  ──►  discardingFragment
+//   header mismatch on the CommandID byte, or bytes with nothing outstanding  ──►  resynchronizing
+//   the request whose header is coming forgotten (`cancel`)  ──►  discardingFragment
 //   wrong NotificationUID  ──►  collectingUID  ──►  tupleID (failed: framing kept, nothing stored)
 //   wrong AppIdentifier    ──►  skippingAppIdentifier  ──►  tupleID (failed)
 //
@@ -44,7 +45,13 @@
 // header is matched, grows by at most 65 538 bytes per tuple asked, and
 // past a wrong AppIdentifier (bytes up to a NUL, without bound) it only
 // places an error. Each checked step was a branch to a trap in firmware
-// (0.3 KB of the byte loop, section 5). Bytes are framed one at a time
+// (0.3 KB of the byte loop, section 5). So were the checks of indices the
+// framing itself keeps in range: a header's bytes are read within its
+// request's header, the attribute walk within the command's bytes (it ends
+// the response at their end), the tuples of a complete response within
+// the values kept for it; these are read in place, through unsafe
+// buffers, without a check of each index (0.2 KB of the whole consumer's
+// firmware). Bytes are framed one at a time
 // outside values (a header or a tuple's AttributeID and Length), and
 // values are copied in bulk: at MTU 23 nearly every notification lies
 // inside a value.
@@ -94,30 +101,34 @@ public struct DataSourceReassembler: Sendable {
         var abandoned: Bool
     }
 
+    /// Between responses the phase is one of the first three; past them,
+    /// a response's header is complete (or failed to match) and its tuples
+    /// are being received (`streaming`): one comparison tells which.
     enum Phase: UInt8, Sendable {
         case header
+        case discardingFragment
+        /// Discarding after bytes that could not be framed (a wrong
+        /// CommandID, bytes no request explains): a notification that does
+        /// not begin like the response of an outstanding request is
+        /// dropped as unsolicited.
+        case resynchronizing
         case collectingUID
         case skippingAppIdentifier
         case tupleID
         case lengthLow
         case lengthHigh
         case value
-        case discardingFragment
     }
 
     public let configuration: Configuration
     /// Requests registered and not yet answered, in the order their
     /// responses come; while `streaming`, the first is being answered.
     var queue: [Pending] = []
-    /// The header of the first request's response is complete (or failed
-    /// to match): its tuples are being received.
-    var streaming = false
     var phase = Phase.header
-    /// Set after bytes that could not be framed (a wrong CommandID, bytes no
-    /// request explains): a notification that does not begin like the
-    /// response of an outstanding request is dropped as unsolicited.
-    var resynchronizing = false
-    var tupleIndex = 0
+    /// The header of the first request's response is complete (or failed
+    /// to match): its tuples are being received. (Said by the phase, not
+    /// stored besides it.)
+    var streaming: Bool { phase.rawValue > Phase.resynchronizing.rawValue }
     /// Bytes of the current response seen so far: in the header phase, the
     /// header bytes matched (against the first request's), 0 between responses.
     var offset = 0
@@ -171,7 +182,7 @@ public struct DataSourceReassembler: Sendable {
 
     /// True between the first and the last byte of a response.
     public var isInsideResponse: Bool {
-        phase == .header ? offset > 0 : phase != .discardingFragment
+        phase == .header ? offset > 0 : streaming
     }
 
     /// While streaming: the response is still wanted, so its values are
@@ -205,8 +216,10 @@ public struct DataSourceReassembler: Sendable {
             queue[index].abandoned = true
             if index == 0 && streaming { collecting = false }
         } else {
-            if index == 0 && isInsideResponse {
+            if index == 0 && phase == .header {
                 // Bytes already matched against it belong to nothing now.
+                // (Between fragments, discarding is the same as a header
+                // not begun: the next fragment starts one.)
                 phase = .discardingFragment
             }
             removeRequest(at: index)
@@ -221,7 +234,7 @@ public struct DataSourceReassembler: Sendable {
             let pending = queue[index]
             if index == 0 && streaming {
                 if collecting {
-                    handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: tupleIndex), at: offset)))
+                    handler(.failed(pending.id, DecodingError(.incomplete(expectedTuples: pending.request.tupleCount, receivedTuples: tuplesReceived), at: offset)))
                 }
             } else {
                 let received = index == 0 && isInsideResponse ? offset : 0
@@ -231,13 +244,26 @@ public struct DataSourceReassembler: Sendable {
         reset()
     }
 
+    /// The tuples of the current response received whole: the attributes
+    /// walked, but the one whose value is coming (none walked before its
+    /// tuples start: the walk is at 0 then). Counted when asked, here only,
+    /// not per tuple: a complete response has as many as its request asks.
+    private var tuplesReceived: Int {
+        var walked = AttributeCursor(offset: queue[0].request.headerCount, notification: attributes.notification)
+        var tuples = 0
+        while walked.offset < attributes.offset {
+            _ = walked.next(in: currentBytes)
+            tuples &+= 1
+        }
+        return phase == .value ? tuples &- 1 : tuples
+    }
+
     /// Forgets every request and the response being received (its buffer
     /// is kept for the next responses).
     mutating func reset() {
-        streaming = false
+        phase = .header  // (not streaming: nothing to remove)
         queue = []
         resetResponse()
-        resynchronizing = false
     }
 
     public mutating func feed(_ fragment: [UInt8], _ handler: (Event) -> Void) {
@@ -282,20 +308,19 @@ public struct DataSourceReassembler: Sendable {
     /// consumer calls it itself, after its own `absorbInsideValue`.
     @inline(never)
     mutating func feedAnyFragment(_ fragment: UnsafeRawBufferPointer, _ handler: (Event) -> Void) {
-        if phase == .discardingFragment {
-            phase = .header
-            offset = 0
-        }
-        // (Resynchronizing, no response has begun: the bytes that could not
-        // be framed ended their fragment.)
-        if resynchronizing {
-            guard beginsResponse(fragment) else {
+        if phase != .header && !streaming {
+            // Discarding ends with its fragment: this one may start a
+            // header. (Resynchronizing, no response has begun: the bytes
+            // that could not be framed ended their fragment; this one must
+            // begin like an outstanding request's response.)
+            if phase == .resynchronizing && !beginsResponse(fragment) {
                 if fragment.count > 0 { handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0))) }
                 return
             }
-            resynchronizing = false
+            phase = .header
+            offset = 0
         }
-        if streaming && !collecting && queue.count > 1 && fragment.begins(with: queue[1].request, atLeast: queue[1].request.headerCount) {
+        if streaming && !collecting && queue.count > 1 && begins(fragment, withHeaderAt: 1, upTo: .max) {
             // The response being skipped was given up on (timed out or
             // invalid) and this notification starts exactly like the next
             // request's response: an NP that sent fewer tuples than asked
@@ -307,7 +332,7 @@ public struct DataSourceReassembler: Sendable {
         while index < count {
             let byte = fragment[index]
             switch phase {
-            case .discardingFragment:
+            case .discardingFragment, .resynchronizing:
                 return
 
             case .header:
@@ -324,7 +349,10 @@ public struct DataSourceReassembler: Sendable {
                 if byte == 0 { startTuples(handler) }
 
             case .tupleID:
-                let expected = currentBytes[attributes.offset]
+                // (No check of the index: the walk is inside the command's
+                // bytes until it ends, and then the response is complete.)
+                let at = attributes.offset
+                let expected = currentBytes.withUnsafeBufferPointer { $0[at] }
                 if byte != expected {
                     fail(.unexpectedAttribute(expected: expected, actual: byte), at: offset, handler)
                 }
@@ -353,7 +381,8 @@ public struct DataSourceReassembler: Sendable {
 
             case .value:
                 let take = min(count &- index, length &- received)
-                takeValueBytes(UnsafeRawBufferPointer(rebasing: fragment[index..<(index &+ take)]))
+                // (The fragment holds bytes, so it has an address: no check of it.)
+                takeValueBytes(UnsafeRawBufferPointer(start: fragment.baseAddress.unsafelyUnwrapped + index, count: take))
                 index &+= take
                 if received == length {
                     finishTuple(handler)
@@ -380,12 +409,35 @@ public struct DataSourceReassembler: Sendable {
     /// either the whole response or a full one.)
     @inline(never)
     private func beginsResponse(_ fragment: UnsafeRawBufferPointer) -> Bool {
-        for pending in queue {
-            let request = pending.request
-            if fragment.begins(with: request, atLeast: min(request.headerCount, DataSourceResponse.mtuRange.lowerBound - 3)) { return true }
-            if !pending.abandoned { return answersWrongly(request, fragment) }
+        for index in queue.indices {
+            if begins(fragment, withHeaderAt: index, upTo: DataSourceResponse.mtuRange.lowerBound - 3) { return true }
+            let pending = queue[index]
+            if !pending.abandoned { return answersWrongly(pending.request, fragment) }
         }
         return false
+    }
+
+    /// Whether `fragment` begins with as much of the header of the request
+    /// at `index` of the queue as it holds, and holds the whole header or at
+    /// least `limit` bytes. (Out of line: the one copy of this loop for the
+    /// two checks of how a notification begins.)
+    @inline(never)
+    private func begins(_ fragment: UnsafeRawBufferPointer, withHeaderAt index: Int, upTo limit: Int) -> Bool {
+        // (Read in place: a copy of the request costs a retain and a release.)
+        queue.withUnsafeBufferPointer { pending in
+            let headerCount = pending[index].request.headerCount
+            guard fragment.count >= min(headerCount, limit) else { return false }
+            // (Without a check of each index: a request's header lies within its bytes.)
+            return pending[index].request.bytes.withUnsafeBufferPointer { header in
+                let end = min(headerCount, fragment.count)
+                var position = 0
+                while position < end {
+                    if fragment[position] != header[position] { return false }
+                    position &+= 1
+                }
+                return true
+            }
+        }
     }
 
     /// Whether `fragment` begins like a response to `request` for another
@@ -403,7 +455,8 @@ public struct DataSourceReassembler: Sendable {
             while index < fragment.count && fragment[index] != 0 { index &+= 1 }
             tuplesStart = index &+ 1
         }
-        return fragment.count > tuplesStart && fragment[tuplesStart] == request.bytes[request.headerCount]
+        // (The first AttributeID asked follows the header: `tupleCount` is not 0.)
+        return fragment.count > tuplesStart && fragment[tuplesStart] == request.bytes.withUnsafeBufferPointer { $0[request.headerCount] }
     }
 
     // MARK: - Header
@@ -415,11 +468,21 @@ public struct DataSourceReassembler: Sendable {
         // Read in place: copying a request out of the queue costs a retain
         // and a release of each of its arrays, for every header byte.
         queue.withUnsafeBufferPointer { pending in
-            guard pending[index].request.headerCount > matched, pending[index].request.bytes[matched] == byte else { return false }
-            // The bytes so far matched the first request's header (no need to compare them again).
-            if index == 0 { return true }
-            for position in 0..<matched where pending[index].request.bytes[position] != pending[0].request.bytes[position] { return false }
-            return true
+            guard pending[index].request.headerCount > matched else { return false }
+            // (Without a check of each index: a request's header lies within its bytes.)
+            return pending[index].request.bytes.withUnsafeBufferPointer { header in
+                guard header[matched] == byte else { return false }
+                // The bytes so far matched the first request's header (no need to compare them again).
+                if index == 0 { return true }
+                return pending[0].request.bytes.withUnsafeBufferPointer { first in
+                    var position = 0
+                    while position < matched {
+                        if header[position] != first[position] { return false }
+                        position &+= 1
+                    }
+                    return true
+                }
+            }
         }
     }
 
@@ -438,23 +501,21 @@ public struct DataSourceReassembler: Sendable {
             }
             head &+= 1
         }
-        guard head < queue.count else {
-            queue = []
-            handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
-            phase = .discardingFragment
-            resynchronizing = true
-            return
-        }
         // (One at a time: one removal code for the queue in firmware, where
         // `removeFirst(_:)` was another; a request is passed over so only
         // when it was abandoned and its response never came.)
         for _ in 0..<head { removeRequest(at: 0) }
+        guard !queue.isEmpty else {
+            // Every request passed over: nothing explains the bytes.
+            handler(.unsolicited(DecodingError(.unsolicitedResponse, at: 0)))
+            phase = .resynchronizing
+            return
+        }
         if offset == queue.withUnsafeBufferPointer({ $0[0].request.headerCount }) { beginTuples(handler) }
     }
 
     /// The first request's header is complete: its tuples come next.
     private mutating func beginTuples(_ handler: (Event) -> Void) {
-        streaming = true
         collecting = !queue[0].abandoned
         startTuples(handler)
     }
@@ -463,21 +524,27 @@ public struct DataSourceReassembler: Sendable {
     /// to be dropped) does not match the header bytes received (`matched` of
     /// them, then `byte`).
     private mutating func mismatch(_ head: Int, byte: UInt8, _ matched: Int, _ handler: (Event) -> Void) {
-        let request = queue[head].request, first = queue[0].request
-        var position = 0
-        while position < matched && position < request.headerCount && request.bytes[position] == first.bytes[position] { position &+= 1 }
-        let actual = matched == 0 ? byte : first.bytes[0]
+        // (Read in place, as in extendsHeader.)
+        let (commandID, position, actual) = queue.withUnsafeBufferPointer { pending in
+            let request = pending[head].request
+            return request.bytes.withUnsafeBufferPointer { header in
+                pending[0].request.bytes.withUnsafeBufferPointer { first in
+                    var position = 0
+                    while position < matched && position < request.headerCount && header[position] == first[position] { position &+= 1 }
+                    return (request.commandID, position, matched == 0 ? byte : first[0])
+                }
+            }
+        }
         for _ in 0..<head { removeRequest(at: 0) }  // (as in matchHeader)
-        streaming = true
+        phase = .tupleID  // streaming (each way below sets its phase)
         collecting = true
         if position == 0 {
-            fail(.wrongCommandID(expected: request.commandID, actual: CommandID(rawValue: actual)), at: 0, handler)
+            fail(.wrongCommandID(expected: commandID, actual: CommandID(rawValue: actual)), at: 0, handler)
             resetResponse()
-            phase = .discardingFragment
-            resynchronizing = true
+            phase = .resynchronizing
             return
         }
-        if request.commandID == .getNotificationAttributes {
+        if commandID == .getNotificationAttributes {
             if offset == 5 {  // the NotificationUID's last byte
                 reportUIDMismatch(handler)
             } else {
@@ -509,11 +576,11 @@ public struct DataSourceReassembler: Sendable {
         } else {
             lentAttributes = []
         }
-        tupleIndex = 0
         currentBytes = queue[0].request.bytes
         attributes = AttributeCursor(offset: queue[0].request.headerCount, notification: queue[0].request.commandID == .getNotificationAttributes)
         valuesLength = 0
-        if attributes.offset == currentBytes.count { completeResponse(handler) } else { phase = .tupleID }
+        phase = .tupleID  // (streaming: a response complete at once leaves the queue)
+        if attributes.offset >= currentBytes.count { completeResponse(handler) }
     }
 
     /// After a tuple's AttributeID and Length: checks the length, makes room
@@ -534,16 +601,23 @@ public struct DataSourceReassembler: Sendable {
                 // (the buffer is kept from response to response, so it
                 // grows only until it holds the largest response; doubling
                 // could pass the bound of the requests' max lengths).
-                var grown = [UInt8](repeating: 0, count: end)
-                grown.withUnsafeMutableBytes { target in
-                    scratch.withUnsafeBytes { source in target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[..<valuesLength])) }
+                let kept = valuesLength
+                scratch = scratch.withUnsafeBytes { old in
+                    [UInt8](unsafeUninitializedCapacity: end) { grown, initialized in
+                        grown.initialize(repeating: 0)
+                        UnsafeMutableRawBufferPointer(grown).copyMemory(from: UnsafeRawBufferPointer(start: old.baseAddress, count: kept))
+                        initialized = end
+                    }
                 }
-                scratch = grown
             }
-            scratch[valuesLength] = attributeID
-            scratch[valuesLength &+ 1] = UInt8(truncatingIfNeeded: length)
-            scratch[valuesLength &+ 2] = UInt8(truncatingIfNeeded: length >> 8)
-            valuesLength &+= 3
+            // (In place: the buffer holds them, no check of each index.)
+            let start = valuesLength, id = attributeID, length = self.length
+            scratch.withUnsafeMutableBytes { tuple in
+                tuple[start] = id
+                tuple[start &+ 1] = UInt8(truncatingIfNeeded: length)
+                tuple[start &+ 2] = UInt8(truncatingIfNeeded: length >> 8)
+            }
+            valuesLength = start &+ 3
         }
         guard length > 0 else {
             finishTuple(handler)
@@ -558,8 +632,7 @@ public struct DataSourceReassembler: Sendable {
         // and Length is complete: the response's values now end after it
         // (when the response is being kept at all).
         if collecting { valuesLength &+= length }
-        tupleIndex &+= 1
-        if attributes.offset == currentBytes.count {
+        if attributes.offset >= currentBytes.count {
             completeResponse(handler)
         } else {
             phase = .tupleID
@@ -570,18 +643,21 @@ public struct DataSourceReassembler: Sendable {
     private mutating func completeResponse(_ handler: (Event) -> Void) {
         if collecting {
             // (Read in place: a copy of the request costs a retain and a release.)
-            let (id, uid) = queue.withUnsafeBufferPointer { ($0[0].id, $0[0].request.notificationUID) }
+            // (Complete: every tuple the request asks for has come.)
+            let (id, uid, tuples) = queue.withUnsafeBufferPointer { ($0[0].id, $0[0].request.notificationUID, $0[0].request.tupleCount) }
             let notification = attributes.notification  // (set from the request's CommandID)
-            // The response's values in one allocation, each value its part; or lent.
+            // The response's values in one allocation, each value its part
+            // (none for no bytes: the array made of an empty buffer is the
+            // empty one); or lent.
             let values = notification && lendsBuffers ? scratch
-                : valuesLength == 0 ? [] : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
+                : scratch.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[0..<valuesLength])) }
             if notification {
-                Self.attributes(in: values, valuesLength, tupleIndex, into: &lentAttributes)
+                Self.attributes(in: values, valuesLength, tuples, into: &lentAttributes)
                 let response = NotificationAttributesResponse(notificationUID: uid, attributes: lentAttributes)
                 handler(.response(id, .notificationAttributes(response)))
             } else {
                 var list: [AppAttribute] = []
-                Self.attributes(in: values, valuesLength, tupleIndex, into: &list)
+                Self.attributes(in: values, valuesLength, tuples, into: &list)
                 let response = AppAttributesResponse(appIdentifierBytes: queue[0].request.appIdentifierBytes ?? [], attributes: list)
                 handler(.response(id, .appAttributes(response)))
             }
@@ -598,11 +674,15 @@ public struct DataSourceReassembler: Sendable {
     @inline(never)
     private static func attributes<Attribute: AttributeTuple>(in values: [UInt8], _ length: Int, _ tuples: Int, into attributes: inout [Attribute]) {
         attributes.reserveCapacity(tuples)
-        var start = 0
-        while start < length {
-            let count = readUInt16LE(values, at: start &+ 1)
-            attributes.append(Attribute(rawID: values[start], value: AttributeValue(in: values, start: start &+ 3, count: count)))
-            start &+= 3 &+ count
+        // (Read in place, without a check of each index: the tuples were
+        // framed as they came, each within the first `length` bytes.)
+        values.withUnsafeBufferPointer { tuple in
+            var start = 0
+            while start < length {
+                let count = Int(tuple[start &+ 1]) | Int(tuple[start &+ 2]) << 8
+                attributes.append(Attribute(rawID: tuple[start], value: AttributeValue(in: values, start: start &+ 3, count: count)))
+                start &+= 3 &+ count
+            }
         }
     }
 
@@ -628,23 +708,11 @@ public struct DataSourceReassembler: Sendable {
     @inline(never)
     private mutating func resetResponse() {
         if streaming { removeRequest(at: 0) }
-        streaming = false
         collecting = false
         currentBytes = []
         attributes.offset = 0
-        tupleIndex = 0
         offset = 0
         phase = .header
         valuesLength = 0
-    }
-}
-
-extension UnsafeRawBufferPointer {
-    /// Whether these bytes begin with as much of `request`'s header as they
-    /// hold, and hold at least `minimum` bytes.
-    fileprivate func begins(with request: DataSourceRequest, atLeast minimum: Int) -> Bool {
-        guard count >= minimum else { return false }
-        for index in 0..<Swift.min(request.headerCount, count) where self[index] != request.bytes[index] { return false }
-        return true
     }
 }
