@@ -278,8 +278,8 @@ func runConsumer(_ input: FuzzInput) {
         for response in held { check(response.told == response.copy, "a response held changed after it was told") }
         if !configuration.keepsAttributes {
             // Values only where the display needs them (or one, an AppIdentifier the app filter reads).
-            for tracked in consumer.session.model where !tracked.isShowing && !tracked.notification.attributes.isEmpty {
-                check(hides && !tracked.isSettled && tracked.notification.attributes.count == 1,
+            for tracked in consumer.session.model where !tracked.stage.isShowing && !tracked.notification.attributes.isEmpty {
+                check(hides && tracked.stage != .settled && tracked.notification.attributes.count == 1,
                       "\(tracked.notification.uid) holds \(tracked.notification.attributes.count) values, not being shown")
             }
         }
